@@ -1,0 +1,131 @@
+"""A deterministic, paper-size synthetic repair problem for the benchmarks (no model needed).
+
+What it builds, from a seed:
+
+* a dense head ``logits = W_c σ(W v + b) + b_c`` with ``W`` (768×768) ~ N(0, 1/768), a small
+  bias ``b``, a 2-class ``W_c`` whose logit difference is orthogonal to the mean hidden
+  activation (so the two classes are balanced, as for a real fine-tuned head), scaled so the
+  median |gap| of correct predictions is ``TYPICAL_GAP`` (≈3), and ``b_c = 0``;
+* representations ``v ~ N(0, I)`` in ``d_in = 768`` (the input of the repair layer);
+* ``must_keep``: 800 fresh rows labelled with the head's own prediction, i.e. all correct, with
+  their natural small-margin tail left in (a few start below γ_h = 0.3, so the first QP has
+  active must_keep rows, as on a real model's clean cases);
+* ``must_fix``: 108 "adversarial-like" rows: drawn rows whose |gap| lies in [0.05, 3], labelled
+  with the *other* class, so each is wrong by a gap between −3 and −0.05 (near the boundary).
+
+The paper's sizes (108 must_fix, 800 must_keep, d = 768) and defaults (γ_s = 1.0, γ_h = 0.3,
+ρ = 2, λ = 50) are used throughout. ``first_problem`` returns the first linearised QP of the
+repair loop exactly as ``warp_check.repair.repair`` builds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from warp_check.activations import ACTIVATIONS
+from warp_check.head import DenseHead, top_left_singular_vectors
+from warp_check.qp import LinearisedProblem
+from warp_check.repair import CaseSet
+
+D = 768  # d_in = d_out, as in DistilBERT's pre_classifier / BERT's pooler
+N_FIX = 108
+N_KEEP = 800
+TYPICAL_GAP = 3.0  # median |gap| of correct predictions
+FIX_GAP_RANGE = (0.05, 3.0)  # |gap| of the rows turned into must_fix cases
+GAMMA_S = 1.0
+GAMMA_H = 0.3
+RHO = 2.0
+LAM = 50.0
+AIM_ABOVE = 1e-3  # RepairSettings.aim_above: the QP targets γ + this
+
+
+@dataclass(frozen=True)
+class SyntheticProblem:
+    head: DenseHead
+    fix: CaseSet
+    keep: CaseSet
+    seed: int
+    activation: str
+
+
+def build(seed: int = 0, activation: str = "relu") -> SyntheticProblem:
+    """The head and the two case sets; identical for identical (seed, activation)."""
+    if activation not in ("relu", "tanh"):
+        raise ValueError(f"activation must be 'relu' or 'tanh', got {activation!r}")
+    act = ACTIVATIONS[activation]
+    rng = np.random.default_rng(seed)
+    W = rng.normal(0.0, 1.0 / np.sqrt(D), size=(D, D))
+    b = rng.normal(0.0, 0.05, size=D)
+
+    # Class direction: random, made orthogonal to the mean activation so neither class dominates.
+    calibration = rng.normal(size=(4096, D))
+    hidden = act.fn(calibration @ W.T + b)
+    mean_hidden = hidden.mean(axis=0)
+    direction = rng.normal(size=D)
+    direction -= (direction @ mean_hidden) / (mean_hidden @ mean_hidden) * mean_hidden
+    scale = TYPICAL_GAP / float(np.median(np.abs(hidden @ direction)))
+    half = 0.5 * scale * direction
+    f32 = np.float32  # a real model's weights: the loop rounds the repaired W to this too
+    head = DenseHead(
+        W=W.astype(f32),
+        b=b.astype(f32),
+        Wc=np.stack([-half, half]).astype(f32),
+        bc=np.zeros(2),
+        activation=act,
+        storage_dtype="float32",
+    )
+
+    V_keep = rng.normal(size=(N_KEEP, D))
+    keep = CaseSet(tuple(f"keep-{i:04d}" for i in range(N_KEEP)), V_keep, head.predict(V_keep))
+
+    low, high = FIX_GAP_RANGE
+    chosen: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
+    while sum(len(c) for c in chosen) < N_FIX:
+        pool = rng.normal(size=(1024, D))
+        predicted = head.predict(pool)
+        gap, _ = head.gaps(pool, predicted)
+        near = (gap >= low) & (gap <= high)
+        chosen.append(pool[near])
+        labels.append(1 - predicted[near])  # the other class: wrong by −gap
+    V_fix = np.vstack(chosen)[:N_FIX]
+    fix = CaseSet(tuple(f"fix-{i:04d}" for i in range(N_FIX)), V_fix, np.concatenate(labels)[:N_FIX])
+    return SyntheticProblem(head, fix, keep, seed, activation)
+
+
+def first_problem(synthetic: SyntheticProblem, rank: int, *, cache_vvt: bool = False) -> LinearisedProblem:
+    """The first linearised QP of the repair loop at ``rank`` (U = top-r singular vectors of W).
+
+    ``cache_vvt`` hands the solver V Vᵀ precomputed, as the loop does (it is constant there);
+    by default the dual pays for it inside the timed solve, which is the fair one-shot comparison.
+    """
+    head, fix, keep = synthetic.head, synthetic.fix, synthetic.keep
+    V = np.vstack([fix.V, keep.V])
+    labels = np.concatenate([fix.labels, keep.labels])
+    targets = np.concatenate([np.full(len(fix), GAMMA_S), np.full(len(keep), GAMMA_H)])
+    U = top_left_singular_vectors(head.W, rank)
+    gap, _, C = head.linearise(V, labels, U)
+    return LinearisedProblem(
+        C,
+        V,
+        targets + AIM_ABOVE - gap,
+        len(fix),
+        RHO,
+        LAM,
+        V @ V.T if cache_vvt else None,
+    )
+
+
+def describe(synthetic: SyntheticProblem) -> dict[str, float | int]:
+    """A few numbers that show the problem looks like a real one (for the benchmark output)."""
+    head = synthetic.head
+    g_fix, _ = head.gaps(synthetic.fix.V, synthetic.fix.labels)
+    g_keep, _ = head.gaps(synthetic.keep.V, synthetic.keep.labels)
+    return {
+        "fix_gap_min": round(float(g_fix.min()), 4),
+        "fix_gap_max": round(float(g_fix.max()), 4),
+        "keep_gap_median": round(float(np.median(g_keep)), 4),
+        "keep_below_gamma_h": int(np.sum(g_keep < GAMMA_H)),
+    }

@@ -1,0 +1,160 @@
+"""Benchmark: the paper's primal QP against our dual QP, on one paper-size linearised problem.
+
+What is measured: wall-clock seconds of ``warp_check.qp.solve`` on the *first* linearised QP
+of the repair loop (synthetic head and cases from ``_synthetic``: 108 must_fix, 800 must_keep,
+d_in = 768, γ_s = 1.0, γ_h = 0.3, ρ = 2, λ = 50), solved three ways in one process with the
+same OSQP tolerances:
+
+* ``primal_s``    the paper's primal form (eq. 5–8), all constraints: r·768 + 108 variables;
+* ``dual_full_s`` our dual form, all 908 constraints (a 908×908 Gram matrix);
+* ``dual_s``      our default path: the dual with the lazy must_keep working set.
+
+Each time includes everything ``solve`` does (building K or the Gram matrix, OSQP setup and
+factorisation, ADMM, polishing, working-set rounds); V Vᵀ is *not* cached unless
+``--cached-vvt`` (the repair loop caches it, so a loop iteration is a little cheaper still).
+``speedup = primal_s / dual_s``, ``speedup_full = primal_s / dual_full_s``.
+``same_solution`` is true when both dual solutions agree with the primal B to 1e-6 (max abs).
+
+Run: ``python benchmarks/bench_qp.py --rank 2 --json``. Exit 1 if a solve fails or the
+solutions differ. Timings are of one run on this machine (``machine`` in the output): rerun
+and compare on a quiet machine before quoting them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+import _synthetic  # noqa: E402
+import numpy as np  # noqa: E402
+
+from warp_check import qp  # noqa: E402
+
+TOLERANCE = 1e-6  # max |B_primal − B_dual| for "same solution"
+
+
+def machine() -> dict[str, object]:
+    return {
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+    }
+
+
+def run(rank: int, seed: int, activation: str, cached_vvt: bool) -> dict[str, object]:
+    synthetic = _synthetic.build(seed, activation)
+    problem = _synthetic.first_problem(synthetic, rank, cache_vvt=cached_vvt)
+    base = qp.SolverSettings()  # identical tolerances for every form
+    variants = {
+        "primal": replace(base, form="primal", working_set=False),
+        "dual_full": replace(base, form="dual", working_set=False),
+        "dual": replace(base, form="dual", working_set=True),
+    }
+    _warm_up()
+    solutions: dict[str, qp.QPSolution] = {}
+    wall: dict[str, float] = {}
+    for name, settings in variants.items():
+        start = time.perf_counter()
+        solutions[name] = qp.solve(problem, settings)
+        wall[name] = time.perf_counter() - start
+
+    primal, dual, full = solutions["primal"], solutions["dual"], solutions["dual_full"]
+    ok = all(s.status.has_solution and s.B is not None for s in solutions.values())
+    diff = diff_full = float("nan")
+    if ok:
+        assert primal.B is not None and dual.B is not None and full.B is not None
+        diff = float(np.max(np.abs(primal.B - dual.B)))
+        diff_full = float(np.max(np.abs(primal.B - full.B)))
+    same = ok and diff <= TOLERANCE and diff_full <= TOLERANCE
+    return {
+        "rank": rank,
+        "n_fix": problem.n_fix,
+        "n_keep": problem.n - problem.n_fix,
+        "d_in": problem.d_in,
+        "activation": activation,
+        "seed": seed,
+        "cached_vvt": cached_vvt,
+        "primal_s": round(wall["primal"], 4),
+        "dual_s": round(wall["dual"], 4),
+        "dual_full_s": round(wall["dual_full"], 4),
+        "speedup": round(wall["primal"] / wall["dual"], 2),
+        "speedup_full": round(wall["primal"] / wall["dual_full"], 2),
+        "same_solution": bool(same),
+        "max_abs_diff": diff,
+        "max_abs_diff_full": diff_full,
+        "objective_primal": primal.objective,
+        "objective_dual": dual.objective,
+        "objective_dual_full": full.objective,
+        "status_primal": primal.status.value,
+        "status_dual": dual.status.value,
+        "status_dual_full": full.status.value,
+        "iterations_primal": primal.iterations,
+        "iterations_dual": dual.iterations,
+        "iterations_dual_full": full.iterations,
+        "problem": _synthetic.describe(synthetic),
+        "machine": machine(),
+    }
+
+
+def _warm_up() -> None:
+    """Import OSQP and SciPy and solve a tiny QP, so no form pays the one-off import cost.
+
+    Both of its constraints bind in either form (the must_fix slack is priced out, the
+    must_keep row is slack), so OSQP's polish step does not print "no active set".
+    """
+    tiny = qp.LinearisedProblem(np.ones((2, 1)), np.eye(2), np.array([1e3, -1.0]), 1, 2.0, 50.0)
+    for form in ("primal", "dual"):
+        qp.solve(tiny, qp.SolverSettings(form=form, working_set=False))
+
+
+def print_table(result: dict[str, object]) -> None:
+    print(
+        f"rank {result['rank']}: {result['n_fix']} must_fix, {result['n_keep']} must_keep, "
+        f"d_in {result['d_in']}, {result['activation']} head, seed {result['seed']}"
+    )
+    print(f"{'form':<28}{'seconds':>10}{'speedup':>10}{'ADMM iter':>11}  status    objective")
+    rows = (
+        ("primal (paper)", "primal", 1.0),
+        ("dual, all constraints", "dual_full", result["speedup_full"]),
+        ("dual + working set (ours)", "dual", result["speedup"]),
+    )
+    for label, key, speedup in rows:
+        print(
+            f"{label:<28}{result[key + '_s']:>10.4f}{speedup:>9}×{result['iterations_' + key]:>11}"
+            f"  {result['status_' + key]:<9} {result['objective_' + key]:.10g}"
+        )
+    print(
+        f"same solution (≤ {TOLERANCE:g}): {result['same_solution']}  "
+        f"max |ΔB| dual {result['max_abs_diff']:.3g}, dual_full {result['max_abs_diff_full']:.3g}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rank", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--activation", choices=("relu", "tanh"), default="relu")
+    parser.add_argument("--cached-vvt", action="store_true", help="hand the dual V Vᵀ precomputed")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args(argv)
+    result = run(args.rank, args.seed, args.activation, args.cached_vvt)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_table(result)
+    return 0 if result["same_solution"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

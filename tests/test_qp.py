@@ -1,0 +1,113 @@
+"""The QP: primal and dual agree (hypothesis), infeasibility is reported as such, statuses map."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from warp_check.errors import SettingsError
+from warp_check.qp import _OSQP_STATUS, LinearisedProblem, QPForm, QPStatus, SolverSettings, solve
+
+
+def random_problem(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int) -> LinearisedProblem:
+    rng = np.random.default_rng(seed)
+    n = n_fix + n_keep
+    C = rng.normal(size=(n, rank))
+    V = rng.normal(size=(n, d_in))
+    rhs = np.concatenate([rng.uniform(0.2, 2.0, n_fix), rng.uniform(-2.0, 0.3, n_keep)])
+    return LinearisedProblem(C, V, rhs, n_fix, rho=2.0, lam=50.0)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    n_fix=st.integers(1, 12),
+    n_keep=st.integers(0, 20),
+    rank=st.integers(1, 4),
+    d_in=st.integers(8, 40),
+    working_set=st.booleans(),
+)
+def test_primal_and_dual_give_the_same_beta_and_objective(seed, n_fix, n_keep, rank, d_in, working_set):
+    problem = random_problem(seed, n_fix, n_keep, rank, d_in)
+    primal = solve(problem, SolverSettings(form="primal", working_set=working_set))
+    dual = solve(problem, SolverSettings(form="dual", working_set=working_set))
+    # Random keep sets are feasible with high probability when n_keep <= rank*d_in; if not,
+    # both forms must agree that they are not.
+    if not primal.status.has_solution or not dual.status.has_solution:
+        assert primal.status.value.startswith("infeasible") and dual.status.value.startswith("infeasible")
+        return
+    assert primal.form is QPForm.PRIMAL and dual.form is QPForm.DUAL
+    scale = max(1.0, float(np.abs(primal.B).max()))
+    np.testing.assert_allclose(dual.B, primal.B, atol=1e-5 * scale)
+    assert dual.objective == pytest.approx(primal.objective, rel=1e-5, abs=1e-6)
+    # The must_keep rows hold at the solution (hard constraints), to solver tolerance.
+    values = problem.constraint_values(dual.B)
+    assert np.all(values[n_fix:] >= problem.rhs[n_fix:] - 1e-5)
+
+
+def test_working_set_returns_the_full_problem_optimum():
+    problem = random_problem(3, 20, 300, 2, 64)
+    full = solve(problem, SolverSettings(form="dual", working_set=False))
+    lazy = solve(problem, SolverSettings(form="dual", working_set=True))
+    np.testing.assert_allclose(lazy.B, full.B, atol=1e-6)
+    assert lazy.objective == pytest.approx(full.objective, rel=1e-7)
+
+
+@pytest.mark.parametrize("form", ["primal", "dual"])
+@pytest.mark.parametrize("working_set", [True, False])
+def test_contradictory_must_keep_set_is_infeasible_not_a_wrong_answer(form, working_set):
+    # Two must_keep rows ask for ⟨a, β⟩ ≥ 1 and ⟨−a, β⟩ ≥ 1: no β satisfies both.
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(1, 10))
+    C = np.array([[1.0, 0.5], [1.0, 0.5], [0.3, 0.2]])
+    V = np.vstack([v, -v, rng.normal(size=(1, 10))])
+    problem = LinearisedProblem(C, V, np.array([1.0, 1.0, 0.5]), n_fix=0, rho=2.0, lam=50.0)
+    result = solve(problem, SolverSettings(form=form, working_set=working_set))
+    assert result.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE)
+    assert result.B is None
+
+
+def test_infeasible_must_fix_rows_only_cost_slack():
+    # The same contradiction among must_fix rows is soft: solved, with slack.
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(1, 10))
+    problem = LinearisedProblem(np.ones((2, 1)), np.vstack([v, -v]), np.array([1.0, 1.0]), n_fix=2, rho=2.0, lam=50.0)
+    result = solve(problem)
+    assert result.status is QPStatus.SOLVED
+    assert result.objective == pytest.approx(50.0 * 2.0, rel=1e-6)  # β = 0, both slacks = 1
+
+
+def test_iteration_limit_is_its_own_outcome():
+    problem = random_problem(1, 30, 200, 2, 50)
+    result = solve(problem, SolverSettings(max_iter=1, polishing=False, working_set=False))
+    assert result.status is QPStatus.MAX_ITER
+    assert result.B is None
+
+
+def test_status_table_covers_every_osqp_status():
+    import osqp
+
+    values = {int(s.value) for s in osqp.SolverStatus}
+    for form in QPForm:
+        assert set(_OSQP_STATUS[form]) == values
+    assert _OSQP_STATUS[QPForm.DUAL][5] is QPStatus.INFEASIBLE  # dual unbounded ⇔ primal infeasible
+    assert _OSQP_STATUS[QPForm.PRIMAL][3] is QPStatus.INFEASIBLE
+    assert _OSQP_STATUS[QPForm.PRIMAL][2] is QPStatus.SOLVED_INACCURATE
+
+
+def test_form_is_picked_by_size():
+    small_n = random_problem(0, 3, 3, 2, 50)
+    assert small_n.pick_form() is QPForm.DUAL
+    big_n = random_problem(0, 40, 200, 1, 8)
+    assert big_n.pick_form() is QPForm.PRIMAL
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("form", "fast"), ("eps_abs", 0.0), ("eps_rel", float("nan")), ("max_iter", 0), ("time_limit_s", -1.0)],
+)
+def test_solver_settings_name_the_bad_field(field, value):
+    with pytest.raises(SettingsError, match=field):
+        SolverSettings(**{field: value})

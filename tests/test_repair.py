@@ -1,0 +1,159 @@
+"""The repair loop on synthetic heads: convergence, the stopping rule, failures that say why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from synthetic import synthetic_problem
+
+from warp_check.activations import ACTIVATIONS
+from warp_check.errors import SettingsError
+from warp_check.head import DenseHead, top_left_singular_vectors
+from warp_check.repair import CaseSet, RepairSettings, RepairStatus, gsn_finetune, repair
+
+
+@pytest.mark.parametrize(("activation", "classes"), [("relu", 2), ("tanh", 2), ("gelu", 2), ("relu", 3)])
+def test_repair_reaches_both_margins_on_every_case(activation, classes):
+    head, fix, keep = synthetic_problem(activation=activation, classes=classes, seed=classes)
+    result = repair(head, fix, keep, settings=RepairSettings(rank=2))
+    assert result.status is RepairStatus.CONVERGED, result.message
+    # Recomputed here from the returned weights, not taken from the loop's bookkeeping.
+    after = result.head_after
+    gaps_fix, _ = after.gaps(fix.V, fix.labels)
+    gaps_keep, _ = after.gaps(keep.V, keep.labels)
+    assert np.all(gaps_fix >= 1.0)
+    assert np.all(gaps_keep >= 0.3)
+    assert np.array_equal(after.predict(keep.V), keep.labels)
+    # Only W changed; it changed by a sum of rank-2 steps, and it is representable in float32.
+    np.testing.assert_array_equal(after.b, head.b)
+    np.testing.assert_array_equal(after.Wc, head.Wc)
+    np.testing.assert_array_equal(after.W, after.W.astype(np.float32).astype(np.float64))
+    assert result.iterations[-1].fix_met == len(fix) and result.iterations[-1].keep_met == len(keep)
+
+
+def test_loop_does_not_stop_before_must_keep_margins_hold():
+    # The paper stops on must_fix alone; here the last iteration must have every margin met,
+    # and no earlier iteration may have had both met (else it would have stopped there).
+    head, fix, keep = synthetic_problem(seed=1, n_fix=12)
+    result = repair(head, fix, keep)
+    assert result.repaired
+    for record in result.iterations[:-1]:
+        assert record.fix_met < len(fix) or record.keep_met < len(keep)
+
+
+def test_nothing_to_repair_is_reported_and_changes_nothing():
+    head, fix, keep = synthetic_problem(seed=1)
+    result = repair(head, CaseSet.empty(head.d_in), keep)
+    assert result.status is RepairStatus.NOTHING_TO_REPAIR
+    np.testing.assert_array_equal(result.head_after.W, head.W)
+    assert result.iterations == ()
+
+
+def test_non_convergence_names_the_cases_and_what_might_help():
+    head, fix, keep = synthetic_problem(seed=2, n_fix=12)
+    result = repair(head, fix, keep, settings=RepairSettings(max_iter=1))
+    assert result.status is RepairStatus.NOT_CONVERGED
+    assert not result.repaired
+    assert result.misses and all(m.short_by > 0 for m in result.misses)
+    assert "max_iter (now 1)" in result.message and "rank" in result.message
+
+
+def test_unreachable_must_keep_margin_ends_as_infeasible_and_says_what_helps():
+    # Every ReLU unit is dead near v = 0 (b = −100): no change of W moves any gap there, so
+    # a must_keep case sitting at gap 0.1 < γ_h can never reach its margin.
+    rng = np.random.default_rng(0)
+    head = DenseHead(
+        rng.normal(size=(8, 8)), np.full(8, -100.0), rng.normal(size=(2, 8)), np.array([0.1, 0.0]), ACTIVATIONS["relu"]
+    )
+    keep = CaseSet(("k",), np.full((1, 8), 0.01), np.array([0]))
+    fix = CaseSet(("f",), np.full((1, 8), -0.01), np.array([1]))
+    result = repair(head, fix, keep)
+    assert result.status is RepairStatus.INFEASIBLE
+    assert not result.repaired
+    assert "gamma_h" in result.message
+
+
+def test_must_keep_cases_wrong_before_repair_are_excluded_and_listed():
+    head, fix, keep = synthetic_problem(seed=4)
+    wrong = CaseSet(("wrong",), keep.V[:1], 1 - keep.labels[:1])
+    merged = CaseSet(keep.ids + wrong.ids, np.vstack([keep.V, wrong.V]), np.concatenate([keep.labels, wrong.labels]))
+    result = repair(head, fix, merged)
+    assert result.repaired
+    assert result.excluded_keep == ("wrong",)
+
+
+def test_non_finite_representations_fail_cleanly():
+    head, fix, keep = synthetic_problem(seed=5)
+    V = fix.V.copy()
+    V[0, 0] = np.nan
+    result = repair(head, CaseSet(fix.ids, V, fix.labels), keep)
+    assert result.status is RepairStatus.INVALID_INPUT
+    assert "NaN" in result.message
+
+
+def test_rank_larger_than_the_layer_is_a_settings_error():
+    head, fix, keep = synthetic_problem(d=16, seed=6)
+    with pytest.raises(SettingsError, match="rank"):
+        repair(head, fix, keep, settings=RepairSettings(rank=17))
+
+
+def test_repair_is_deterministic():
+    head, fix, keep = synthetic_problem(seed=8)
+    a = repair(head, fix, keep)
+    b = repair(head, fix, keep)
+    np.testing.assert_array_equal(a.head_after.W, b.head_after.W)
+
+
+def test_gsn_kappa_matches_its_definition():
+    head, fix, _ = synthetic_problem(classes=3, seed=9)
+    U = top_left_singular_vectors(head.W, 2)
+    kappa = head.gsn_kappa(fix.V, fix.labels, U)
+    i = 0
+    v, y = fix.V[i], fix.labels[i]
+    J = np.diag(head.activation.slope(head.W @ v + head.b))
+    q = np.array([[(head.Wc[y] - head.Wc[k]) @ J @ U[:, j] for k in range(3) if k != y] for j in range(2)])
+    assert kappa[i] == pytest.approx(np.linalg.norm(q), rel=1e-12)
+
+
+def test_gsn_finetune_keeps_the_step_of_largest_kappa():
+    head, fix, keep = synthetic_problem(activation="tanh", seed=10)
+    aux = CaseSet(("x1", "x2", "x3", "x4"), keep.V[:4], keep.labels[:4])
+    tuned, record = gsn_finetune(head, fix, aux, RepairSettings(gsn_ft_steps=10, gsn_ft_lr=1e-2))
+    assert len(record.kappa_per_step) == 11
+    assert record.kappa_per_step[record.chosen_step] == max(record.kappa_per_step)
+    U = top_left_singular_vectors(tuned.W, 2)
+    assert float(np.mean(tuned.gsn_kappa(fix.V, fix.labels, U))) == pytest.approx(max(record.kappa_per_step))
+
+
+def test_gsn_ft_runs_only_below_threshold_and_with_aux():
+    head, fix, keep = synthetic_problem(seed=11)
+    aux = CaseSet(("x1", "x2"), keep.V[:2], keep.labels[:2])
+    low = repair(head, fix, keep, aux, RepairSettings(gsn_threshold=0.0))
+    assert not low.gsn_ft.applied and "gsn_threshold" in low.gsn_ft.reason
+    high = repair(head, fix, keep, aux, RepairSettings(gsn_threshold=1e9, gsn_ft_steps=5))
+    assert len(high.gsn_ft.kappa_per_step) == 6
+    assert high.repaired
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("rank", 0),
+        ("rank", 1.5),
+        ("gamma_s", -1.0),
+        ("gamma_h", float("nan")),
+        ("lam", 0),
+        ("rho", float("inf")),
+        ("max_iter", 0),
+        ("gsn_ft_steps", -1),
+        ("aim_above", -1e-3),
+    ],
+)
+def test_settings_errors_name_field_and_value(field, value):
+    with pytest.raises(SettingsError, match=f"{field}={value!r}"):
+        RepairSettings(**{field: value})
+
+
+def test_settings_round_trip_through_a_dict():
+    settings = RepairSettings(rank=4, gamma_s=0.8)
+    assert RepairSettings.from_dict(settings.to_dict()) == settings

@@ -1,0 +1,96 @@
+"""warp-check: test transformer text classifiers against behavioural suites and repair them
+with guarantees (WARP: a convex QP over a low-rank update of the layer before the head).
+
+The core never imports pytest; heavy libraries (torch, transformers, osqp) load lazily.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .activations import ACTIVATIONS, Activation, get_activation
+from .artefact import CERTIFICATE_NAME, FORMAT, read_certificate, write_artefact
+from .cases import Case, Kind
+from .certify import (
+    AttackSettings,
+    CaseCertificate,
+    Lipschitz,
+    certify_cases,
+    eps_star,
+    flip_radius,
+    lipschitz,
+    local_radius,
+    monte_carlo_flip_multiplier,
+    pgd_worst_gap,
+)
+from .errors import (
+    ArtefactError,
+    CertificateError,
+    ModelError,
+    SettingsError,
+    SolverError,
+    SuiteError,
+    WarpError,
+)
+from .head import DenseHead, top_left_singular_vectors
+from .model import HEAD_SPECS, ClassifierAdapter, HeadSpec, resolve_spec
+from .pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
+from .qp import LinearisedProblem, QPForm, QPSolution, QPStatus, SolverSettings, solve
+from .repair import CaseSet, RepairResult, RepairSettings, RepairStatus, repair
+from .representations import Encoded, encode_cases
+from .verify import Verification, verify
+
+__all__ = [
+    "ACTIVATIONS",
+    "Activation",
+    "ArtefactError",
+    "AttackSettings",
+    "CERTIFICATE_NAME",
+    "Case",
+    "CaseCertificate",
+    "CaseSet",
+    "CertificateError",
+    "ClassifierAdapter",
+    "DenseHead",
+    "Encoded",
+    "Evaluation",
+    "FORMAT",
+    "HEAD_SPECS",
+    "HeadSpec",
+    "Kind",
+    "LinearisedProblem",
+    "Lipschitz",
+    "ModelError",
+    "QPForm",
+    "QPSolution",
+    "QPStatus",
+    "RepairOutcome",
+    "RepairResult",
+    "RepairSettings",
+    "RepairStatus",
+    "SettingsError",
+    "SolverError",
+    "SolverSettings",
+    "SuiteError",
+    "Verification",
+    "WarpError",
+    "certify_cases",
+    "encode_cases",
+    "eps_star",
+    "evaluate",
+    "flip_radius",
+    "get_activation",
+    "lipschitz",
+    "local_radius",
+    "monte_carlo_flip_multiplier",
+    "pgd_worst_gap",
+    "read_certificate",
+    "repair",
+    "repair_cases",
+    "resolve_spec",
+    "solve",
+    "top_left_singular_vectors",
+    "verify",
+    "write_artefact",
+    "__version__",
+]

@@ -1,0 +1,148 @@
+"""The certified artefact: a Hugging Face folder plus ``warp_certificate.json``, written atomically.
+
+The folder is assembled under a temporary name beside its destination and renamed into
+place, so a reader sees either no folder or a complete one; the input model is never
+written to. The certificate carries SHA-256 hashes of the repair layer and of every other
+parameter, so anyone can check later what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import ArtefactError, CertificateError
+from .representations import tensor_digest
+
+CERTIFICATE_NAME = "warp_certificate.json"
+FORMAT = "warp-certificate/1"
+REQUIRED_KEYS = ("format", "model", "settings", "repair", "lipschitz", "cases", "summary")
+
+
+def parameter_hashes(state_dict: dict[str, Any], repair_layer: str) -> tuple[str, str]:
+    """(sha256 of the repair layer's weight and bias, sha256 of every other parameter)."""
+    prefix = f"{repair_layer}."
+    layer, frozen = hashlib.sha256(), hashlib.sha256()
+    for name in sorted(state_dict):
+        tensor_digest(layer if name.startswith(prefix) else frozen, name, state_dict[name])
+    return layer.hexdigest(), frozen.hexdigest()
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def check_destination(out_dir: str | Path, source: str | Path | None) -> Path:
+    """Refuse destinations that would overwrite the input or a folder that is not ours."""
+    out = Path(out_dir).resolve()
+    if source is not None:
+        src = Path(source).resolve()
+        if out == src or src in out.parents or out in src.parents:
+            raise ArtefactError(
+                f"output folder {str(out)!r} overlaps the input model {str(src)!r}; "
+                "the input model is never overwritten: choose another --warp-out"
+            )
+    if out.exists():
+        if not out.is_dir():
+            raise ArtefactError(f"output path {str(out)!r} exists and is not a folder")
+        if any(out.iterdir()) and not (out / CERTIFICATE_NAME).is_file():
+            raise ArtefactError(
+                f"output folder {str(out)!r} is not empty and holds no {CERTIFICATE_NAME}: "
+                "refusing to replace a folder warp-check did not write"
+            )
+    return out
+
+
+def write_artefact(
+    model: Any,
+    tokenizer: Any,
+    certificate: dict[str, Any],
+    out_dir: str | Path,
+    *,
+    source: str | Path | None,
+    repair_layer: str,
+) -> Path:
+    """Save model + tokenizer + certificate into ``out_dir`` atomically; returns the folder.
+
+    The hashes in the certificate are computed from the model as reloaded from the
+    written files, so they describe exactly what a later reader will load.
+    """
+    from safetensors.torch import load_file
+
+    out = check_destination(out_dir, source)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+        state = {}
+        for shard in sorted(tmp.glob("*.safetensors")):
+            state.update(load_file(str(shard)))
+        layer_hash, frozen_hash = parameter_hashes(state, repair_layer)
+        certificate = json.loads(json.dumps(certificate))  # a deep copy that is surely JSON
+        certificate["model"]["sha256_repair_layer"] = layer_hash
+        certificate["model"]["sha256_frozen"] = frozen_hash
+        (tmp / CERTIFICATE_NAME).write_text(json.dumps(certificate, indent=2, allow_nan=False) + "\n")
+        _fsync_tree(tmp)
+        if out.exists():
+            trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+            os.rename(out, trash / "old")
+            os.rename(tmp, out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def folder_hashes(model_dir: str | Path, repair_layer: str) -> tuple[str, str]:
+    """The two hashes of a saved model folder, read from its safetensors files only."""
+    from safetensors.torch import load_file
+
+    shards = sorted(Path(model_dir).glob("*.safetensors"))
+    if not shards:
+        raise CertificateError(f"{str(model_dir)!r} holds no *.safetensors weights to hash")
+    state = {}
+    for shard in shards:
+        state.update(load_file(str(shard)))
+    return parameter_hashes(state, repair_layer)
+
+
+def read_certificate(path: str | Path) -> dict[str, Any]:
+    """Load and shape-check a certificate; errors name the file and the key."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CertificateError(f"{path}: no certificate file here") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CertificateError(f"{path}: not a readable JSON certificate ({exc})") from None
+    if not isinstance(data, dict):
+        raise CertificateError(f"{path}: a certificate is a JSON object, got {type(data).__name__}")
+    missing = [key for key in REQUIRED_KEYS if key not in data]
+    if missing:
+        raise CertificateError(f"{path}: missing key(s) {', '.join(missing)}")
+    if data["format"] != FORMAT:
+        raise CertificateError(f"{path}: format {data['format']!r} is not {FORMAT!r}")
+    for key in ("repair_layer", "activation", "classifier", "sha256_repair_layer", "sha256_frozen"):
+        if not isinstance(data["model"].get(key), str):
+            raise CertificateError(f"{path}: model.{key} is missing or not a string")
+    if not isinstance(data["cases"], list):
+        raise CertificateError(f"{path}: cases must be a list")
+    return data

@@ -1,0 +1,39 @@
+"""A behavioural test case: the unit every other part of warp-check works on."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Kind(str, enum.Enum):
+    """What a case asks of the model."""
+
+    MUST_FIX = "must_fix"  # failing now; repair must make it right with margin gamma_s
+    MUST_KEEP = "must_keep"  # right now; repair must keep it right with margin gamma_h
+    AUX = "aux"  # disjoint cases GSN-FT may train on; never asserted
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One labelled input. ``label`` is the class id; ``origin`` is 'file:line' when loaded."""
+
+    id: str
+    text: str
+    label: int
+    kind: Kind
+    text_pair: str | None = None
+    source: str | None = None
+    origin: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"id={self.id!r}: must be a non-empty string")
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError(f"text={self.text!r}: must be a non-empty string")
+        if isinstance(self.label, bool) or not isinstance(self.label, int) or self.label < 0:
+            raise ValueError(f"label={self.label!r}: must be a class id (int >= 0)")
+        object.__setattr__(self, "kind", Kind(self.kind))

@@ -1,0 +1,64 @@
+"""The project's error types: every failure a user can cause is one of these."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class WarpError(Exception):
+    """Base class of every error warp-check raises on purpose."""
+
+
+class SuiteError(WarpError):
+    """A mistake in a suite: names the file, the line (when there is one) and the field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = self.path or "<suite>"
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.field is not None:
+            where += f": field '{self.field}'"
+        return f"{where}: {self.message}"
+
+
+class SettingsError(WarpError, ValueError):
+    """A setting has a value the method cannot work with; names the field and the value."""
+
+    def __init__(self, field: str, value: object, why: str) -> None:
+        self.field = field
+        self.value = value
+        super().__init__(f"{field}={value!r}: {why}")
+
+
+class ModelError(WarpError):
+    """The model cannot be loaded or its head is not of the form WARP repairs."""
+
+
+class SolverError(WarpError):
+    """The QP solver ended without a usable solution; carries the mapped status."""
+
+    def __init__(self, message: str, *, status: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class CertificateError(WarpError):
+    """A certificate file is malformed or does not match the model it claims to describe."""
+
+
+class ArtefactError(WarpError):
+    """The repaired model could not be written (or would overwrite what it must not)."""

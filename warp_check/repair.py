@@ -1,0 +1,500 @@
+"""The WARP repair loop (paper Algorithm 1) with GSN and GSN-FT, from cached representations.
+
+Beyond the paper: the loop stops only when every must_fix gap ≥ γ_s *and* every must_keep
+gap ≥ γ_h, the QP aims a hair above the margins (``aim_above``) so the true gap clears them
+despite rounding, and the repaired weight is rounded to the model's dtype at every step so
+the gaps checked are those of the weights that will be saved.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import qp
+from .errors import SettingsError
+from .head import DenseHead, gaps_from_logits, top_left_singular_vectors
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairSettings:
+    """Paper defaults (Appendix C). Validated on construction; errors name the field."""
+
+    rank: int = 2  # r
+    gamma_s: float = 1.0  # must_fix margin
+    gamma_h: float = 0.3  # must_keep margin
+    lam: float = 50.0  # λ, slack price
+    rho: float = 2.0  # ρ, step regularisation
+    max_iter: int = 300  # T
+    aim_above: float = 1e-3  # the QP targets γ + this; certificates check γ
+    gsn_threshold: float = 1e-2  # run GSN-FT when mean κ over must_fix is below this
+    gsn_ft_steps: int = 30
+    gsn_ft_lr: float = 1e-3
+    gsn_ft_batch_size: int = 32
+    backtracking: int = 6  # halvings of a QP step that would raise the total shortfall
+    patience: int = 30  # stop when the total shortfall has not improved for this many iterations
+    seed: int = 0
+    solver: qp.SolverSettings = field(default_factory=qp.SolverSettings)
+
+    def __post_init__(self) -> None:
+        def positive(name: str, allow_zero: bool = False) -> None:
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+            if not ok:
+                raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
+
+        def count(name: str, minimum: int) -> None:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise SettingsError(name, value, f"must be an integer >= {minimum}")
+
+        count("rank", 1)
+        count("max_iter", 1)
+        count("gsn_ft_steps", 0)
+        count("gsn_ft_batch_size", 1)
+        count("seed", 0)
+        count("backtracking", 0)
+        count("patience", 1)
+        for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr"):
+            positive(name)
+        for name in ("aim_above", "gsn_threshold"):
+            positive(name, allow_zero=True)
+        if not isinstance(self.solver, qp.SolverSettings):
+            raise SettingsError("solver", self.solver, "must be a SolverSettings")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, object]) -> RepairSettings:
+        values = dict(values)
+        solver = values.pop("solver", None)
+        if isinstance(solver, dict):
+            values["solver"] = qp.SolverSettings(**solver)
+        elif solver is not None:
+            values["solver"] = solver
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class CaseSet:
+    """Cases of one kind as the loop sees them: ids, representations (n, d_in), labels."""
+
+    ids: tuple[str, ...]
+    V: np.ndarray
+    labels: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "V", np.asarray(self.V, dtype=np.float64))
+        object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64))
+        if self.V.ndim != 2 or self.V.shape[0] != len(self.ids) or self.labels.shape != (len(self.ids),):
+            raise ValueError(
+                f"CaseSet shapes disagree: {len(self.ids)} ids, V {self.V.shape}, labels {self.labels.shape}"
+            )
+
+    @classmethod
+    def empty(cls, d_in: int) -> CaseSet:
+        return cls((), np.zeros((0, d_in)), np.zeros(0, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def select(self, mask: np.ndarray) -> CaseSet:
+        ids = tuple(i for i, keep in zip(self.ids, mask, strict=True) if keep)
+        return CaseSet(ids, self.V[mask], self.labels[mask])
+
+
+class RepairStatus(str, enum.Enum):
+    CONVERGED = "converged"
+    NOTHING_TO_REPAIR = "nothing_to_repair"
+    NOT_CONVERGED = "not_converged"  # T iterations used up, or no progress possible
+    INFEASIBLE = "infeasible"  # the must_keep constraints cannot all hold
+    SOLVER_FAILED = "solver_failed"
+    INVALID_INPUT = "invalid_input"  # NaN/Inf in weights or representations
+
+    @property
+    def repaired(self) -> bool:
+        return self is RepairStatus.CONVERGED
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    iteration: int
+    qp_status: str
+    qp_form: str
+    qp_rows: int
+    qp_objective: float
+    step_norm: float  # ‖ΔW‖_F
+    min_gap_fix: float
+    min_gap_keep: float
+    fix_met: int
+    keep_met: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A case that misses its margin: what it needs and by how much it falls short."""
+
+    id: str
+    kind: str
+    gap: float
+    target: float
+
+    @property
+    def short_by(self) -> float:
+        return self.target - self.gap
+
+
+@dataclass(frozen=True)
+class GsnFtRecord:
+    applied: bool
+    reason: str
+    kappa_per_step: tuple[float, ...] = ()
+    chosen_step: int = 0
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    status: RepairStatus
+    message: str
+    head_before: DenseHead
+    head_after: DenseHead  # equals head_before (plus GSN-FT) unless converged
+    settings: RepairSettings
+    iterations: tuple[IterationRecord, ...]
+    gaps_before: dict[str, float]
+    gaps_after: dict[str, float]
+    kappa_before: dict[str, float]
+    kappa_after: dict[str, float]
+    excluded_keep: tuple[str, ...]  # must_keep cases wrong before repair: not constrained
+    misses: tuple[Miss, ...]
+    gsn_ft: GsnFtRecord
+    seconds: float
+
+    @property
+    def repaired(self) -> bool:
+        return self.status.repaired
+
+    @property
+    def mean_kappa_before(self) -> float:
+        return _mean(self.kappa_before.values())
+
+    @property
+    def mean_kappa_after(self) -> float:
+        return _mean(self.kappa_after.values())
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return float(np.mean(values)) if values else math.nan
+
+
+def repair(
+    head: DenseHead,
+    fix: CaseSet,
+    keep: CaseSet,
+    aux: CaseSet | None = None,
+    settings: RepairSettings | None = None,
+) -> RepairResult:
+    """Run GSN-FT (if needed) and the iterative QP repair; never raises for a failed repair.
+
+    A result whose status is not CONVERGED says which cases miss their margin and by how
+    much; its ``head_after`` must not be shipped (the artefact writer refuses it).
+    """
+    settings = settings or RepairSettings()
+    start = time.perf_counter()
+    if settings.rank > min(head.W.shape):
+        raise SettingsError("rank", settings.rank, f"exceeds the repair layer's smallest dimension {min(head.W.shape)}")
+    aux = aux if aux is not None else CaseSet.empty(head.d_in)
+    gaps_fix0, _ = head.gaps(fix.V, fix.labels)
+    gaps_keep0, _ = head.gaps(keep.V, keep.labels)
+    gaps_before = _by_id(fix.ids + keep.ids, np.concatenate([gaps_fix0, gaps_keep0]))
+    U0 = top_left_singular_vectors(head.W, settings.rank)
+    kappa_before = dict(zip(fix.ids, head.gsn_kappa(fix.V, fix.labels, U0).tolist(), strict=True))
+
+    def finish(status, message, head_after, records, gsn, misses=(), excluded=()):
+        g_fix, _ = head_after.gaps(fix.V, fix.labels)
+        g_keep, _ = head_after.gaps(keep.V, keep.labels)
+        U = top_left_singular_vectors(head_after.W, settings.rank)
+        return RepairResult(
+            status=status,
+            message=message,
+            head_before=head,
+            head_after=head_after,
+            settings=settings,
+            iterations=tuple(records),
+            gaps_before=gaps_before,
+            gaps_after=_by_id(fix.ids + keep.ids, np.concatenate([g_fix, g_keep])),
+            kappa_before=kappa_before,
+            kappa_after=dict(zip(fix.ids, head_after.gsn_kappa(fix.V, fix.labels, U).tolist(), strict=True)),
+            excluded_keep=tuple(excluded),
+            misses=tuple(misses),
+            gsn_ft=gsn,
+            seconds=time.perf_counter() - start,
+        )
+
+    bad = [
+        name
+        for name, arr in (("W", head.W), ("b", head.b), ("W_c", head.Wc), ("b_c", head.bc))
+        if not np.all(np.isfinite(arr))
+    ]
+    bad += [
+        f"representations of {kind}"
+        for kind, s in (("must_fix", fix), ("must_keep", keep), ("aux", aux))
+        if not np.all(np.isfinite(s.V))
+    ]
+    if bad:
+        msg = "non-finite values (NaN/Inf) in " + ", ".join(bad) + ": the model cannot be repaired"
+        return finish(RepairStatus.INVALID_INPUT, msg, head, [], GsnFtRecord(False, "not run"))
+
+    # must_keep cases the model already gets wrong cannot be "kept": leave them out.
+    right = gaps_keep0 > 0
+    excluded = tuple(i for i, ok in zip(keep.ids, right, strict=True) if not ok)
+    kept = keep.select(right)
+
+    mean_kappa = _mean(kappa_before.values())
+    work_head, gsn = head, GsnFtRecord(False, "no aux cases")
+    if len(aux) and len(fix) and mean_kappa < settings.gsn_threshold:
+        work_head, gsn = gsn_finetune(head, fix, aux, settings)
+    elif len(aux):
+        gsn = GsnFtRecord(False, f"mean κ {mean_kappa:.4g} ≥ gsn_threshold {settings.gsn_threshold:g}")
+
+    V = np.vstack([fix.V, kept.V])
+    labels = np.concatenate([fix.labels, kept.labels])
+    targets = np.concatenate([np.full(len(fix), settings.gamma_s), np.full(len(kept), settings.gamma_h)])
+    VVt = V @ V.T if V.shape[0] <= 20_000 else None  # constant through the loop: compute once
+    n_fix = len(fix)
+    W = work_head.round_to_storage(work_head.W)
+    records: list[IterationRecord] = []
+
+    def misses_of(gaps: np.ndarray) -> list[Miss]:
+        ids = fix.ids + kept.ids
+        return [
+            Miss(ids[i], "must_fix" if i < n_fix else "must_keep", float(gaps[i]), float(targets[i]))
+            for i in np.flatnonzero(gaps < targets)
+        ]
+
+    gap_now, _ = work_head.with_weight(W).gaps(V, labels)
+    if np.all(gap_now >= targets):
+        status = RepairStatus.NOTHING_TO_REPAIR if not gsn.applied else RepairStatus.CONVERGED
+        msg = "every case already meets its margin: nothing to repair"
+        return finish(status, msg, work_head.with_weight(W), records, gsn, excluded=excluded)
+
+    best_merit, best_iteration, stalled = _shortfall(gap_now, targets), 0, False
+    # Per-case extra aim: a case that stays short after a step (it sits on a kink of σ, so
+    # the first-order gain is not realised) asks for its shortfall again on top, next time.
+    extra_aim = np.zeros_like(targets)
+    previous_short = np.maximum(targets[:n_fix] - gap_now[:n_fix], 0.0)
+    for t in range(1, settings.max_iter + 1):
+        t_start = time.perf_counter()
+        U = top_left_singular_vectors(W, settings.rank)
+        problem, gap = _linearised_problem(
+            work_head.with_weight(W), U, V, VVt, labels, targets, extra_aim, n_fix, settings
+        )
+        solution = qp.solve(problem, settings.solver)
+        if not solution.status.has_solution:
+            records.append(
+                IterationRecord(
+                    t,
+                    solution.status.value,
+                    solution.form.value,
+                    problem.n,
+                    math.nan,
+                    0.0,
+                    _min(gap[:n_fix]),
+                    _min(gap[n_fix:]),
+                    int(np.sum(gap[:n_fix] >= targets[:n_fix])),
+                    int(np.sum(gap[n_fix:] >= targets[n_fix:])),
+                    time.perf_counter() - t_start,
+                )
+            )
+            if solution.status in (qp.QPStatus.INFEASIBLE, qp.QPStatus.INFEASIBLE_INACCURATE):
+                status, msg = (
+                    RepairStatus.INFEASIBLE,
+                    (
+                        f"iteration {t}: the must_keep constraints cannot all hold together "
+                        f"(OSQP: {solution.osqp_status}); lower gamma_h, raise rank, "
+                        "or remove conflicting must_keep cases"
+                    ),
+                )
+            else:
+                status, msg = (
+                    RepairStatus.SOLVER_FAILED,
+                    (
+                        f"iteration {t}: OSQP ended with '{solution.osqp_status}' and no usable solution; "
+                        f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"
+                    ),
+                )
+            return finish(status, msg, work_head.with_weight(W), records, gsn, misses_of(gap), excluded)
+        # Backtracking on the true total shortfall Σ max(0, γ − gap): the linearisation can
+        # overshoot where activations switch (ReLU); a shorter step along the same QP
+        # direction is tried before accepting a step that makes things worse.
+        W_next, gap_next, merit_next = W, gap, _shortfall(gap, targets)
+        for fraction in settings_fractions(settings):
+            W_try = work_head.round_to_storage(W + fraction * (U @ solution.B))
+            gap_try, _ = work_head.with_weight(W_try).gaps(V, labels)
+            merit_try = _shortfall(gap_try, targets)
+            if fraction == 1.0 or merit_try < merit_next:
+                W_next, gap_next, merit_next = W_try, gap_try, merit_try
+            if merit_try <= _shortfall(gap, targets):
+                break
+        step = float(np.linalg.norm(W_next - W))
+        W, gap = W_next, gap_next
+        short = np.maximum(targets[:n_fix] - gap[:n_fix], 0.0)
+        creeping = short > 0.5 * previous_short  # less than halved by a full QP step
+        extra_aim[:n_fix] = np.where(
+            short > 0,
+            np.where(creeping, np.minimum(extra_aim[:n_fix] + short, targets[:n_fix]), extra_aim[:n_fix]),
+            0.0,
+        )
+        previous_short = short
+        if merit_next < best_merit * (1 - 1e-9):
+            best_merit, best_iteration = merit_next, t
+        records.append(
+            IterationRecord(
+                t,
+                solution.status.value,
+                solution.form.value,
+                problem.n,
+                solution.objective,
+                step,
+                _min(gap[:n_fix]),
+                _min(gap[n_fix:]),
+                int(np.sum(gap[:n_fix] >= targets[:n_fix])),
+                int(np.sum(gap[n_fix:] >= targets[n_fix:])),
+                time.perf_counter() - t_start,
+            )
+        )
+        if np.all(gap >= targets):
+            msg = f"converged in {t} iteration{'s' if t > 1 else ''}"
+            return finish(RepairStatus.CONVERGED, msg, work_head.with_weight(W), records, gsn, excluded=excluded)
+        if step == 0.0 or t - best_iteration >= settings.patience:
+            stalled = True
+            break  # no progress: more iterations of the same cannot help
+    misses = misses_of(gap)
+    worst = max(misses, key=lambda m: m.short_by)
+    why = f"stalled (no progress for {settings.patience} iterations)" if stalled else "not converged"
+    msg = (
+        f"{why} after {len(records)} iteration(s): {len(misses)} case(s) miss their margin, "
+        f"worst '{worst.id}' ({worst.kind}) has gap {worst.gap:.4g} < {worst.target:g}; "
+        f"try a higher rank (now {settings.rank}), a higher lam (now {settings.lam:g}) "
+        f"or max_iter (now {settings.max_iter})"
+    )
+    return finish(RepairStatus.NOT_CONVERGED, msg, work_head.with_weight(W), records, gsn, misses, excluded)
+
+
+# A competing class enters the QP when its gap is within this much of the target: the
+# strongest competitor always does; others could overtake it within one step.
+COMPETITOR_WINDOW = 1.0
+
+
+def _linearised_problem(head, U, V, VVt, labels, targets, extra_aim, n_fix, settings):
+    """One row per (case, competing class within reach), must_fix rows first.
+
+    The paper linearises against the strongest competitor only; with more than two
+    classes a step can then lift another class above the label, and the loop oscillates.
+    Constraining every class near the margin removes that (binary heads: one row a case).
+    """
+    n = V.shape[0]
+    Z = head.pre_activation(V)
+    S = head.activation.slope(Z)
+    logits = head.activation.fn(Z) @ head.Wc.T + head.bc
+    gap, competitor = gaps_from_logits(logits, labels)
+    per_class = logits[np.arange(n), labels][:, None] - logits  # (n, C)
+    near = per_class < (targets + settings.aim_above + COMPETITOR_WINDOW)[:, None]
+    near[np.arange(n), competitor] = True
+    near[np.arange(n), labels] = False
+    case_idx, class_idx = np.nonzero(near)  # row-major: grouped by case, fix cases first
+    C = (S[case_idx] * (head.Wc[labels[case_idx]] - head.Wc[class_idx])) @ U
+    rhs = targets[case_idx] + settings.aim_above + extra_aim[case_idx] - per_class[case_idx, class_idx]
+    sub_VVt = None if VVt is None else VVt[np.ix_(case_idx, case_idx)]
+    n_fix_rows = int(np.count_nonzero(case_idx < n_fix))
+    problem = qp.LinearisedProblem(C, V[case_idx], rhs, n_fix_rows, settings.rho, settings.lam, sub_VVt)
+    return problem, gap
+
+
+def _by_id(ids: tuple[str, ...], values: np.ndarray) -> dict[str, float]:
+    return dict(zip(ids, values.tolist(), strict=True))
+
+
+def _shortfall(gaps: np.ndarray, targets: np.ndarray) -> float:
+    return float(np.sum(np.maximum(targets - gaps, 0.0)))
+
+
+def settings_fractions(settings: RepairSettings) -> tuple[float, ...]:
+    """Step fractions tried in order: the full QP step, then halvings."""
+    return tuple(0.5**k for k in range(settings.backtracking + 1))
+
+
+def _min(values: np.ndarray) -> float:
+    return float(np.min(values)) if values.size else math.inf
+
+
+def gsn_finetune(
+    head: DenseHead, fix: CaseSet, aux: CaseSet, settings: RepairSettings
+) -> tuple[DenseHead, GsnFtRecord]:
+    """Fine-tune W, b, W_c, b_c on aux cases; keep the step of largest mean κ over must_fix.
+
+    Step 0 (no change) is a candidate, so GSN-FT never lowers κ (paper eq. 7).
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(settings.seed)
+    params = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (head.W, head.b, head.Wc, head.bc)]
+    act = _torch_activation(head.activation.torch_name)
+    optimiser = torch.optim.Adam(params, lr=settings.gsn_ft_lr)
+    Va = torch.tensor(aux.V)
+    ya = torch.tensor(aux.labels)
+
+    def snapshot() -> DenseHead:
+        W, b, Wc, bc = (p.detach().numpy().copy() for p in params)
+        W = head.round_to_storage(W)
+        return DenseHead(
+            W,
+            head.round_to_storage(b),
+            head.round_to_storage(Wc),
+            head.round_to_storage(bc),
+            head.activation,
+            head.storage_dtype,
+        )
+
+    def mean_kappa(candidate: DenseHead) -> float:
+        U = top_left_singular_vectors(candidate.W, settings.rank)
+        return float(np.mean(candidate.gsn_kappa(fix.V, fix.labels, U)))
+
+    best, kappas = head, [mean_kappa(head)]
+    best_step = 0
+    for step in range(1, settings.gsn_ft_steps + 1):
+        batch = torch.randperm(len(aux), generator=generator)[: settings.gsn_ft_batch_size]
+        W, b, Wc, bc = params
+        logits = act(Va[batch] @ W.T + b) @ Wc.T + bc
+        loss = torch.nn.functional.cross_entropy(logits, ya[batch])
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        candidate = snapshot()
+        kappas.append(mean_kappa(candidate))
+        if kappas[-1] > kappas[best_step]:
+            best, best_step = candidate, step
+    reason = f"mean κ {kappas[0]:.4g} < gsn_threshold {settings.gsn_threshold:g}"
+    return best, GsnFtRecord(best_step > 0, reason, tuple(kappas), best_step)
+
+
+def _torch_activation(name: str):
+    import torch
+
+    table = {
+        "relu": torch.relu,
+        "tanh": torch.tanh,
+        "sigmoid": torch.sigmoid,
+        "gelu": torch.nn.functional.gelu,
+        "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+        "silu": torch.nn.functional.silu,
+    }
+    return table[name]
