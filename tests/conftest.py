@@ -1,0 +1,83 @@
+"""Shared fixtures: tiny trained HF classifiers (built once per run) and per-test determinism."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from filelock import FileLock
+from tiny_models import build_bert, build_distilbert, build_electra, build_roberta
+
+
+@pytest.fixture(autouse=True)
+def _deterministic() -> Iterator[None]:
+    """One CPU thread and fixed seeds, so float results and sampled data repeat run to run."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _model_dir(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Path]) -> Path:
+    """Build ``name`` once per run and return its folder; treat it as read-only.
+
+    Under pytest-xdist every worker has its own session, so the folder lives in the
+    directory the workers share and a file lock lets the first worker build it while the
+    others wait and reuse it. It is built under a temporary name and renamed when
+    complete, so nobody sees a half-written checkpoint.
+    """
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    out = root / "tiny_models" / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{out}.lock"):
+        if not out.is_dir():
+            partial = out.with_name(f"{name}.partial")
+            build(partial)
+            partial.rename(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def distilbert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Binary (negative/positive) DistilBERT, trained; ReLU pre_classifier head."""
+    return _model_dir(tmp_path_factory, "distilbert", build_distilbert)
+
+
+@pytest.fixture(scope="session")
+def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Binary (negative/positive) BERT, trained; tanh pooler head."""
+    return _model_dir(tmp_path_factory, "bert", build_bert)
+
+
+@pytest.fixture(scope="session")
+def multiclass_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three-class (negative/neutral/positive) DistilBERT, trained."""
+    return _model_dir(tmp_path_factory, "multiclass", lambda out: build_distilbert(out, num_labels=3))
+
+
+@pytest.fixture(scope="session")
+def pair_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """BERT trained on premise/hypothesis pairs (not_entailment/entailment)."""
+    return _model_dir(tmp_path_factory, "pair", lambda out: build_bert(out, pair=True))
+
+
+@pytest.fixture(scope="session")
+def roberta_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Binary RoBERTa, untrained (seeded init): architecture coverage only."""
+    return _model_dir(tmp_path_factory, "roberta", build_roberta)
+
+
+@pytest.fixture(scope="session")
+def electra_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Binary ELECTRA with a GELU head, untrained (seeded init): architecture coverage only."""
+    return _model_dir(tmp_path_factory, "electra", build_electra)
