@@ -15,12 +15,24 @@ What it builds, from a seed:
 
 The paper's sizes (108 must_fix, 800 must_keep, d = 768) and defaults (γ_s = 1.0, γ_h = 0.3,
 ρ = 2, λ = 50) are used throughout. ``first_problem`` returns the first linearised QP of the
-repair loop exactly as ``warp_check.repair.repair`` builds it.
+repair loop for a two-class head (one row per case, the strongest competitor).
+
+``machine_info`` and ``blas_threads`` are shared by the benchmark scripts: the first says what
+the numbers were measured on (CPU count, BLAS threads, load average, hashes of the solver code),
+the second pins the BLAS thread count for a run. On a small or busy machine, OpenBLAS with more
+than one thread can be many times *slower* on the small dense solves the loop makes; compare
+``--blas-threads 1`` before reading anything into a slow run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -129,3 +141,49 @@ def describe(synthetic: SyntheticProblem) -> dict[str, float | int]:
         "keep_gap_median": round(float(np.median(g_keep)), 4),
         "keep_below_gamma_h": int(np.sum(g_keep < GAMMA_H)),
     }
+
+
+def code_version() -> dict[str, str]:
+    """Short SHA-256 of the core modules the timings depend on (they change between runs)."""
+    root = Path(__file__).resolve().parent.parent / "warp_check"
+    return {
+        name: hashlib.sha256((root / name).read_bytes()).hexdigest()[:12] for name in ("qp.py", "repair.py", "head.py")
+    }
+
+
+def machine_info() -> dict[str, object]:
+    """Where and with what the numbers were taken."""
+    info: dict[str, object] = {
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "blas_threads": _blas_thread_counts(),
+        "code": code_version(),
+    }
+    return info
+
+
+def _blas_thread_counts() -> list[int] | None:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return sorted({int(pool["num_threads"]) for pool in threadpool_info() if pool.get("user_api") == "blas"})
+
+
+@contextmanager
+def blas_threads(count: int | None) -> Iterator[None]:
+    """Limit BLAS to ``count`` threads for the block (no-op for None or without threadpoolctl)."""
+    if count is None:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        os.environ["OPENBLAS_NUM_THREADS"] = str(count)  # too late for a loaded BLAS: best effort
+        yield
+        return
+    with threadpool_limits(limits=count, user_api="blas"):
+        yield

@@ -15,6 +15,9 @@ factorisation, ADMM, polishing, working-set rounds); V Vᵀ is *not* cached unle
 ``speedup = primal_s / dual_s``, ``speedup_full = primal_s / dual_full_s``.
 ``same_solution`` is true when both dual solutions agree with the primal B to 1e-6 (max abs).
 
+``--blas-threads N`` pins the BLAS threads (see ``_synthetic.blas_threads``); the thread
+counts and the load average at the end of the run are in ``machine``.
+
 Run: ``python benchmarks/bench_qp.py --rank 2 --json``. Exit 1 if a solve fails or the
 solutions differ. Timings are of one run on this machine (``machine`` in the output): rerun
 and compare on a quiet machine before quoting them.
@@ -30,8 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
@@ -43,16 +44,7 @@ from warp_check import qp  # noqa: E402
 TOLERANCE = 1e-6  # max |B_primal − B_dual| for "same solution"
 
 
-def machine() -> dict[str, object]:
-    return {
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
-    }
-
-
-def run(rank: int, seed: int, activation: str, cached_vvt: bool) -> dict[str, object]:
+def run(rank: int, seed: int, activation: str, cached_vvt: bool, threads: int | None = None) -> dict[str, object]:
     synthetic = _synthetic.build(seed, activation)
     problem = _synthetic.first_problem(synthetic, rank, cache_vvt=cached_vvt)
     base = qp.SolverSettings()  # identical tolerances for every form
@@ -61,13 +53,15 @@ def run(rank: int, seed: int, activation: str, cached_vvt: bool) -> dict[str, ob
         "dual_full": replace(base, form="dual", working_set=False),
         "dual": replace(base, form="dual", working_set=True),
     }
-    _warm_up()
     solutions: dict[str, qp.QPSolution] = {}
     wall: dict[str, float] = {}
-    for name, settings in variants.items():
-        start = time.perf_counter()
-        solutions[name] = qp.solve(problem, settings)
-        wall[name] = time.perf_counter() - start
+    with _synthetic.blas_threads(threads):
+        _warm_up()
+        for name, settings in variants.items():
+            start = time.perf_counter()
+            solutions[name] = qp.solve(problem, settings)
+            wall[name] = time.perf_counter() - start
+        machine = _synthetic.machine_info()
 
     primal, dual, full = solutions["primal"], solutions["dual"], solutions["dual_full"]
     ok = all(s.status.has_solution and s.B is not None for s in solutions.values())
@@ -103,7 +97,7 @@ def run(rank: int, seed: int, activation: str, cached_vvt: bool) -> dict[str, ob
         "iterations_dual": dual.iterations,
         "iterations_dual_full": full.iterations,
         "problem": _synthetic.describe(synthetic),
-        "machine": machine(),
+        "machine": machine,
     }
 
 
@@ -146,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--activation", choices=("relu", "tanh"), default="relu")
     parser.add_argument("--cached-vvt", action="store_true", help="hand the dual V Vᵀ precomputed")
+    parser.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args(argv)
-    result = run(args.rank, args.seed, args.activation, args.cached_vvt)
+    result = run(args.rank, args.seed, args.activation, args.cached_vvt, args.blas_threads)
     if args.json:
         print(json.dumps(result))
     else:
