@@ -175,15 +175,14 @@ def _blas_thread_counts() -> list[int] | None:
 
 @contextmanager
 def blas_threads(count: int | None) -> Iterator[None]:
-    """Limit BLAS to ``count`` threads for the block (no-op for None or without threadpoolctl)."""
+    """Limit BLAS to ``count`` threads for the block (no-op for None); needs threadpoolctl."""
     if count is None:
         yield
         return
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        os.environ["OPENBLAS_NUM_THREADS"] = str(count)  # too late for a loaded BLAS: best effort
-        yield
-        return
+        # Setting OPENBLAS_NUM_THREADS now would be too late for a loaded BLAS: say so.
+        raise SystemExit("--blas-threads needs threadpoolctl: pip install threadpoolctl") from None
     with threadpool_limits(limits=count, user_api="blas"):
         yield
