@@ -38,10 +38,11 @@ def test_primal_and_dual_give_the_same_beta_and_objective(seed, n_fix, n_keep, r
     if not primal.status.has_solution or not dual.status.has_solution:
         assert primal.status.value.startswith("infeasible") and dual.status.value.startswith("infeasible")
         return
-    assert primal.form is QPForm.PRIMAL and dual.form is QPForm.DUAL
+    assert primal.form is QPForm.PRIMAL
+    assert dual.form is QPForm.DUAL or dual.fallback_from is QPForm.DUAL
     scale = max(1.0, float(np.abs(primal.B).max()))
     np.testing.assert_allclose(dual.B, primal.B, atol=1e-5 * scale)
-    assert dual.objective == pytest.approx(primal.objective, rel=1e-5, abs=1e-6)
+    assert dual.objective == pytest.approx(primal.objective, rel=1e-4, abs=1e-6)
     # The must_keep rows hold at the solution (hard constraints), to solver tolerance.
     values = problem.constraint_values(dual.B)
     assert np.all(values[n_fix:] >= problem.rhs[n_fix:] - 1e-5)
@@ -67,6 +68,26 @@ def test_contradictory_must_keep_set_is_infeasible_not_a_wrong_answer(form, work
     result = solve(problem, SolverSettings(form=form, working_set=working_set))
     assert result.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE)
     assert result.B is None
+
+
+def test_undecided_dual_falls_back_to_the_primal(monkeypatch):
+    # Found by hypothesis in CI: on an infeasible problem the dual's ADMM can run out of
+    # iterations before it detects the unbounded direction (how soon varies by machine);
+    # the primal then says "infeasible". A starved dual makes that deterministic here.
+    import warp_check.qp as qp_module
+
+    problem = random_problem(4, 1, 17, 1, 8)
+    original = qp_module._solve_dual
+
+    def starved_dual(problem, settings):
+        B, result = original(problem, SolverSettings(max_iter=50, eps_infeasible=1e-12, polishing=False))
+        assert qp_module._OSQP_STATUS[QPForm.DUAL][int(result.info.status_val)] is QPStatus.MAX_ITER
+        return B, result
+
+    monkeypatch.setattr(qp_module, "_solve_dual", starved_dual)
+    result = solve(problem, SolverSettings(form="dual", working_set=True))
+    assert result.fallback_from is QPForm.DUAL and result.form is QPForm.PRIMAL
+    assert result.status is QPStatus.INFEASIBLE and result.B is None
 
 
 def test_infeasible_must_fix_rows_only_cost_slack():

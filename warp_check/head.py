@@ -63,6 +63,10 @@ class DenseHead:
         """gap = s_y − max_{c≠y} s_c and the strongest competing class ĉ, per row."""
         return gaps_from_logits(self.logits(V), labels)
 
+    def gaps_from_pre_activation(self, Z: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Gaps given Z = V Wᵀ + b (the loop updates Z by a low-rank term, not a full product)."""
+        return gaps_from_logits(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)[0]
+
     def predict(self, V: np.ndarray) -> np.ndarray:
         return np.argmax(self.logits(V), axis=1)
 

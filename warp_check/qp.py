@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import enum
 import math
+import os
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -141,7 +145,9 @@ class LinearisedProblem:
 
     ``C`` (n, r): the per-case coefficients c_i = Uᵀ J_i (w_y − w_ĉ);
     ``V`` (n, d_in): the representations; ``rhs`` (n,): h_i = target_i − gap_i;
-    rows [0, n_fix) are must_fix (soft), the rest must_keep (hard).
+    rows [0, n_fix) are soft (must_fix; the loop also makes must_keep rows that are short
+    now elastic, at a higher price), the rest hard. ``lam`` prices a unit of slack: one
+    number for every soft row (the paper's λ) or one per soft row.
     """
 
     C: np.ndarray
@@ -149,8 +155,11 @@ class LinearisedProblem:
     rhs: np.ndarray
     n_fix: int
     rho: float
-    lam: float
+    lam: float | np.ndarray
     VVt: np.ndarray | None = field(default=None, repr=False)  # cached V Vᵀ, constant in the loop
+    # Which rows/columns of VVt belong to this problem's rows (None: all, in order). The
+    # loop's V Vᵀ is over cases; rows are (case, class) pairs, subsets of them lazily drawn.
+    VVt_rows: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -164,22 +173,35 @@ class LinearisedProblem:
     def d_in(self) -> int:
         return int(self.V.shape[1])
 
+    def prices(self) -> np.ndarray:
+        """λ per soft row."""
+        lam = np.asarray(self.lam, dtype=np.float64)
+        return np.broadcast_to(lam, (self.n_fix,)) if lam.ndim == 0 else lam
+
     def constraint_values(self, B: np.ndarray) -> np.ndarray:
         """⟨a_i, β⟩ = c_iᵀ B v_i for every row."""
         return np.einsum("ij,ij->i", self.C, self.V @ B.T)
 
     def primal_objective(self, B: np.ndarray) -> float:
         slack = np.maximum(self.rhs[: self.n_fix] - self.constraint_values(B)[: self.n_fix], 0.0)
-        return 0.5 * self.rho * float(np.sum(B * B)) + self.lam * float(slack.sum())
+        return 0.5 * self.rho * float(np.sum(B * B)) + float(self.prices() @ slack)
 
     def subset(self, rows: np.ndarray) -> LinearisedProblem:
         """The problem restricted to ``rows`` (sorted; must_fix rows first, as here)."""
         n_fix = int(np.count_nonzero(rows < self.n_fix))
-        VVt = None if self.VVt is None else self.VVt[np.ix_(rows, rows)]
-        return LinearisedProblem(self.C[rows], self.V[rows], self.rhs[rows], n_fix, self.rho, self.lam, VVt)
+        lam = self.lam if np.ndim(self.lam) == 0 else np.asarray(self.lam)[rows[:n_fix]]
+        VVt_rows = rows if self.VVt_rows is None else self.VVt_rows[rows]
+        return LinearisedProblem(
+            self.C[rows], self.V[rows], self.rhs[rows], n_fix, self.rho, lam, self.VVt, VVt_rows
+        )
 
     def gram(self) -> np.ndarray:
-        VVt = self.VVt if self.VVt is not None else self.V @ self.V.T
+        if self.VVt is None:
+            VVt = self.V @ self.V.T
+        elif self.VVt_rows is None:
+            VVt = self.VVt
+        else:
+            VVt = self.VVt[np.ix_(self.VVt_rows, self.VVt_rows)]
         return (self.C @ self.C.T) * VVt
 
     def pick_form(self) -> QPForm:
@@ -196,6 +218,7 @@ class QPSolution:
     iterations: int
     seconds: float
     osqp_status: str
+    fallback_from: QPForm | None = None  # the dual was undecided and the primal answered
 
 
 def solve(problem: LinearisedProblem, settings: SolverSettings | None = None) -> QPSolution:
@@ -236,11 +259,17 @@ def _solve_once(problem: LinearisedProblem, settings: SolverSettings) -> QPSolut
     if problem.n == 0:
         B = np.zeros((problem.rank, problem.d_in))
         return QPSolution(B, QPStatus.SOLVED, form, 0.0, 0, 0.0, "empty")
+    fallback_from = None
     if form is QPForm.DUAL:
         B, result = _solve_dual(problem, settings)
-    else:
+        status = _OSQP_STATUS[form].get(int(result.info.status_val), QPStatus.ERROR)
+        if status in _DUAL_UNDECIDED:
+            # ADMM detects unboundedness of the dual (= infeasible repair) slowly and may run
+            # out of iterations on it; the primal form decides feasibility directly.
+            form, fallback_from = QPForm.PRIMAL, QPForm.DUAL
+    if form is QPForm.PRIMAL:
         B, result = _solve_primal(problem, settings)
-    status = _OSQP_STATUS[form].get(int(result.info.status_val), QPStatus.ERROR)
+        status = _OSQP_STATUS[form].get(int(result.info.status_val), QPStatus.ERROR)
     if not status.has_solution or B is None or not np.all(np.isfinite(B)):
         if status.has_solution:
             status = QPStatus.ERROR
@@ -248,7 +277,38 @@ def _solve_once(problem: LinearisedProblem, settings: SolverSettings) -> QPSolut
         objective = math.nan
     else:
         objective = problem.primal_objective(B)
-    return QPSolution(B, status, form, objective, int(result.info.iter), 0.0, str(result.info.status))
+    return QPSolution(
+        B, status, form, objective, int(result.info.iter), 0.0, str(result.info.status), fallback_from
+    )
+
+
+# Dual outcomes that can mean "the repair problem is infeasible" without OSQP saying so.
+_DUAL_UNDECIDED = frozenset({QPStatus.MAX_ITER, QPStatus.INFEASIBLE_INACCURATE, QPStatus.TIME_LIMIT})
+
+
+@contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Silence OSQP's C-level printf ("Polishing not needed ...") that verbose=False leaves on."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (embedded interpreters): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 1)
+    finally:
+        os.close(saved)
+
+
+def _run(solver):
+    with _quiet_stdout():
+        return solver.solve(raise_error=False)
 
 
 def _upper_csc(symmetric: np.ndarray):
@@ -269,7 +329,7 @@ def _solve_dual(problem: LinearisedProblem, settings: SolverSettings):
     n, n_fix = problem.n, problem.n_fix
     P = _upper_csc(problem.gram() / problem.rho)
     upper = np.full(n, np.inf)
-    upper[:n_fix] = problem.lam
+    upper[:n_fix] = problem.prices()
     solver = osqp.OSQP()
     solver.setup(
         P=P,
@@ -279,7 +339,7 @@ def _solve_dual(problem: LinearisedProblem, settings: SolverSettings):
         u=upper,
         **settings.osqp_kwargs(),
     )
-    result = solver.solve(raise_error=False)
+    result = _run(solver)
     if result.x is None or result.x.shape != (n,) or not np.all(np.isfinite(result.x)):
         return None, result
     z = np.clip(result.x, 0.0, upper)  # ADMM iterates may sit a hair outside the box
@@ -296,11 +356,11 @@ def _solve_primal(problem: LinearisedProblem, settings: SolverSettings):
     slack_cols = sp.vstack([sp.identity(n_fix, format="csc"), sp.csc_matrix((n - n_fix, n_fix))])
     A = sp.bmat([[sp.csc_matrix(K), slack_cols], [None, sp.identity(n_fix, format="csc")]], format="csc")
     P = sp.diags(np.concatenate([np.full(r * d, problem.rho), np.zeros(n_fix)]), format="csc")
-    q = np.concatenate([np.zeros(r * d), np.full(n_fix, problem.lam)])
+    q = np.concatenate([np.zeros(r * d), problem.prices()])
     lower = np.concatenate([problem.rhs, np.zeros(n_fix)])
     solver = osqp.OSQP()
     solver.setup(P=P, q=q, A=A, l=lower, u=np.full(n + n_fix, np.inf), **settings.osqp_kwargs())
-    result = solver.solve(raise_error=False)
+    result = _run(solver)
     if result.x is None or not np.all(np.isfinite(result.x)):
         return None, result
     return result.x[: r * d].reshape(r, d), result

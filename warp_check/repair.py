@@ -35,9 +35,12 @@ class RepairSettings:
     gsn_ft_steps: int = 30
     gsn_ft_lr: float = 1e-3
     gsn_ft_batch_size: int = 32
-    backtracking: int = 6  # halvings of a QP step that would raise the total shortfall
+    backtracking: int = 6  # halvings of a QP step that would raise the merit
     patience: int = 30  # stop when the total shortfall has not improved for this many iterations
     seed: int = 0
+    # BLAS threads inside the loop (None: leave the process's setting). Its products are
+    # small (n × d_in × r); on a few cores, threads cost more in hand-offs than they save.
+    blas_threads: int | None = 1
     solver: qp.SolverSettings = field(default_factory=qp.SolverSettings)
 
     def __post_init__(self) -> None:
@@ -64,6 +67,8 @@ class RepairSettings:
             positive(name)
         for name in ("aim_above", "gsn_threshold"):
             positive(name, allow_zero=True)
+        if self.blas_threads is not None:
+            count("blas_threads", 1)
         if not isinstance(self.solver, qp.SolverSettings):
             raise SettingsError("solver", self.solver, "must be a SolverSettings")
 
@@ -136,6 +141,7 @@ class IterationRecord:
     fix_met: int
     keep_met: int
     seconds: float
+    step_fraction: float = 1.0  # of the QP step taken (< 1: backtracked)
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,15 @@ def repair(
     much; its ``head_after`` must not be shipped (the artefact writer refuses it).
     """
     settings = settings or RepairSettings()
+    if settings.blas_threads is None:
+        return _repair(head, fix, keep, aux, settings)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=settings.blas_threads, user_api="blas"):
+        return _repair(head, fix, keep, aux, settings)
+
+
+def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, settings: RepairSettings):
     start = time.perf_counter()
     if settings.rank > min(head.W.shape):
         raise SettingsError("rank", settings.rank, f"exceeds the repair layer's smallest dimension {min(head.W.shape)}")
@@ -286,107 +301,123 @@ def repair(
         msg = "every case already meets its margin: nothing to repair"
         return finish(status, msg, work_head.with_weight(W), records, gsn, excluded=excluded)
 
-    best_merit, best_iteration, stalled = _shortfall(gap_now, targets), 0, False
-    # Per-case extra aim: a case that stays short after a step (it sits on a kink of σ, so
-    # the first-order gain is not realised) asks for its shortfall again on top, next time.
+    weights = np.concatenate([np.full(n_fix, settings.lam), np.full(len(kept), KEEP_WEIGHT * settings.lam)])
+
+    def merit(gaps: np.ndarray) -> float:
+        return float(weights @ np.maximum(targets - gaps, 0.0))
+
+    gap = gap_now
+    merit_now = merit(gap)
+    best_merit, best_iteration, stalled = merit_now, 0, ""
+    # Per-case extra aim: a must_fix case that a step moves by less than half of what the
+    # linear model promised (it sits on a kink of σ) asks for its shortfall again on top,
+    # next time, instead of creeping up on its margin geometrically.
     extra_aim = np.zeros_like(targets)
-    previous_short = np.maximum(targets[:n_fix] - gap_now[:n_fix], 0.0)
+    Z = work_head.with_weight(W).pre_activation(V)  # exact for the current W, one product per step
     for t in range(1, settings.max_iter + 1):
         t_start = time.perf_counter()
         U = top_left_singular_vectors(W, settings.rank)
-        problem, gap = _linearised_problem(
-            work_head.with_weight(W), U, V, VVt, labels, targets, extra_aim, n_fix, settings
+        problem, row_case, row_margin = _linearised_problem(
+            work_head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings
         )
         solution = qp.solve(problem, settings.solver)
         if not solution.status.has_solution:
-            records.append(
-                IterationRecord(
-                    t,
-                    solution.status.value,
-                    solution.form.value,
-                    problem.n,
-                    math.nan,
-                    0.0,
-                    _min(gap[:n_fix]),
-                    _min(gap[n_fix:]),
-                    int(np.sum(gap[:n_fix] >= targets[:n_fix])),
-                    int(np.sum(gap[n_fix:] >= targets[n_fix:])),
-                    time.perf_counter() - t_start,
-                )
-            )
-            if solution.status in (qp.QPStatus.INFEASIBLE, qp.QPStatus.INFEASIBLE_INACCURATE):
-                status, msg = (
-                    RepairStatus.INFEASIBLE,
-                    (
-                        f"iteration {t}: the must_keep constraints cannot all hold together "
-                        f"(OSQP: {solution.osqp_status}); lower gamma_h, raise rank, "
-                        "or remove conflicting must_keep cases"
-                    ),
-                )
-            else:
-                status, msg = (
-                    RepairStatus.SOLVER_FAILED,
-                    (
-                        f"iteration {t}: OSQP ended with '{solution.osqp_status}' and no usable solution; "
-                        f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"
-                    ),
-                )
+            records.append(_record(t, solution, problem.n, 1.0, 0.0, gap, targets, n_fix, t_start))
+            status, msg = _solver_failure(t, solution, settings)
             return finish(status, msg, work_head.with_weight(W), records, gsn, misses_of(gap), excluded)
-        # Backtracking on the true total shortfall Σ max(0, γ − gap): the linearisation can
-        # overshoot where activations switch (ReLU); a shorter step along the same QP
-        # direction is tried before accepting a step that makes things worse.
-        W_next, gap_next, merit_next = W, gap, _shortfall(gap, targets)
-        for fraction in settings_fractions(settings):
-            W_try = work_head.round_to_storage(W + fraction * (U @ solution.B))
-            gap_try, _ = work_head.with_weight(W_try).gaps(V, labels)
-            merit_try = _shortfall(gap_try, targets)
-            if fraction == 1.0 or merit_try < merit_next:
-                W_next, gap_next, merit_next = W_try, gap_try, merit_try
-            if merit_try <= _shortfall(gap, targets):
+        predicted = np.full(len(targets), np.inf)
+        np.minimum.at(predicted, row_case, row_margin + problem.constraint_values(solution.B))
+        # Backtracking on the true merit: the linearisation can overshoot where activations
+        # switch (ReLU) or saturate (tanh); a shorter step along the same QP direction is
+        # tried before a step that makes things worse. If none is better, the full step is
+        # taken anyway (as in the paper) and patience ends a loop that goes nowhere.
+        # ΔW = f·U B changes Z by f·(V Bᵀ) Uᵀ: rank r, ~d_out/r times cheaper than V Wᵀ.
+        dZ = (V @ solution.B.T) @ U.T
+        tries = []
+        for fraction in step_fractions(settings):
+            gap_try = work_head.gaps_from_pre_activation(Z + fraction * dZ, labels)
+            tries.append((fraction, merit(gap_try)))
+            if tries[-1][1] < merit_now:
                 break
+        fraction = tries[-1][0] if tries[-1][1] < merit_now else 1.0
+        # What is kept is the weight as stored; its gaps are recomputed exactly from it.
+        W_next = work_head.round_to_storage(W + fraction * (U @ solution.B))
+        Z = work_head.with_weight(W_next).pre_activation(V)
+        gap_next = work_head.gaps_from_pre_activation(Z, labels)
+        merit_next = merit(gap_next)
         step = float(np.linalg.norm(W_next - W))
-        W, gap = W_next, gap_next
-        short = np.maximum(targets[:n_fix] - gap[:n_fix], 0.0)
-        creeping = short > 0.5 * previous_short  # less than halved by a full QP step
+        short = np.maximum(targets[:n_fix] - gap_next[:n_fix], 0.0)
+        promised = fraction * (predicted[:n_fix] - gap[:n_fix])
+        creeping = (short > 0) & (gap_next[:n_fix] - gap[:n_fix] < 0.5 * promised)
         extra_aim[:n_fix] = np.where(
             short > 0,
             np.where(creeping, np.minimum(extra_aim[:n_fix] + short, targets[:n_fix]), extra_aim[:n_fix]),
             0.0,
         )
-        previous_short = short
-        if merit_next < best_merit * (1 - 1e-9):
-            best_merit, best_iteration = merit_next, t
-        records.append(
-            IterationRecord(
-                t,
-                solution.status.value,
-                solution.form.value,
-                problem.n,
-                solution.objective,
-                step,
-                _min(gap[:n_fix]),
-                _min(gap[n_fix:]),
-                int(np.sum(gap[:n_fix] >= targets[:n_fix])),
-                int(np.sum(gap[n_fix:] >= targets[n_fix:])),
-                time.perf_counter() - t_start,
-            )
-        )
+        W, gap, merit_now = W_next, gap_next, merit_next
+        records.append(_record(t, solution, problem.n, fraction, step, gap, targets, n_fix, t_start))
         if np.all(gap >= targets):
             msg = f"converged in {t} iteration{'s' if t > 1 else ''}"
             return finish(RepairStatus.CONVERGED, msg, work_head.with_weight(W), records, gsn, excluded=excluded)
-        if step == 0.0 or t - best_iteration >= settings.patience:
-            stalled = True
-            break  # no progress: more iterations of the same cannot help
+        if merit_now < best_merit * (1 - 1e-9):
+            best_merit, best_iteration = merit_now, t
+        if step == 0.0:
+            stalled = "the QP step is zero: the linearised problem sees nothing to gain"
+        elif t - best_iteration >= settings.patience:
+            stalled = f"no progress for {settings.patience} iterations"
+        if stalled:
+            break
     misses = misses_of(gap)
     worst = max(misses, key=lambda m: m.short_by)
-    why = f"stalled (no progress for {settings.patience} iterations)" if stalled else "not converged"
+    why = f"stalled ({stalled})" if stalled else "not converged"
+    helps = []
+    if any(m.kind == "must_keep" for m in misses):
+        helps.append(f"lower gamma_h (now {settings.gamma_h:g}) or drop must_keep cases that cannot keep it")
+    if any(m.kind == "must_fix" for m in misses):
+        helps.append(f"a higher rank (now {settings.rank}) or lam (now {settings.lam:g})")
+    if not stalled:
+        helps.append(f"a higher max_iter (now {settings.max_iter})")
     msg = (
         f"{why} after {len(records)} iteration(s): {len(misses)} case(s) miss their margin, "
-        f"worst '{worst.id}' ({worst.kind}) has gap {worst.gap:.4g} < {worst.target:g}; "
-        f"try a higher rank (now {settings.rank}), a higher lam (now {settings.lam:g}) "
-        f"or max_iter (now {settings.max_iter})"
+        f"worst '{worst.id}' ({worst.kind}) has gap {worst.gap:.4g} < {worst.target:g}; try "
+        + "; ".join(helps)
     )
     return finish(RepairStatus.NOT_CONVERGED, msg, work_head.with_weight(W), records, gsn, misses, excluded)
+
+
+# Merit price of a must_keep shortfall, in units of λ: must_keep rows are hard in the QP, so
+# a step that breaks one must cost more than the must_fix progress it buys.
+KEEP_WEIGHT = 10.0
+
+
+def _record(t, solution, rows, fraction, step, gap, targets, n_fix, t_start) -> IterationRecord:
+    return IterationRecord(
+        iteration=t,
+        qp_status=solution.status.value,
+        qp_form=solution.form.value,
+        qp_rows=rows,
+        qp_objective=solution.objective,
+        step_norm=step,
+        min_gap_fix=_min(gap[:n_fix]),
+        min_gap_keep=_min(gap[n_fix:]),
+        fix_met=int(np.sum(gap[:n_fix] >= targets[:n_fix])),
+        keep_met=int(np.sum(gap[n_fix:] >= targets[n_fix:])),
+        seconds=time.perf_counter() - t_start,
+        step_fraction=fraction,
+    )
+
+
+def _solver_failure(t: int, solution: qp.QPSolution, settings: RepairSettings) -> tuple[RepairStatus, str]:
+    if solution.status in (qp.QPStatus.INFEASIBLE, qp.QPStatus.INFEASIBLE_INACCURATE):
+        return RepairStatus.INFEASIBLE, (
+            f"iteration {t}: the must_keep constraints cannot all hold together "
+            f"(solver: {solution.osqp_status}); lower gamma_h, raise rank, "
+            "or remove conflicting must_keep cases"
+        )
+    return RepairStatus.SOLVER_FAILED, (
+        f"iteration {t}: OSQP ended with '{solution.osqp_status}' and no usable solution; "
+        f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"
+    )
 
 
 # A competing class enters the QP when its gap is within this much of the target: the
@@ -394,15 +425,19 @@ def repair(
 COMPETITOR_WINDOW = 1.0
 
 
-def _linearised_problem(head, U, V, VVt, labels, targets, extra_aim, n_fix, settings):
-    """One row per (case, competing class within reach), must_fix rows first.
+def _linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings):
+    """One row per (case, competing class within reach); soft rows first.
 
     The paper linearises against the strongest competitor only; with more than two
     classes a step can then lift another class above the label, and the loop oscillates.
     Constraining every class near the margin removes that (binary heads: one row a case).
+
+    Soft rows: every must_fix row (price λ) and every must_keep row that misses its margin
+    now (elastic, price KEEP_WEIGHT·λ). A must_keep row that holds now stays hard, so B = 0
+    is always feasible: a must_keep case whose gradient vanishes (dead ReLU units, saturated
+    tanh) cannot make the whole step infeasible, it is lifted as far as the price allows.
     """
     n = V.shape[0]
-    Z = head.pre_activation(V)
     S = head.activation.slope(Z)
     logits = head.activation.fn(Z) @ head.Wc.T + head.bc
     gap, competitor = gaps_from_logits(logits, labels)
@@ -410,13 +445,15 @@ def _linearised_problem(head, U, V, VVt, labels, targets, extra_aim, n_fix, sett
     near = per_class < (targets + settings.aim_above + COMPETITOR_WINDOW)[:, None]
     near[np.arange(n), competitor] = True
     near[np.arange(n), labels] = False
-    case_idx, class_idx = np.nonzero(near)  # row-major: grouped by case, fix cases first
-    C = (S[case_idx] * (head.Wc[labels[case_idx]] - head.Wc[class_idx])) @ U
+    case_idx, class_idx = np.nonzero(near)
     rhs = targets[case_idx] + settings.aim_above + extra_aim[case_idx] - per_class[case_idx, class_idx]
-    sub_VVt = None if VVt is None else VVt[np.ix_(case_idx, case_idx)]
-    n_fix_rows = int(np.count_nonzero(case_idx < n_fix))
-    problem = qp.LinearisedProblem(C, V[case_idx], rhs, n_fix_rows, settings.rho, settings.lam, sub_VVt)
-    return problem, gap
+    soft = (case_idx < n_fix) | (rhs > 0)
+    order = np.concatenate([np.flatnonzero(soft), np.flatnonzero(~soft)])
+    case_idx, class_idx, rhs = case_idx[order], class_idx[order], rhs[order]
+    prices = np.where(case_idx[: int(soft.sum())] < n_fix, settings.lam, KEEP_WEIGHT * settings.lam)
+    C = (S[case_idx] * (head.Wc[labels[case_idx]] - head.Wc[class_idx])) @ U
+    problem = qp.LinearisedProblem(C, V[case_idx], rhs, int(soft.sum()), settings.rho, prices, VVt, case_idx)
+    return problem, case_idx, per_class[case_idx, class_idx]
 
 
 def _by_id(ids: tuple[str, ...], values: np.ndarray) -> dict[str, float]:
@@ -427,8 +464,8 @@ def _shortfall(gaps: np.ndarray, targets: np.ndarray) -> float:
     return float(np.sum(np.maximum(targets - gaps, 0.0)))
 
 
-def settings_fractions(settings: RepairSettings) -> tuple[float, ...]:
-    """Step fractions tried in order: the full QP step, then halvings."""
+def step_fractions(settings: RepairSettings) -> tuple[float, ...]:
+    """Fractions of the QP step tried in order: the full step, then halvings."""
     return tuple(0.5**k for k in range(settings.backtracking + 1))
 
 
