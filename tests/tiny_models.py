@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import torch
@@ -49,6 +50,7 @@ __all__ = [
     "build_roberta",
     "make_tokenizer",
     "predict",
+    "repair_suite",
     "synthetic_cases",
     "training_cases",
     "write_vocab",
@@ -436,3 +438,53 @@ def predict(
     with torch.inference_mode():
         logits = model(**enc).logits
     return logits.argmax(-1).numpy()
+
+
+# ---------------------------------------------------------------- repair suites
+
+
+def repair_suite(
+    adapter: Any,
+    task: Task,
+    *,
+    n_fix: int = 8,
+    n_keep: int = 100,
+    seed: int = 1,
+    pool: int = 600,
+    separation: float = 3.0,
+    gamma_s: float = 1.0,
+    gamma_h: float = 0.3,
+) -> list[Any]:
+    """``warp_check.Case`` objects for a repair test: must_fix = cases ``adapter`` gets wrong,
+    must_keep = cases it gets right, both drawn from one ``synthetic_cases`` pool.
+
+    WARP changes the head, never the encoder. The gap is 2L-Lipschitz in v, so a wrong case
+    whose v lies at distance d from a must_keep case of another label needs a head with
+    L ≥ (γ_s + γ_h) / (2d). Only wrong cases that need at most 1/``separation`` of the
+    current head's L are taken: the rest are encoder errors no layer-local repair fixes.
+    Measured: the pair model's unseen-word errors mostly sit 0.1–0.5 from a correct case of
+    the other label (median distance between cases ~7, median need 1.3× the head's L).
+    Taking every wrong case, the default settings fail to converge on 5 of 8 pool seeds for
+    the pair model and 1 of 8 for DistilBERT; with this filter all 32 runs converge.
+    """
+    from warp_check import Case, Kind, evaluate, lipschitz
+
+    raw = synthetic_cases(task, pool, seed=seed)
+    cases = [
+        Case(id=f"{task}-{seed}-{i}", text=c["text"], text_pair=c["text_pair"], label=c["label"], kind=Kind.MUST_KEEP)
+        for i, c in enumerate(raw)
+    ]
+    evaluation = evaluate(adapter, cases, progress=False)
+    V = evaluation.encoded.V.astype(np.float64)
+    labels = np.array([c.label for c in cases])
+    right = np.flatnonzero(evaluation.gaps > 0)[:n_keep]
+    max_lipschitz = lipschitz(adapter.head()).L / separation
+    fix: list[int] = []
+    for i in np.flatnonzero(evaluation.gaps <= 0):
+        others = right[labels[right] != labels[i]]
+        distance = float(np.linalg.norm(V[others] - V[i], axis=1).min())
+        if (gamma_s + gamma_h) / (2 * distance) <= max_lipschitz:
+            fix.append(int(i))
+        if len(fix) == n_fix:
+            break
+    return [replace(cases[i], kind=Kind.MUST_FIX) for i in fix] + [cases[i] for i in right]

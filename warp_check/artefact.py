@@ -140,6 +140,8 @@ def read_certificate(path: str | Path) -> dict[str, Any]:
         raise CertificateError(f"{path}: missing key(s) {', '.join(missing)}")
     if data["format"] != FORMAT:
         raise CertificateError(f"{path}: format {data['format']!r} is not {FORMAT!r}")
+    if not isinstance(data["model"], dict):
+        raise CertificateError(f"{path}: model must be an object, got {type(data['model']).__name__}")
     for key in ("repair_layer", "activation", "classifier", "sha256_repair_layer", "sha256_frozen"):
         if not isinstance(data["model"].get(key), str):
             raise CertificateError(f"{path}: model.{key} is missing or not a string")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .artefact import FORMAT, write_artefact
+from .artefact import FORMAT, check_destination, write_artefact
 from .cases import Case, Kind
 from .certify import AttackSettings, CaseCertificate, Lipschitz, certify_cases, summarise
 from .model import ClassifierAdapter
@@ -100,6 +100,8 @@ def repair_cases(
     when nothing needed repair.
     """
     settings = settings or RepairSettings()
+    if out_dir is not None:  # refuse a bad destination before the encoding and the repair, not after
+        check_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
     fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
     result = repair(adapter.head(), fix, keep, aux, settings)

@@ -32,7 +32,7 @@ PROGRESS_MIN_CASES = 256  # below this a progress bar is noise
 
 @dataclass(frozen=True)
 class Encoded:
-    """v for each case id, in the order asked; ``logits`` only for rows the encoder ran."""
+    """v for each case id, in the order asked; how many rows came from the cache, how many were encoded."""
 
     ids: tuple[str, ...]
     V: np.ndarray  # (n, d_in) float32
@@ -58,9 +58,20 @@ def _byte_dtype():
     return torch.uint8
 
 
+# Config keys that cannot change v: names, bookkeeping, the label names. Every other key
+# (layer_norm_eps, hidden_act, ...) can, so it is part of the cache key.
+_CONFIG_KEYS_NOT_AFFECTING_V = frozenset(
+    {"_name_or_path", "_commit_hash", "transformers_version", "architectures", "id2label", "label2id", "problem_type"}
+)
+
+
 def upstream_sha256(adapter: ClassifierAdapter) -> str:
     hasher = hashlib.sha256()
     hasher.update(f"{type(adapter.model).__name__}|{adapter.spec.repair_layer}|".encode())
+    config = getattr(adapter.model, "config", None)
+    if config is not None and hasattr(config, "to_dict"):
+        settings = {k: v for k, v in config.to_dict().items() if k not in _CONFIG_KEYS_NOT_AFFECTING_V}
+        hasher.update(json.dumps(settings, sort_keys=True, default=repr).encode())
     for name, tensor in sorted(adapter.upstream_parameters(), key=lambda item: item[0]):
         tensor_digest(hasher, name, tensor)
     return hasher.hexdigest()
@@ -130,13 +141,13 @@ class _ShardStore:
         self.folder = folder
 
     def load(self) -> dict[str, np.ndarray]:
-        from safetensors import SafetensorError
-        from safetensors.numpy import safe_open
+        from safetensors import SafetensorError, safe_open
 
         rows: dict[str, np.ndarray] = {}
         if not self.folder.is_dir():
             return rows
-        for shard in sorted(self.folder.glob("*.safetensors")):
+        # "[!.]": a writer killed before its rename leaves a ".tmp-*" file; it is not a shard.
+        for shard in sorted(self.folder.glob("[!.]*.safetensors")):
             try:
                 with safe_open(str(shard), framework="numpy") as f:
                     keys = json.loads((f.metadata() or {}).get("keys", "[]"))

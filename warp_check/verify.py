@@ -14,7 +14,7 @@ import numpy as np
 
 from .artefact import CERTIFICATE_NAME, folder_hashes, read_certificate
 from .cases import Case
-from .certify import AttackSettings, certify_cases, lipschitz
+from .certify import AttackSettings, certify_cases, lipschitz, summarise
 from .errors import CertificateError
 from .model import ClassifierAdapter, HeadSpec
 from .representations import encode_cases
@@ -114,6 +114,15 @@ def verify(
             "lipschitz",
             abs(lip.L - claimed_L) <= REL_TOLERANCE * max(1.0, claimed_L),
             f"L recomputed {lip.L:.6g}, certificate says {claimed_L:.6g}",
+        )
+    )
+    # The summary is what people read: it must be what the cases, recomputed, give.
+    summary = summarise(records)
+    checks.append(
+        Check(
+            "summary",
+            data["summary"] == summary,
+            f"summary recomputed {summary}, certificate says {data['summary']}",
         )
     )
     for claim, record in zip(data["cases"], records, strict=True):
