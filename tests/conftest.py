@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 import torch
 from filelock import FileLock
+from hypothesis import settings as hypothesis_settings
 from tiny_models import build_bert, build_distilbert, build_electra, build_roberta
+
+# CI gates a merge on the exit code: the same examples every run there (a failure found
+# once is reproduced from its printed seed locally, where the default profile explores).
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)

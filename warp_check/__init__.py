@@ -37,7 +37,10 @@ from .model import HEAD_SPECS, ClassifierAdapter, HeadSpec, resolve_spec
 from .pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
 from .qp import LinearisedProblem, QPForm, QPSolution, QPStatus, SolverSettings, solve
 from .repair import CaseSet, RepairResult, RepairSettings, RepairStatus, repair
+from .report import write_report
 from .representations import Encoded, encode_cases
+from .session import Mode, RunResult, Verdict
+from .suite import Suite, load_suite
 from .verify import Verification, verify
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "LinearisedProblem",
     "Lipschitz",
     "ModelError",
+    "Mode",
     "QPForm",
     "QPSolution",
     "QPStatus",
@@ -68,10 +72,13 @@ __all__ = [
     "RepairResult",
     "RepairSettings",
     "RepairStatus",
+    "RunResult",
     "SettingsError",
     "SolverError",
     "SolverSettings",
+    "Suite",
     "SuiteError",
+    "Verdict",
     "Verification",
     "WarpError",
     "certify_cases",
@@ -81,6 +88,7 @@ __all__ = [
     "flip_radius",
     "get_activation",
     "lipschitz",
+    "load_suite",
     "local_radius",
     "monte_carlo_flip_multiplier",
     "pgd_worst_gap",
@@ -92,5 +100,6 @@ __all__ = [
     "top_left_singular_vectors",
     "verify",
     "write_artefact",
+    "write_report",
     "__version__",
 ]

@@ -8,9 +8,10 @@ factorisation logits = W_c σ(W v + b) + b_c is checked against the model's own 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,20 @@ def _submodule(model: Any, name: str, role: str):
     return module
 
 
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """transformers 5 draws a "Loading weights" bar on every load: noise in a test report."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 class ClassifierAdapter:
     """A sequence classifier seen as encoder → v → W_c σ(W v + b) + b_c."""
 
@@ -153,10 +168,11 @@ class ClassifierAdapter:
             what = "config.json" if not (path / "config.json").is_file() else "weights (*.safetensors)"
             raise ModelError(f"model folder {str(path)!r} has no {what}: not a Hugging Face model folder")
         try:
-            model = AutoModelForSequenceClassification.from_pretrained(
-                path, trust_remote_code=False, local_files_only=True
-            )
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
+            with _quiet_loading():
+                model = AutoModelForSequenceClassification.from_pretrained(
+                    path, trust_remote_code=False, local_files_only=True
+                )
+                tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
         except (OSError, ValueError, KeyError) as exc:
             raise ModelError(f"cannot load the model in {str(path)!r}: {exc}") from exc
         spec = resolve_spec(model, layer)

@@ -186,6 +186,7 @@ def build_certificate(
                     "fix_met": r.fix_met,
                     "keep_met": r.keep_met,
                     "step_norm": r.step_norm,
+                    "step_fraction": r.step_fraction,
                     "seconds": r.seconds,
                 }
                 for r in result.iterations

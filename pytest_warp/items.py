@@ -1,0 +1,103 @@
+"""Collection nodes: a ``warp.toml`` is a SuiteFile; each must_fix / must_keep case an item.
+
+aux cases (GSN-FT training data) are not tests, so they yield no item; the terminal summary
+counts them. A suite mistake is a collection error with the SuiteError's file:line: field
+message and no traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.cases import Case
+    from warp_check.suite import Location
+
+from .state import WarpSession
+
+STATE = pytest.StashKey[WarpSession]()
+VERDICT = pytest.StashKey[dict]()
+# Verdict properties recorded for JUnit XML (record_property), in this order, when present.
+JUNIT_PROPERTIES = (
+    "kind",
+    "label",
+    "predicted",
+    "gap",
+    "gap_before",
+    "gap_after",
+    "radius",
+    "eps_star",
+    "eps_local",
+)
+
+
+def shown_path(config: pytest.Config, path: Path) -> Path:
+    """``path`` relative to where pytest was started, when it is below it (as pytest shows paths)."""
+    here = Path(config.invocation_params.dir)
+    return path.relative_to(here) if path.is_absolute() and path.is_relative_to(here) else path
+
+
+class CaseFailure(Exception):
+    """A case that does not pass; carries the sentence that says why."""
+
+
+class SuiteFile(pytest.File):
+    def collect(self):
+        from warp_check.cases import Kind
+        from warp_check.errors import SuiteError, WarpError
+
+        try:
+            suite = self.config.stash[STATE].load(self.path)
+        except SuiteError as exc:
+            shown = shown_path(self.config, Path(exc.path)) if exc.path else None
+            raise self.CollectError(str(SuiteError(exc.message, path=shown, line=exc.line, field=exc.field))) from None
+        except WarpError as exc:
+            raise self.CollectError(f"{type(exc).__name__}: {exc}") from None
+        for case in suite.cases:
+            if case.kind is not Kind.AUX:
+                yield CaseItem.from_parent(self, name=case.id, case=case, location=suite.locations[case.id])
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, case: Case, location: Location, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.case_location = location
+        self.add_marker(case.kind.value)  # -m must_fix / -m must_keep
+        if case.source:
+            self.extra_keyword_matches.add(case.source)  # -k deepwordbug
+
+    def runtest(self) -> None:
+        result = self.config.stash[STATE].result_for(self.parent)
+        verdict = result.verdict(self.case.id)
+        if verdict is None:
+            raise CaseFailure(f"no verdict for this case: {result.message}")
+        record = verdict.to_dict()
+        record["suite"] = result.suite
+        self.stash[VERDICT] = record
+        properties = {"kind": verdict.kind} | verdict.properties
+        for name in JUNIT_PROPERTIES:
+            value = properties.get(name)
+            if value is not None:
+                self.user_properties.append((name, value))
+        if not verdict.passed:
+            raise CaseFailure(verdict.message)
+
+    def repr_failure(self, excinfo, style=None):
+        from warp_check.errors import WarpError
+
+        if isinstance(excinfo.value, (CaseFailure, WarpError)):
+            shown = shown_path(self.config, self.case_location.path)
+            pair = f"\n  text_pair: {self.case.text_pair!r}" if self.case.text_pair is not None else ""
+            return (
+                f"{excinfo.value}\n"
+                f"  {self.case.kind.value} case {self.case.id!r} at {shown}:{self.case_location.line}\n"
+                f"  text: {self.case.text!r}{pair}"
+            )
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.case_location.path, self.case_location.line - 1, f"{self.case.kind.value} {self.case.id}"

@@ -1,0 +1,155 @@
+"""The plugin's options: one ``warp`` group on the command line, each also an ini option.
+
+The command line wins over the ini file; both override the suite's own warp.toml. Relative
+paths on the command line are read from the directory pytest was started in, in the ini
+file from the ini file's directory. Nothing here imports warp_check: ``pytest --help`` must
+stay light.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CERTIFICATE_NAME = "warp_certificate.json"  # = warp_check.artefact.CERTIFICATE_NAME, kept light here
+
+# (flag, ini name, ini type, help)
+_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("--warp-model", "warp_model", "string", "model folder to test instead of each suite's [model] (a local folder)"),
+    ("--warp-repair", "warp_repair", "bool", "repair the model, save it, and assert Cert 1–3 on the repaired weights"),
+    (
+        "--warp-out",
+        "warp_out",
+        "string",
+        "where --warp-repair saves the repaired model (default <suite>/.warp/repaired)",
+    ),
+    (
+        "--warp-certificate",
+        "warp_certificate",
+        "string",
+        "audit: turn this warp_certificate.json's claims into tests on --warp-model "
+        "(default: the certificate's folder)",
+    ),
+    ("--warp-report", "warp_report", "string", "write report.md, report.json and PNG plots into this folder"),
+    ("--warp-cache", "warp_cache", "string", "representation cache folder, or 'none' (default <suite>/.warp/cache)"),
+    ("--warp-rank", "warp_rank", "string", "repair rank r (overrides [repair] rank)"),
+    ("--warp-gamma-s", "warp_gamma_s", "string", "must_fix margin γ_s (overrides [repair] gamma_s)"),
+    ("--warp-gamma-h", "warp_gamma_h", "string", "must_keep margin γ_h (overrides [repair] gamma_h)"),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("warp", "warp-check: behavioural suites (warp.toml) and WARP repair")
+    for flag, name, ini_type, help_text in _OPTIONS:
+        if ini_type == "bool":
+            group.addoption(flag, action="store_true", dest=name, default=None, help=f"{help_text} (ini: {name})")
+        else:
+            metavar = {"warp_rank": "R", "warp_gamma_s": "G", "warp_gamma_h": "G"}.get(name, "PATH")
+            group.addoption(flag, dest=name, default=None, metavar=metavar, help=f"{help_text} (ini: {name})")
+        parser.addini(name, help_text, type=ini_type, default=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarpOptions:
+    model: Path | None = None
+    repair: bool = False
+    out: Path | None = None
+    certificate: Path | None = None
+    report: Path | None = None
+    cache: Path | None = None
+    no_cache: bool = False
+    rank: int | None = None
+    gamma_s: float | None = None
+    gamma_h: float | None = None
+
+    @property
+    def mode(self) -> str:
+        return "repair" if self.repair else "audit" if self.certificate is not None else "check"
+
+    @property
+    def flags(self) -> dict[str, str]:
+        """How a user changes each repair setting from pytest (for advice in failure messages)."""
+        return {"rank": "--warp-rank", "gamma_s": "--warp-gamma-s", "gamma_h": "--warp-gamma-h"}
+
+    def overrides(self) -> dict[str, Any]:
+        return {"rank": self.rank, "gamma_s": self.gamma_s, "gamma_h": self.gamma_h}
+
+    @property
+    def given(self) -> bool:
+        return self != WarpOptions()
+
+
+def _raw(config: pytest.Config, name: str) -> tuple[Any, Path | None, str]:
+    """(value, base directory for relative paths, how to name it in an error)."""
+    value = config.getoption(name)
+    flag = "--" + name.replace("_", "-")
+    if value is not None:
+        return value, Path(config.invocation_params.dir), flag
+    value = config.getini(name)
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return value, base, f"ini option {name}"
+
+
+def _path(config: pytest.Config, name: str) -> Path | None:
+    value, base, _ = _raw(config, name)
+    if value in (None, ""):
+        return None
+    return (base / Path(str(value)).expanduser()).resolve()
+
+
+def _number(config: pytest.Config, name: str, cast: type) -> Any:
+    value, _, where = _raw(config, name)
+    if value in (None, ""):
+        return None
+    try:
+        number = cast(value)
+    except (TypeError, ValueError):
+        kind = "an integer" if cast is int else "a number"
+        raise pytest.UsageError(f"{where}={value!r}: must be {kind}") from None
+    if cast is float and not math.isfinite(number):
+        raise pytest.UsageError(f"{where}={value!r}: must be a finite number")
+    return number
+
+
+def read_options(config: pytest.Config) -> WarpOptions:
+    """Options from the command line and ini file, checked; a mistake is a UsageError."""
+    cache_raw, _, _ = _raw(config, "warp_cache")
+    no_cache = str(cache_raw).strip().lower() == "none" if cache_raw not in (None, "") else False
+    certificate = _path(config, "warp_certificate")
+    if certificate is not None and certificate.is_dir():
+        certificate = certificate / CERTIFICATE_NAME
+    options = WarpOptions(
+        model=_path(config, "warp_model"),
+        repair=bool(_raw(config, "warp_repair")[0]),
+        out=_path(config, "warp_out"),
+        certificate=certificate,
+        report=_path(config, "warp_report"),
+        cache=None if no_cache else _path(config, "warp_cache"),
+        no_cache=no_cache,
+        rank=_number(config, "warp_rank", int),
+        gamma_s=_number(config, "warp_gamma_s", float),
+        gamma_h=_number(config, "warp_gamma_h", float),
+    )
+    if options.repair and options.certificate is not None:
+        raise pytest.UsageError(
+            "--warp-repair and --warp-certificate exclude each other: repair writes a new certificate, "
+            "--warp-certificate audits an existing one"
+        )
+    if options.certificate is not None and not options.certificate.is_file():
+        raise pytest.UsageError(f"--warp-certificate: no certificate file at {options.certificate}")
+    if options.model is not None and not options.model.is_dir():
+        raise pytest.UsageError(f"--warp-model: {options.model} is not a folder (a local Hugging Face model folder)")
+    if any(v is not None for v in options.overrides().values()):
+        from warp_check.errors import SettingsError
+        from warp_check.repair import RepairSettings
+
+        try:
+            RepairSettings(**{k: v for k, v in options.overrides().items() if v is not None})
+        except SettingsError as exc:
+            flag = {"rank": "--warp-rank", "gamma_s": "--warp-gamma-s", "gamma_h": "--warp-gamma-h"}[exc.field]
+            raise pytest.UsageError(f"{flag}: {exc}") from None
+    return options

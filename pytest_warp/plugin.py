@@ -1,0 +1,95 @@
+"""pytest plugin entry point (registered as ``pytest11: warp``).
+
+Collects every ``warp.toml`` under the paths pytest is given; each must_fix / must_keep case
+is a test item named by its id. ``--warp-repair`` repairs and asserts the certificates,
+``--warp-certificate`` audits a certified model. Hooks stay a few lines: the work is in
+``warp_check`` (the core) and in this package's state, items and summary modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .items import STATE, VERDICT, CaseItem, SuiteFile
+from .options import add_options, read_options
+from .state import WarpSession
+
+SUITE_FILE = "warp.toml"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    state = WarpSession(config, read_options(config))
+    config.stash[STATE] = state
+    config.pluginmanager.register(state, "warp-session")  # for pytest_runtest_logreport
+    config.addinivalue_line("markers", "must_fix: a warp-check case the model must be fixed on")
+    config.addinivalue_line("markers", "must_keep: a warp-check case the model must keep getting right")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is not None and config.pluginmanager.is_registered(state):
+        config.pluginmanager.unregister(state)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    options = config.stash[STATE].options
+    return f"warp-check: {options.mode} mode" if options.given else None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+    if file_path.name == SUITE_FILE:
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    options = config.stash[STATE].options
+    suites = {item.parent.path for item in items if isinstance(item, CaseItem)}
+    if options.repair and options.out is not None and len(suites) > 1:
+        raise pytest.UsageError(
+            f"--warp-out names one folder but {len(suites)} suites would be repaired into it; "
+            "run them one at a time, or leave out --warp-out (each suite then writes <suite>/.warp/repaired)"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if call.when == "call" and isinstance(item, CaseItem) and VERDICT in item.stash:
+        case = item.stash[VERDICT]
+        report.warp_case = case  # travels with the report to the xdist controller
+        report.warp_run = item.config.stash[STATE].run_summary(case["suite"])
+    return report
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    state = session.config.stash[STATE]
+    if state.options.report is None or state.is_worker:
+        return
+    if not state.runs:
+        state.report_error = "no warp-check case ran"
+        return
+    from warp_check.errors import WarpError
+    from warp_check.report import write_report
+
+    try:
+        state.report_path = write_report(state.options.report, state.report_runs())
+    except (OSError, WarpError) as exc:
+        state.report_error = str(exc)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    from .summary import lines
+
+    text = lines(config.stash[STATE])
+    if text:
+        terminalreporter.write_sep("=", "warp-check")
+        for line in text:
+            terminalreporter.write_line(line)

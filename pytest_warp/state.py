@@ -1,0 +1,191 @@
+"""Per-session state of the plugin (kept in ``config.stash``): suites, models, run results.
+
+Each suite's run happens once, when its first selected item runs. A check encodes only the
+selected cases (``-k``, ``-m``, ``--lf`` decide which; ``-x`` stops after the first failure).
+A repair always uses the whole suite, whatever the selection: a model repaired on a subset
+would certify only that subset; the selection decides which cases are reported. Under
+pytest-xdist the workers share each run: the first takes a file lock and computes, the others
+wait and read its result file (``<suite>/.warp/runs``, keyed by xdist's test-run id), so a
+repair happens once per test run and every worker reports the same numbers.
+
+Representations are cached in ``<suite>/.warp/cache`` (``--warp-cache``), shared with the
+``warp-check`` command, so a later run, and an audit of the repaired model, skip the encoder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .options import WarpOptions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.model import ClassifierAdapter
+    from warp_check.session import RunResult
+    from warp_check.suite import Suite
+
+    from .items import SuiteFile
+
+RUNS_DIR = "runs"  # in <suite>/.warp: result files shared by xdist workers
+RUN_FILE_MAX_AGE_S = 24 * 3600
+
+
+class WarpSession:
+    def __init__(self, config: pytest.Config, options: WarpOptions) -> None:
+        self.config = config
+        self.options = options
+        self.suites: dict[Path, tuple[Suite, ClassifierAdapter]] = {}
+        self.adapters: dict[tuple[str, str, int], ClassifierAdapter] = {}  # suites on one model share it
+        self.results: dict[Path, RunResult] = {}
+        self.announced: set[str] = set()  # suites whose run summary went out with a report
+        # What the reports carried back (on the xdist controller too): for the summary/report.
+        self.runs: dict[str, dict[str, Any]] = {}
+        self.cases: dict[str, list[dict[str, Any]]] = {}
+        self.report_path: Path | None = None
+        self.report_error: str | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    # -- collection ----------------------------------------------------------------------
+    def load(self, toml: Path) -> Suite:
+        """Load a suite and its model (a head WARP cannot repair is a collection error)."""
+        from warp_check import session
+        from warp_check.suite import load_suite
+
+        key = toml.resolve()
+        if key not in self.suites:
+            model = self.options.model
+            if model is None and self.options.certificate is not None:
+                model = self.options.certificate.parent  # audit: the certified folder itself
+            suite = load_suite(toml, model=model)
+            model_key = (str(suite.model_dir), repr(suite.layer), suite.model.max_length)
+            if model_key not in self.adapters:
+                self.adapters[model_key] = session.load_adapter(suite)
+            self.suites[key] = (suite, self.adapters[model_key])
+        return self.suites[key][0]
+
+    # -- running --------------------------------------------------------------------------
+    def cache_dir(self, suite: Suite) -> Path | None:
+        from warp_check import session
+
+        if self.options.no_cache:
+            return None
+        if self.options.cache is not None:
+            return self.options.cache
+        session.workdir(suite)
+        return session.default_cache_dir(suite)
+
+    def out_dir(self, suite: Suite) -> Path:
+        from warp_check import session
+
+        if self.options.out is not None:
+            return self.options.out
+        session.workdir(suite)
+        return session.default_out_dir(suite)
+
+    def result_for(self, node: SuiteFile) -> RunResult:
+        key = node.path.resolve()
+        if key not in self.results:
+            suite, adapter = self.suites[key]
+            selected = [item.name for item in node.session.items if item.parent is node]
+            self.results[key] = self._shared(suite, lambda: self._compute(suite, adapter, selected), selected)
+        return self.results[key]
+
+    def _compute(self, suite: Suite, adapter: ClassifierAdapter, selected: list[str]) -> RunResult:
+        from warp_check import session
+        from warp_check.errors import WarpError
+
+        mode = session.Mode(self.options.mode)
+        try:
+            if mode is session.Mode.CHECK:
+                return session.check(suite, adapter, ids=selected, cache_dir=self.cache_dir(suite))
+            if mode is session.Mode.AUDIT:
+                assert self.options.certificate is not None
+                return session.audit(suite, suite.model_dir, self.options.certificate, cache_dir=self.cache_dir(suite))
+            settings = suite.settings(**self.options.overrides())
+            return session.repair(
+                suite,
+                adapter,
+                settings,
+                out_dir=self.out_dir(suite),
+                cache_dir=self.cache_dir(suite),
+                flags=self.options.flags,
+            )
+        except (WarpError, OSError) as exc:  # a user's mistake or environment: a message, not a traceback
+            return session.RunResult.failed(suite, mode, f"{type(exc).__name__}: {exc}")
+
+    def _shared(self, suite: Suite, compute, selected: list[str]) -> RunResult:
+        """Compute once per test run: alone, or under xdist by the first worker to get here."""
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is None:
+            return _stamp(compute(), "main")
+        from filelock import FileLock
+
+        from warp_check import session
+
+        runs = session.workdir(suite) / RUNS_DIR
+        runs.mkdir(exist_ok=True)
+        key = hashlib.sha256(
+            "\n".join([workerinput["testrunuid"], str(suite.toml), self.options.mode, *sorted(selected)]).encode()
+        ).hexdigest()[:32]
+        target = runs / f"{key}.json"
+        with FileLock(str(runs / f"{key}.lock")):
+            if target.is_file():
+                return session.RunResult.read_json(target)
+            _prune(runs)
+            result = _stamp(compute(), workerinput.get("workerid", "worker"))
+            result.write_json(target)
+        return result
+
+    # -- reporting ---------------------------------------------------------------------------
+    def run_summary(self, suite_path: str) -> dict[str, Any] | None:
+        """The run-level part of a result, sent once per suite and process with a report."""
+        if suite_path in self.announced:
+            return None
+        for result in self.results.values():
+            if result.suite == suite_path:
+                self.announced.add(suite_path)
+                data = result.to_dict()
+                data.pop("cases")
+                return data
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep what a report carries back (in a serial run and on the xdist controller)."""
+        case = getattr(report, "warp_case", None)
+        if case is None:
+            return
+        run = getattr(report, "warp_run", None)
+        if run is not None:
+            self.runs.setdefault(run["suite"], run)
+        self.cases.setdefault(case["suite"], []).append(case | {"outcome": report.outcome})
+
+    def report_runs(self) -> list[dict[str, Any]]:
+        """Run dicts (RunResult.to_dict() shape plus each case's pytest outcome) for the report."""
+        out = []
+        for suite_path, run in self.runs.items():
+            out.append(run | {"cases": self.cases.get(suite_path, [])})
+        return out
+
+
+def _stamp(result: RunResult, who: str) -> RunResult:
+    return dataclasses.replace(result, details=result.details | {"computed_by": who})
+
+
+def _prune(runs: Path) -> None:
+    """Result files of earlier test runs are of no use: drop those older than a day."""
+    now = time.time()
+    for path in runs.iterdir():
+        try:
+            if now - path.stat().st_mtime > RUN_FILE_MAX_AGE_S:
+                os.unlink(path)
+        except OSError:
+            continue

@@ -1,0 +1,85 @@
+"""Build warp-check suites on disk for the plugin, CLI and report tests.
+
+Which cases a tiny model gets right is measured here with plain transformers (not with
+warp_check), so the tests compare the plugin's verdicts against an independent answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from tiny_models import LABELS, synthetic_cases
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+
+def margins(model_dir: Path, texts: Sequence[str], labels: Sequence[int]) -> np.ndarray:
+    """logit(label) − max other logit per text, from a fresh transformers model."""
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
+    enc = tokenizer(list(texts), padding=True, truncation=True, return_tensors="pt")
+    accepted = inspect.signature(model.forward).parameters
+    enc = {k: v for k, v in enc.items() if k in accepted}
+    with torch.inference_mode():
+        logits = model(**enc).logits.double().numpy()
+    idx = np.arange(len(texts))
+    own = logits[idx, list(labels)]
+    others = logits.copy()
+    others[idx, list(labels)] = -np.inf
+    return own - others.max(axis=1)
+
+
+def split_cases(model_dir: Path, n: int, seed: int, *, unseen_rate: float = 0.5) -> tuple[list[dict], list[dict]]:
+    """(wrong, right) synthetic binary cases as JSONL records, each with its measured margin."""
+    names = LABELS["binary"]
+    cases = synthetic_cases("binary", n, seed=seed, unseen_rate=unseen_rate)
+    gaps = margins(model_dir, [c["text"] for c in cases], [c["label"] for c in cases])
+    wrong, right = [], []
+    for i, (case, gap) in enumerate(zip(cases, gaps, strict=True)):
+        record = {"id": f"s{seed}-{i:03d}", "text": case["text"], "label": names[case["label"]], "margin": float(gap)}
+        (right if gap > 0 else wrong).append(record)
+    return wrong, right
+
+
+def jsonl(records: Iterable[dict]) -> str:
+    lines = []
+    for record in records:
+        lines.append(json.dumps({k: v for k, v in record.items() if k != "margin"}))
+    return "\n".join(lines) + "\n"
+
+
+def write_suite(
+    folder: Path,
+    *,
+    model: Path | str,
+    fix: Sequence[dict] = (),
+    keep: Sequence[dict] = (),
+    aux: Sequence[dict] = (),
+    model_lines: str = "",
+    extra: str = "",
+) -> Path:
+    """A suite folder with warp.toml and fix/keep/aux JSONL files; returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    toml = [f"[model]\npath = {json.dumps(str(model))}\n{model_lines}"]
+    for name, records in (("fix", fix), ("keep", keep), ("aux", aux)):
+        if records:
+            (folder / f"{name}.jsonl").write_text(jsonl(records), encoding="utf-8")
+            kind = {"fix": "must_fix", "keep": "must_keep", "aux": "aux"}[name]
+            toml.append(f'[[cases]]\npath = "{name}.jsonl"\nkind = "{kind}"\n')
+    toml.append(extra)
+    (folder / "warp.toml").write_text("\n".join(toml), encoding="utf-8")
+    return folder
+
+
+def tree_digest(folder: Path) -> str:
+    """SHA-256 over every file (name and bytes) under ``folder``."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()

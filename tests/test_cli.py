@@ -1,0 +1,124 @@
+"""``warp-check``: check / repair / verify / report outside pytest, with exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from suite_builder import split_cases, tree_digest, write_suite
+
+from warp_check.artefact import CERTIFICATE_NAME
+from warp_check.cli import main
+
+
+def exit_code(argv: list[str]) -> int:
+    """main()'s return value, or argparse's exit status for a usage error."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code)
+
+
+@pytest.fixture(scope="module")
+def cases(distilbert_dir: Path) -> tuple[list[dict], list[dict]]:
+    wrong, right = split_cases(distilbert_dir, 24, seed=2)
+    assert wrong and right
+    return wrong, right
+
+
+@pytest.fixture
+def suite(tmp_path: Path, distilbert_dir: Path, cases) -> Path:
+    wrong, right = cases
+    return write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right)
+
+
+def test_check_is_the_gate_and_prints_each_failing_case(suite, cases, capsys):
+    wrong, right = cases
+    assert main(["check", str(suite)]) == 1
+    out = capsys.readouterr().out
+    assert f"  must_fix   0 passed, {len(wrong)} failed" in out and f"  must_keep  {len(right)} passed" in out
+    for case in wrong:
+        assert f"  {case['id']} (must_fix): must_fix case not fixed yet: predicted" in out
+    assert out.rstrip().endswith("FAILED")
+    assert main(["check", str(suite), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert {c["id"] for c in data["cases"] if not c["passed"]} == {c["id"] for c in wrong}
+
+
+def test_repair_then_verify_then_tamper(suite, cases, distilbert_dir, tmp_path, capsys):
+    wrong, right = cases
+    before = tree_digest(distilbert_dir)
+    out_dir = tmp_path / "repaired"
+    assert main(["repair", str(suite), "--out", str(out_dir), "--rank", "3", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert f"certificates: Cert 1 {len(wrong)}/{len(wrong)}, Cert 2 {len(right)}/{len(right)}" in out
+    assert f"repaired model: {out_dir}" in out and out.rstrip().endswith("PASSED")
+    assert tree_digest(distilbert_dir) == before
+    assert json.loads((out_dir / CERTIFICATE_NAME).read_text())["settings"]["rank"] == 3
+
+    assert main(["verify", str(out_dir)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("certificate holds")
+    assert main(["verify", str(out_dir), "--suite", str(suite)]) == 0
+    assert "certificate checked on" in capsys.readouterr().out
+
+    from safetensors.torch import load_file, save_file
+
+    tampered = tmp_path / "tampered"
+    shutil.copytree(out_dir, tampered)
+    weights = load_file(str(tampered / "model.safetensors"))
+    weights["distilbert.embeddings.word_embeddings.weight"][5] *= 1.5  # upstream of the repair layer
+    save_file(weights, str(tampered / "model.safetensors"), metadata={"format": "pt"})
+    assert main(["verify", str(tampered), "--json"]) == 1
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    assert [c["name"] for c in checks if not c["ok"]][0] == "sha256_frozen"
+
+
+def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, distilbert_dir, cases, capsys):
+    wrong, right = cases
+    folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right, extra="[repair]\nmax_iter = 1\n")
+    assert main(["repair", str(folder), "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "repaired model: none written" in out and "raise rank (now 2; --rank or [repair] rank)" in out
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["repair", "{missing}"], "warp-check repair: error: {missing}: no suite here: warp.toml not found"),
+        (["repair", "{bad}"], "warp-check repair: error: {bad}/warp.toml:2: field 'model.path': model folder 'nope'"),
+        (["repair", "{suite}", "--rank", "0"], "warp-check repair: error: --rank: rank=0: must be an integer >= 1"),
+        (["verify", "{suite}"], "warp-check verify: error: {suite}/warp_certificate.json: no certificate file here"),
+        (["repair", "{suite}", "--gamma-s", "inf"], "argument --gamma-s: 'inf' is not a finite number"),
+    ],
+)
+def test_usage_and_input_mistakes_exit_2_with_one_line(tmp_path, suite, distilbert_dir, argv, message, capsys):
+    bad = write_suite(tmp_path / "bad", model="nope", fix=[{"text": "x", "label": 0}])
+    names = {"missing": str(tmp_path / "missing"), "bad": str(bad), "suite": str(suite)}
+    assert exit_code([a.format(**names) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message.format(**names) in err and "Traceback" not in err
+
+
+def test_report_from_suite_certificate_and_report_json(suite, tmp_path, capsys):
+    assert main(["report", str(suite), "--out", str(tmp_path / "a")]) == 0
+    assert (tmp_path / "a" / "report.md").is_file() and (tmp_path / "a" / "suite-gaps.png").is_file()
+    assert main(["repair", str(suite), "--out", str(tmp_path / "model"), "-q"]) == 0
+    assert main(["report", str(tmp_path / "model"), "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "model-convergence.png").is_file()
+    assert main(["report", str(tmp_path / "b" / "report.json"), "--out", str(tmp_path / "c")]) == 0
+    first = json.loads((tmp_path / "b" / "report.json").read_text())["runs"]
+    assert json.loads((tmp_path / "c" / "report.json").read_text())["runs"] == first
+    assert "report: " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["verify", "--help"]])
+def test_the_console_script_is_installed(argv):
+    script = Path(sys.executable).with_name("warp-check")
+    done = subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "warp-check" in done.stdout

@@ -1,0 +1,90 @@
+"""report.md + report.json + PNG plots, from a real repair of the tiny DistilBERT."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from suite_builder import split_cases, write_suite
+
+from warp_check import session
+from warp_check.artefact import CERTIFICATE_NAME, read_certificate
+from warp_check.errors import WarpError
+from warp_check.report import REPORT_JSON, REPORT_MD, run_from_certificate, write_report
+from warp_check.suite import load_suite
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def repaired(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """(suite, adapter, RunResult) of one converged repair."""
+    wrong, right = split_cases(distilbert_dir, 24, seed=2)
+    folder = write_suite(tmp_path_factory.mktemp("report") / "suite", model=distilbert_dir, fix=wrong, keep=right)
+    suite = load_suite(folder)
+    adapter = session.load_adapter(suite)
+    result = session.repair(suite, adapter, suite.settings(), out_dir=folder / "out", cache_dir=folder / "cache")
+    assert result.ok and result.status == "converged", result.message
+    return suite, adapter, result
+
+
+def image_shape(path: Path) -> tuple[int, ...]:
+    from matplotlib.image import imread
+
+    assert path.read_bytes()[:8] == PNG_SIGNATURE
+    return imread(path).shape
+
+
+def test_repair_report_has_markdown_json_and_three_plots(repaired, tmp_path):
+    suite, _, result = repaired
+    pyplot_before = "matplotlib.pyplot" in sys.modules
+    path = write_report(tmp_path / "rep", [result.to_dict()])
+    assert path == tmp_path / "rep" / REPORT_MD
+    for plot in ("gaps", "radius", "convergence"):
+        height, width, channels = image_shape(tmp_path / "rep" / f"suite-{plot}.png")
+        assert height > 100 and width > 100 and channels in (3, 4)
+    assert ("matplotlib.pyplot" in sys.modules) == pyplot_before  # no global backend touched
+    text = path.read_text()
+    certs = result.details["certs"]
+    assert f"Cert 1 {certs['cert1']}, Cert 2 {certs['cert2']}, Cert 3 {certs['cert3']}" in text
+    for plot in ("gaps", "radius", "convergence"):
+        assert f"(suite-{plot}.png)" in text
+    for verdict in result.verdicts:  # one table row per case, with its gaps
+        gap_after = f"{verdict.properties['gap_after']:.4g}"
+        assert any(line.startswith(f"| `{verdict.case_id}` |") and gap_after in line for line in text.splitlines())
+    data = json.loads((tmp_path / "rep" / REPORT_JSON).read_text())
+    assert data["runs"] == [json.loads(json.dumps(result.to_dict()))]
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == sorted(
+        [REPORT_MD, REPORT_JSON, "suite-gaps.png", "suite-radius.png", "suite-convergence.png"]
+    )  # nothing half-written left behind
+
+
+def test_report_from_a_certificate_carries_its_numbers(repaired, tmp_path):
+    suite, _, result = repaired
+    cert_path = Path(result.details["artefact"]) / CERTIFICATE_NAME
+    certificate = read_certificate(cert_path)
+    run = run_from_certificate(certificate, source=str(cert_path))
+    write_report(tmp_path, [run])
+    cases = {c["id"]: c for c in json.loads((tmp_path / REPORT_JSON).read_text())["runs"][0]["cases"]}
+    for claim in certificate["cases"]:
+        assert cases[claim["id"]]["properties"]["gap_after"] == claim["gap_after"]
+        held = (claim["cert1"] and claim["cert3"]) if claim["kind"] == "must_fix" else claim["cert2"]
+        assert cases[claim["id"]]["passed"] == bool(held)
+    assert run["details"]["iterations"] == certificate["repair"]["iterations"]
+
+
+def test_check_run_plots_gaps_only_and_says_what_is_missing(repaired, tmp_path):
+    suite, adapter, _ = repaired
+    result = session.check(suite, adapter)
+    path = write_report(tmp_path, [result.to_dict(), result.to_dict()])  # two runs of one name: no clash
+    text = path.read_text()
+    assert "_Not plotted (no data in this run): Certified radius, Convergence._" in text
+    assert (tmp_path / "suite-gaps.png").is_file() and (tmp_path / "suite-2-gaps.png").is_file()
+    assert not (tmp_path / "suite-radius.png").exists()
+
+
+def test_nothing_to_report_is_an_error(tmp_path):
+    with pytest.raises(WarpError, match="nothing to report"):
+        write_report(tmp_path, [])
