@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ArtefactError, CertificateError
+from .model import quiet_transformers_progress
 from .representations import tensor_digest
 
 CERTIFICATE_NAME = "warp_certificate.json"
@@ -86,9 +87,10 @@ def write_artefact(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(tmp)
+        with quiet_transformers_progress():
+            model.save_pretrained(tmp, safe_serialization=True)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(tmp)
         state = {}
         for shard in sorted(tmp.glob("*.safetensors")):
             state.update(load_file(str(shard)))

@@ -101,8 +101,8 @@ def _submodule(model: Any, name: str, role: str):
 
 
 @contextlib.contextmanager
-def _quiet_loading() -> Iterator[None]:
-    """transformers 5 draws a "Loading weights" bar on every load: noise in a test report."""
+def quiet_transformers_progress() -> Iterator[None]:
+    """transformers 5 draws a progress bar on every load and save: noise in a test report."""
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()
@@ -168,7 +168,7 @@ class ClassifierAdapter:
             what = "config.json" if not (path / "config.json").is_file() else "weights (*.safetensors)"
             raise ModelError(f"model folder {str(path)!r} has no {what}: not a Hugging Face model folder")
         try:
-            with _quiet_loading():
+            with quiet_transformers_progress():
                 model = AutoModelForSequenceClassification.from_pretrained(
                     path, trust_remote_code=False, local_files_only=True
                 )
