@@ -80,7 +80,10 @@ class WarpSession:
             return None
         if self.options.cache is not None:
             return self.options.cache
-        session.workdir(suite)
+        try:
+            session.workdir(suite)
+        except OSError:  # a read-only suite folder: run without a cache rather than fail every case
+            return None
         return session.default_cache_dir(suite)
 
     def out_dir(self, suite: Suite) -> Path:
@@ -96,7 +99,14 @@ class WarpSession:
         if key not in self.results:
             suite, adapter = self.suites[key]
             selected = [item.name for item in node.session.items if item.parent is node]
-            self.results[key] = self._shared(suite, lambda: self._compute(suite, adapter, selected), selected)
+            try:
+                self.results[key] = self._shared(suite, lambda: self._compute(suite, adapter, selected), selected)
+            except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
+                from warp_check import session
+
+                mode = session.Mode(self.options.mode)
+                message = f"internal error while running the suite: {type(exc).__name__}: {exc}"
+                self.results[key] = session.RunResult.failed(suite, mode, message)
         return self.results[key]
 
     def _compute(self, suite: Suite, adapter: ClassifierAdapter, selected: list[str]) -> RunResult:

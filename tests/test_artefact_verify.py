@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,3 +230,16 @@ def test_verify_rejects_a_summary_that_the_cases_do_not_give(artefact):
     failures = verify(artefact).failures()
     assert [(c.name, c.case_id) for c in failures] == [("summary", None)]
     assert "'cert2': '50/50'" in failures[0].detail
+
+
+def test_written_files_get_the_umask_mode_not_the_temp_files_0600(written, tmp_path):
+    # mkdtemp/mkstemp make 0700/0600 and a rename keeps the mode: a CI upload running as
+    # another user could not read the artefact. What is written gets open()'s mode instead.
+    old = os.umask(0o022)
+    try:
+        folder = _write(written, tmp_path / "moded")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    for path in folder.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path.name

@@ -206,6 +206,19 @@ def test_folders_that_are_not_models_fail_clearly(tmp_path, distilbert_dir):
     (unknown / "config.json").write_text(json.dumps({**config, "model_type": "nonexistent-arch"}))
     with pytest.raises(ModelError, match="cannot load the model"):
         ClassifierAdapter.from_pretrained(unknown)
+    # A checkout without `git lfs pull`: the weights file is a pointer text.
+    lfs = tmp_path / "lfs_pointer"
+    shutil.copytree(distilbert_dir, lfs)
+    (lfs / "model.safetensors").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 123\n"
+    )
+    with pytest.raises(ModelError, match=r"model.safetensors is a Git LFS pointer, not weights; run `git lfs pull`"):
+        ClassifierAdapter.from_pretrained(lfs)
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(distilbert_dir, corrupt)
+    (corrupt / "model.safetensors").write_bytes(b"\x08" + b"\x00" * 7 + b"{}")
+    with pytest.raises(ModelError, match="cannot load the model"):
+        ClassifierAdapter.from_pretrained(corrupt)
 
 
 # ---- multi-class heads and text pairs

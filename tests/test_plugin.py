@@ -332,3 +332,24 @@ def test_one_warp_out_for_two_suites_is_refused(pytester, distilbert_dir, cases)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --warp-out names one folder but 2 suites would be repaired into it*"])
     assert not (pytester.path / "out").exists()
+
+
+def test_an_internal_error_fails_every_case_once_not_once_per_case(
+    pytester: pytest.Pytester, suite: Path, cases, monkeypatch: pytest.MonkeyPatch
+):
+    # A crash that is not a user mistake (here: the core raising RuntimeError) must not be
+    # recomputed by every item: the run is attempted once and each case reports its message.
+    from warp_check import session
+
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(session, "check", broken)
+    wrong, right = cases
+    result = run(pytester, str(suite))
+    result.assert_outcomes(failed=len(wrong) + len(right))
+    result.stdout.fnmatch_lines(["*internal error while running the suite: RuntimeError: boom*"])
+    assert len(calls) == 1

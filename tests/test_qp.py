@@ -132,3 +132,13 @@ def test_form_is_picked_by_size():
 def test_solver_settings_name_the_bad_field(field, value):
     with pytest.raises(SettingsError, match=field):
         SolverSettings(**{field: value})
+
+
+def test_solving_prints_nothing(capsys):
+    # OSQP's binding prints "Polishing not needed ..." through sys.stdout even with verbose
+    # off; a test report (or a notebook) must not fill with it.
+    problem = random_problem(0, 3, 40, 2, 16)
+    for form in ("primal", "dual"):
+        assert solve(problem, SolverSettings(form=form)).status is QPStatus.SOLVED
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""

@@ -173,3 +173,24 @@ def test_settings_errors_name_field_and_value(field, value):
 def test_settings_round_trip_through_a_dict():
     settings = RepairSettings(rank=4, gamma_s=0.8)
     assert RepairSettings.from_dict(settings.to_dict()) == settings
+
+
+def test_a_failed_run_reports_its_best_iterate_not_its_last():
+    # The misses and head_after of a run that does not converge describe the best state the
+    # loop reached (lowest priced shortfall), so the advice is about that, not a worse last step.
+    head, fix, keep = synthetic_problem(seed=2, n_fix=12)
+    result = repair(head, fix, keep, settings=RepairSettings(max_iter=2))
+    assert result.status is RepairStatus.NOT_CONVERGED
+    gaps_fix, _ = result.head_after.gaps(fix.V, fix.labels)
+    gaps_keep, _ = result.head_after.gaps(keep.V, keep.labels)
+    expected = {i for i, g in zip(fix.ids, gaps_fix, strict=True) if g < 1.0}
+    expected |= {i for i, g in zip(keep.ids, gaps_keep, strict=True) if g < 0.3}
+    assert {m.id for m in result.misses} == expected
+
+    def merit(head_: DenseHead) -> float:
+        gf, _ = head_.gaps(fix.V, fix.labels)
+        gk, _ = head_.gaps(keep.V, keep.labels)
+        return 50 * np.maximum(1.0 - gf, 0).sum() + 500 * np.maximum(0.3 - gk, 0).sum()
+
+    assert merit(result.head_after) <= merit(head)
+    assert "at the best iterate" in result.message

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -88,3 +90,14 @@ def test_check_run_plots_gaps_only_and_says_what_is_missing(repaired, tmp_path):
 def test_nothing_to_report_is_an_error(tmp_path):
     with pytest.raises(WarpError, match="nothing to report"):
         write_report(tmp_path, [])
+
+
+def test_report_files_get_the_umask_mode(repaired, tmp_path):
+    _, _, result = repaired
+    old = os.umask(0o022)
+    try:
+        path = write_report(tmp_path / "rep", [result.to_dict()])
+    finally:
+        os.umask(old)
+    for written in path.parent.iterdir():
+        assert stat.S_IMODE(written.stat().st_mode) == 0o644, written.name

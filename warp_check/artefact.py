@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ArtefactError, CertificateError
+from .files import as_if_created
 from .model import quiet_transformers_progress
 from .representations import tensor_digest
 
@@ -99,6 +100,8 @@ def write_artefact(
         certificate["model"]["sha256_repair_layer"] = layer_hash
         certificate["model"]["sha256_frozen"] = frozen_hash
         (tmp / CERTIFICATE_NAME).write_text(json.dumps(certificate, indent=2, allow_nan=False) + "\n")
+        for path in [tmp, *tmp.rglob("*")]:  # the folder and safetensors' own temp-file writes
+            as_if_created(path, directory=path.is_dir())
         _fsync_tree(tmp)
         if out.exists():
             trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))

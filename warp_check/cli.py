@@ -103,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WarpError as exc:
         print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # a folder that cannot be written, a path that is a file, ...: a message
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"warp-check {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:  # pragma: no cover - interactive
         print("warp-check: interrupted", file=sys.stderr)
         return 130

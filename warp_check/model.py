@@ -100,6 +100,11 @@ def _submodule(model: Any, name: str, role: str):
     return module
 
 
+def _is_lfs_pointer(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(40).startswith(b"version https://git-lfs")
+
+
 @contextlib.contextmanager
 def quiet_transformers_progress() -> Iterator[None]:
     """transformers 5 draws a progress bar on every load and save: noise in a test report."""
@@ -173,8 +178,13 @@ class ClassifierAdapter:
                     path, trust_remote_code=False, local_files_only=True
                 )
                 tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
-        except (OSError, ValueError, KeyError) as exc:
-            raise ModelError(f"cannot load the model in {str(path)!r}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 — any loader failure is the folder's fault: say which
+            pointer = next((w.name for w in weights if _is_lfs_pointer(w)), None)
+            if pointer is not None:
+                raise ModelError(
+                    f"model folder {str(path)!r}: {pointer} is a Git LFS pointer, not weights; run `git lfs pull`"
+                ) from None
+            raise ModelError(f"cannot load the model in {str(path)!r}: {type(exc).__name__}: {exc}") from exc
         spec = resolve_spec(model, layer)
         return cls(model, tokenizer, spec, max_length=max_length, source=str(path), check=check)
 

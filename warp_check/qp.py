@@ -15,12 +15,13 @@ The dual never forms K, and its size is the number of cases, not r·d_in (DESIGN
 from __future__ import annotations
 
 import enum
+import io
 import math
-import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -283,27 +284,31 @@ def _solve_once(problem: LinearisedProblem, settings: SolverSettings) -> QPSolut
 
 
 # Dual outcomes that can mean "the repair problem is infeasible" without OSQP saying so.
-_DUAL_UNDECIDED = frozenset({QPStatus.MAX_ITER, QPStatus.INFEASIBLE_INACCURATE, QPStatus.TIME_LIMIT})
+# Not TIME_LIMIT: the primal is the bigger form, and the time limit is a backstop, not a budget to double.
+_DUAL_UNDECIDED = frozenset({QPStatus.MAX_ITER, QPStatus.INFEASIBLE_INACCURATE})
+
+
+_OSQP_CHATTER = "Polishing not needed"
+_STDOUT_LOCK = threading.Lock()
 
 
 @contextmanager
 def _quiet_stdout() -> Iterator[None]:
-    """Silence OSQP's C-level printf ("Polishing not needed ...") that verbose=False leaves on."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no file descriptor 1 (embedded interpreters): nothing to silence
+    """Drop OSQP's "Polishing not needed ..." line, which verbose=False does not silence.
+
+    The binding prints it through Python's sys.stdout, so that is what is swapped (under a
+    lock: the swap is process-wide); any other text is passed on unchanged.
+    """
+    if sys.stdout is None:
         yield
         return
-    try:
-        with open(os.devnull, "wb") as devnull:
-            os.dup2(devnull.fileno(), 1)
-            try:
-                yield
-            finally:
-                os.dup2(saved, 1)
-    finally:
-        os.close(saved)
+    with _STDOUT_LOCK:
+        buffer = io.StringIO()
+        with redirect_stdout(buffer):
+            yield
+        kept = [line for line in buffer.getvalue().splitlines(keepends=True) if _OSQP_CHATTER not in line]
+        if kept:
+            sys.stdout.write("".join(kept))
 
 
 def _run(solver):

@@ -309,6 +309,7 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     gap = gap_now
     merit_now = merit(gap)
     best_merit, best_iteration, stalled = merit_now, 0, ""
+    best_W, best_gap = W, gap  # a failed run reports its best iterate, not its last
     # Per-case extra aim: a must_fix case that a step moves by less than half of what the
     # linear model promised (it sits on a kink of σ) asks for its shortfall again on top,
     # next time, instead of creeping up on its margin geometrically.
@@ -360,13 +361,14 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
             msg = f"converged in {t} iteration{'s' if t > 1 else ''}"
             return finish(RepairStatus.CONVERGED, msg, work_head.with_weight(W), records, gsn, excluded=excluded)
         if merit_now < best_merit * (1 - 1e-9):
-            best_merit, best_iteration = merit_now, t
+            best_merit, best_iteration, best_W, best_gap = merit_now, t, W, gap
         if step == 0.0:
             stalled = "the QP step is zero: the linearised problem sees nothing to gain"
         elif t - best_iteration >= settings.patience:
             stalled = f"no progress for {settings.patience} iterations"
         if stalled:
             break
+    W, gap = best_W, best_gap
     misses = misses_of(gap)
     worst = max(misses, key=lambda m: m.short_by)
     why = f"stalled ({stalled})" if stalled else "not converged"
@@ -378,7 +380,8 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     if not stalled:
         helps.append(f"a higher max_iter (now {settings.max_iter})")
     msg = (
-        f"{why} after {len(records)} iteration(s): {len(misses)} case(s) miss their margin, "
+        f"{why} after {len(records)} iteration(s): at the best iterate ({best_iteration}), "
+        f"{len(misses)} case(s) miss their margin, "
         f"worst '{worst.id}' ({worst.kind}) has gap {worst.gap:.4g} < {worst.target:g}; try "
         + "; ".join(helps)
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import __version__
 from .errors import WarpError
+from .files import as_if_created
 from .session import write_json_atomic
 
 REPORT_MD = "report.md"
@@ -123,6 +124,7 @@ def _figure(width: float = 7.0, height: float = 3.6):
 
 def _save(figure, path: Path) -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
+    as_if_created(fd)
     os.close(fd)
     try:
         figure.savefig(tmp, format="png")
@@ -333,6 +335,7 @@ def write_report(out_dir: str | Path, runs: Sequence[Mapping[str, Any]]) -> Path
     write_json_atomic(out / REPORT_JSON, {"warp_check_version": __version__, "created": created, "runs": list(runs)})
     target = out / REPORT_MD
     fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{REPORT_MD}.", suffix=".tmp")
+    as_if_created(fd)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines).rstrip() + "\n")

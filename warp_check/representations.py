@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .cases import Case
+from .files import as_if_created
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import ClassifierAdapter
@@ -164,6 +165,7 @@ class _ShardStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256("\n".join(keys).encode()).hexdigest()
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".safetensors")
+        as_if_created(fd)
         os.close(fd)
         try:
             save_file({"v": np.ascontiguousarray(V, dtype=np.float32)}, tmp, metadata={"keys": json.dumps(keys)})

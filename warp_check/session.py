@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cases import Kind
 from .errors import ModelError
+from .files import as_if_created
 
 if TYPE_CHECKING:  # pragma: no cover
     from .certify import AttackSettings, CaseCertificate
@@ -190,6 +191,7 @@ def write_json_atomic(path: str | Path, data: Any) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    as_if_created(fd)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(_jsonable(data), handle, indent=2, allow_nan=False)
