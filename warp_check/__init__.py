@@ -33,6 +33,7 @@ from .errors import (
     WarpError,
 )
 from .head import DenseHead, top_left_singular_vectors
+from .invariance import assert_moves_toward, assert_same_label, predictor, scorer
 from .model import HEAD_SPECS, ClassifierAdapter, HeadSpec, resolve_spec
 from .pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
 from .qp import LinearisedProblem, QPForm, QPSolution, QPStatus, SolverSettings, solve
@@ -40,6 +41,7 @@ from .repair import CaseSet, RepairResult, RepairSettings, RepairStatus, repair
 from .report import write_report
 from .representations import Encoded, encode_cases
 from .session import Mode, RunResult, Verdict
+from .strategies import case_and_punctuation, contractions, perturbations, typos
 from .suite import Suite, load_suite
 from .verify import Verification, verify
 
@@ -102,4 +104,12 @@ __all__ = [
     "write_artefact",
     "write_report",
     "__version__",
+    "assert_moves_toward",
+    "assert_same_label",
+    "case_and_punctuation",
+    "contractions",
+    "perturbations",
+    "predictor",
+    "scorer",
+    "typos",
 ]
