@@ -108,19 +108,7 @@ def repair_cases(
     if not result.repaired:
         return RepairOutcome(evaluation, result, (), None, None, None)
     ordered = [c for c in evaluation.cases if c.kind is not Kind.AUX]
-    V = evaluation.encoded.rows([c.id for c in ordered]).astype(np.float64)
-    records, lip = certify_cases(
-        result.head_after,
-        ids=tuple(c.id for c in ordered),
-        kinds=tuple(c.kind.value for c in ordered),
-        V=V,
-        labels=np.array([c.label for c in ordered], dtype=np.int64),
-        gaps_before=np.array([result.gaps_before[c.id] for c in ordered]),
-        gamma_s=settings.gamma_s,
-        gamma_h=settings.gamma_h,
-        excluded=frozenset(result.excluded_keep),
-        attack=attack,
-    )
+    records, lip = certify_result(ordered, evaluation, result, attack)
     certificate = build_certificate(adapter, result, records, lip, ordered, evaluation.encoded.upstream_sha256)
     artefact = None
     if out_dir is not None:
@@ -134,6 +122,25 @@ def repair_cases(
             repair_layer=adapter.spec.repair_layer,
         )
     return RepairOutcome(evaluation, result, tuple(records), lip, certificate, artefact)
+
+
+def certify_result(
+    cases: Sequence[Case], evaluation: Evaluation, result: RepairResult, attack: AttackSettings | None
+) -> tuple[list[CaseCertificate], Lipschitz]:
+    """Cert 1–3 for ``cases`` (no aux) on ``result.head_after``, from the evaluation's cached v."""
+    V = evaluation.encoded.rows([c.id for c in cases]).astype(np.float64)
+    return certify_cases(
+        result.head_after,
+        ids=tuple(c.id for c in cases),
+        kinds=tuple(c.kind.value for c in cases),
+        V=V,
+        labels=np.array([c.label for c in cases], dtype=np.int64),
+        gaps_before=np.array([result.gaps_before[c.id] for c in cases]),
+        gamma_s=result.settings.gamma_s,
+        gamma_h=result.settings.gamma_h,
+        excluded=frozenset(result.excluded_keep),
+        attack=attack,
+    )
 
 
 def _finite(value: float | None) -> float | None:

@@ -425,24 +425,9 @@ def repair(
 
 def _certify_unchanged(suite: Suite, evaluation: Evaluation, result: RepairResult, attack: AttackSettings | None):
     """Cert 1–3 on the unchanged model, when nothing needed repair (so the items still assert)."""
-    import numpy as np
+    from .pipeline import certify_result
 
-    from .certify import certify_cases
-
-    ordered = [c for c in suite.cases if c.kind is not Kind.AUX]
-    V = evaluation.encoded.rows([c.id for c in ordered]).astype(np.float64)
-    return certify_cases(
-        result.head_after,
-        ids=tuple(c.id for c in ordered),
-        kinds=tuple(c.kind.value for c in ordered),
-        V=V,
-        labels=np.array([c.label for c in ordered], dtype=np.int64),
-        gaps_before=np.array([result.gaps_before[c.id] for c in ordered]),
-        gamma_s=result.settings.gamma_s,
-        gamma_h=result.settings.gamma_h,
-        excluded=frozenset(result.excluded_keep),
-        attack=attack,
-    )
+    return certify_result([c for c in suite.cases if c.kind is not Kind.AUX], evaluation, result, attack)
 
 
 def _cert_counts(records: list[CaseCertificate]) -> dict[str, str]:
