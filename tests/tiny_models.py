@@ -381,7 +381,14 @@ def build_distilbert(out_dir: Path | str, *, num_labels: int = 2, seed: int = 0)
         initializer_range=_INIT_RANGE,
     )
     task = _task(num_labels, pair=False)
-    return _build(DistilBertForSequenceClassification, config, out_dir, task, seed=seed)
+    return _build(
+        DistilBertForSequenceClassification,
+        config,
+        out_dir,
+        task,
+        seed=seed,
+        model_input_names=["input_ids", "attention_mask"],  # like a real DistilBERT tokenizer
+    )
 
 
 def build_bert(out_dir: Path | str, *, num_labels: int = 2, seed: int = 0, pair: bool = False) -> Path:
