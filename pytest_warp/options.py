@@ -36,10 +36,20 @@ _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ),
     ("--warp-report", "warp_report", "string", "write report.md, report.json and PNG plots into this folder"),
     ("--warp-cache", "warp_cache", "string", "representation cache folder, or 'none' (default <suite>/.warp/cache)"),
+    (
+        "--warp-record",
+        "warp_record",
+        "string",
+        "append the counterexamples that hypothesis tests using warp_check.invariance find to this JSONL file, "
+        "as must_fix cases (deduplicated) for the next --warp-repair",
+    ),
     ("--warp-rank", "warp_rank", "string", "repair rank r (overrides [repair] rank)"),
     ("--warp-gamma-s", "warp_gamma_s", "string", "must_fix margin γ_s (overrides [repair] gamma_s)"),
     ("--warp-gamma-h", "warp_gamma_h", "string", "must_keep margin γ_h (overrides [repair] gamma_h)"),
 )
+
+
+_METAVARS = {"warp_rank": "R", "warp_gamma_s": "G", "warp_gamma_h": "G", "warp_record": "FILE"}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -48,7 +58,7 @@ def add_options(parser: pytest.Parser) -> None:
         if ini_type == "bool":
             group.addoption(flag, action="store_true", dest=name, default=None, help=f"{help_text} (ini: {name})")
         else:
-            metavar = {"warp_rank": "R", "warp_gamma_s": "G", "warp_gamma_h": "G"}.get(name, "PATH")
+            metavar = _METAVARS.get(name, "PATH")
             group.addoption(flag, dest=name, default=None, metavar=metavar, help=f"{help_text} (ini: {name})")
         parser.addini(name, help_text, type=ini_type, default=None)
 
@@ -62,6 +72,7 @@ class WarpOptions:
     report: Path | None = None
     cache: Path | None = None
     no_cache: bool = False
+    record: Path | None = None
     rank: int | None = None
     gamma_s: float | None = None
     gamma_h: float | None = None
@@ -130,6 +141,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
         report=_path(config, "warp_report"),
         cache=None if no_cache else _path(config, "warp_cache"),
         no_cache=no_cache,
+        record=_path(config, "warp_record"),
         rank=_number(config, "warp_rank", int),
         gamma_s=_number(config, "warp_gamma_s", float),
         gamma_h=_number(config, "warp_gamma_h", float),
@@ -143,6 +155,8 @@ def read_options(config: pytest.Config) -> WarpOptions:
         raise pytest.UsageError(f"--warp-certificate: no certificate file at {options.certificate}")
     if options.model is not None and not options.model.is_dir():
         raise pytest.UsageError(f"--warp-model: {options.model} is not a folder (a local Hugging Face model folder)")
+    if options.record is not None and options.record.is_dir():
+        raise pytest.UsageError(f"--warp-record: {options.record} is a folder; name a JSONL file (new or existing)")
     if any(v is not None for v in options.overrides().values()):
         from warp_check.errors import SettingsError
         from warp_check.repair import RepairSettings
@@ -152,4 +166,9 @@ def read_options(config: pytest.Config) -> WarpOptions:
         except SettingsError as exc:
             flag = {"rank": "--warp-rank", "gamma_s": "--warp-gamma-s", "gamma_h": "--warp-gamma-h"}[exc.field]
             raise pytest.UsageError(f"{flag}: {exc}") from None
+        if options.gamma_s is not None and options.gamma_h is not None and options.gamma_h > options.gamma_s:
+            raise pytest.UsageError(
+                f"--warp-gamma-h {options.gamma_h:g} > --warp-gamma-s {options.gamma_s:g}: the must_keep margin "
+                "cannot exceed the must_fix margin; lower --warp-gamma-h"
+            )
     return options

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from . import record
 from .items import STATE, VERDICT, CaseItem, SuiteFile
 from .options import add_options, read_options
 from .state import WarpSession
@@ -27,11 +28,13 @@ def pytest_configure(config: pytest.Config) -> None:
     state = WarpSession(config, read_options(config))
     config.stash[STATE] = state
     config.pluginmanager.register(state, "warp-session")  # for pytest_runtest_logreport
+    record.register(config, state.options.record)
     config.addinivalue_line("markers", "must_fix: a warp-check case the model must be fixed on")
     config.addinivalue_line("markers", "must_keep: a warp-check case the model must keep getting right")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    record.unregister(config)
     state = config.stash.get(STATE, None)
     if state is not None and config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)

@@ -88,3 +88,22 @@ def roberta_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def electra_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Binary ELECTRA with a GELU head, untrained (seeded init): architecture coverage only."""
     return _model_dir(tmp_path_factory, "electra", build_electra)
+
+
+@pytest.fixture(scope="session")
+def tiny_split(distilbert_dir: Path) -> tuple[list[dict], list[dict]]:
+    """(wrong, right) binary cases of the tiny DistilBERT (24 synthetic, seed 2), measured with plain transformers."""
+    from suite_builder import split_cases
+
+    wrong, right = split_cases(distilbert_dir, 24, seed=2)
+    assert len(wrong) >= 3 and len(right) >= 8
+    return wrong, right
+
+
+@pytest.fixture
+def tiny_suite(tmp_path: Path, distilbert_dir: Path, tiny_split: tuple[list[dict], list[dict]]) -> Path:
+    """A suite folder: every wrong case of ``tiny_split`` as must_fix, every right one as must_keep."""
+    from suite_builder import write_suite
+
+    wrong, right = tiny_split
+    return write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right)

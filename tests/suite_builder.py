@@ -83,3 +83,13 @@ def tree_digest(folder: Path) -> str:
         h.update(str(path.relative_to(folder)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def exit_code(argv: list[str]) -> int:
+    """``warp-check`` main()'s return value, or argparse's exit status for a usage error."""
+    from warp_check.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code)

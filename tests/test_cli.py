@@ -9,31 +9,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from suite_builder import split_cases, tree_digest, write_suite
+from suite_builder import exit_code, tree_digest, write_suite
 
 from warp_check.artefact import CERTIFICATE_NAME
 from warp_check.cli import main
 
 
-def exit_code(argv: list[str]) -> int:
-    """main()'s return value, or argparse's exit status for a usage error."""
-    try:
-        return main(argv)
-    except SystemExit as exc:
-        return int(exc.code)
-
-
-@pytest.fixture(scope="module")
-def cases(distilbert_dir: Path) -> tuple[list[dict], list[dict]]:
-    wrong, right = split_cases(distilbert_dir, 24, seed=2)
-    assert wrong and right
-    return wrong, right
+@pytest.fixture
+def cases(tiny_split: tuple[list[dict], list[dict]]) -> tuple[list[dict], list[dict]]:
+    return tiny_split
 
 
 @pytest.fixture
-def suite(tmp_path: Path, distilbert_dir: Path, cases) -> Path:
-    wrong, right = cases
-    return write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right)
+def suite(tiny_suite: Path) -> Path:
+    return tiny_suite
 
 
 def test_check_is_the_gate_and_prints_each_failing_case(suite, cases, capsys):

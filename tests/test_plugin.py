@@ -315,6 +315,7 @@ def test_audit_passes_on_the_certified_model_and_fails_on_a_tampered_one(pyteste
         (("--warp-repair", "--warp-certificate", "x.json"), "ERROR: --warp-repair and --warp-certificate exclude *"),
         (("--warp-rank", "0"), "ERROR: --warp-rank: rank=0: must be an integer >= 1"),
         (("--warp-gamma-s", "soon"), "ERROR: --warp-gamma-s='soon': must be a number"),
+        (("--warp-gamma-s", "0.5", "--warp-gamma-h", "0.8"), "ERROR: --warp-gamma-h 0.8 > --warp-gamma-s 0.5: *"),
         (("--warp-certificate", "missing.json"), "ERROR: --warp-certificate: no certificate file at */missing.json"),
     ],
 )

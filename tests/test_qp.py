@@ -56,6 +56,103 @@ def test_working_set_returns_the_full_problem_optimum():
     assert lazy.objective == pytest.approx(full.objective, rel=1e-7)
 
 
+def problem_over_cases(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int, rows_per_case: int):
+    """Rows that share cases (one per competing class), V per case: the loop's layout."""
+    rng = np.random.default_rng(seed)
+    n_cases = n_fix + n_keep
+    cases = np.concatenate(
+        [np.arange(n_fix), n_fix + np.repeat(np.arange(n_keep), rows_per_case)]
+    )  # must_fix rows first, as the loop orders them
+    n = cases.size
+    C = rng.normal(size=(n, rank))
+    V = rng.normal(size=(n_cases, d_in))
+    # Hard rows: most far from their bound at β = 0 (outside the window), a few close.
+    rhs = np.concatenate([rng.uniform(0.2, 2.0, n_fix), -rng.exponential(0.6, n - n_fix)])
+    return LinearisedProblem(C, V, rhs, n_fix, rho=2.0, lam=50.0, cases=cases)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    n_fix=st.integers(1, 10),
+    n_keep=st.integers(1, 60),
+    rank=st.integers(1, 3),
+    d_in=st.integers(8, 30),
+    rows_per_case=st.integers(1, 3),
+    batch=st.sampled_from([4, 300]),
+    window=st.sampled_from([0.0, 0.05, 1.0]),
+)
+def test_lazy_rows_give_the_full_problems_beta_and_objective(
+    seed, n_fix, n_keep, rank, d_in, rows_per_case, batch, window
+):
+    # No more hard rows than r·d_in: random sets like that are feasible with high probability
+    # (past it, near-infeasible draws make the two answers a matter of solver tolerance).
+    n_keep = max(1, min(n_keep, rank * d_in // rows_per_case))
+    problem = problem_over_cases(seed, n_fix, n_keep, rank, d_in, rows_per_case)
+    full = solve(problem, SolverSettings(form="dual", working_set=False))
+    lazy = solve(
+        problem, SolverSettings(form="dual", working_set_batch=batch, working_set_window=window)
+    )
+    if not full.status.has_solution or not lazy.status.has_solution:
+        assert full.status.value.startswith("infeasible") and lazy.status.value.startswith("infeasible")
+        return
+    scale = max(1.0, float(np.abs(full.B).max()))
+    np.testing.assert_allclose(lazy.B, full.B, atol=1e-5 * scale)
+    assert lazy.objective == pytest.approx(full.objective, rel=1e-5, abs=1e-7)
+    # Every hard row holds at the lazy answer, the ones never added included.
+    values = problem.constraint_values(lazy.B)
+    assert np.all(values[n_fix:] >= problem.rhs[n_fix:] - 1e-5 * scale)
+    if lazy.rows is not None:  # None: the rounds ran out and the whole problem was solved
+        assert np.all(lazy.rows[:n_fix] == np.arange(n_fix))
+
+
+def test_a_row_violated_only_after_the_step_is_added_and_held():
+    # Row 2 is far from its bound at β = 0 (outside the window, so not in the first QP), but
+    # it points against the must_fix row: the step that fixes row 0 breaks it unless added.
+    v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    C = np.array([[1.0], [1.0], [-1.0]])
+    rhs = np.array([4.0, -5.0, -1.0])  # fix: ⟨a0,β⟩ ≥ 4; keep: ⟨a2,β⟩ = −β_0 ≥ −1
+    problem = LinearisedProblem(C, v, rhs, n_fix=1, rho=2.0, lam=50.0)
+    first = solve(problem.subset(np.array([0])), SolverSettings(working_set=False))
+    assert problem.constraint_values(first.B)[2] < rhs[2] - 1.0  # the fix-only step breaks it
+    lazy = solve(problem, SolverSettings(working_set_window=0.5))
+    full = solve(problem, SolverSettings(working_set=False))
+    assert lazy.rounds == 2 and 2 in lazy.rows and 1 not in lazy.rows
+    assert problem.constraint_values(lazy.B)[2] >= rhs[2] - 1e-6
+    np.testing.assert_allclose(lazy.B, full.B, atol=1e-7)
+    assert lazy.objective == pytest.approx(full.objective, rel=1e-7)
+
+
+def test_rows_over_cases_match_rows_with_their_own_copy_of_v():
+    problem = problem_over_cases(5, 4, 30, 2, 12, 3)
+    copied = LinearisedProblem(problem.C, problem.V[problem.cases], problem.rhs, problem.n_fix, 2.0, 50.0)
+    B = np.random.default_rng(0).normal(size=(2, 12))
+    np.testing.assert_allclose(problem.constraint_values(B), copied.constraint_values(B), rtol=1e-12)
+    rows = np.array([0, 1, 2, 3, 7, 8, 20, 50])
+    np.testing.assert_allclose(problem.subset(rows).gram(), copied.subset(rows).gram(), rtol=1e-12)
+    cached = LinearisedProblem(
+        problem.C, problem.V, problem.rhs, problem.n_fix, 2.0, 50.0, problem.V @ problem.V.T, cases=problem.cases
+    )
+    np.testing.assert_allclose(cached.subset(rows).gram(), copied.subset(rows).gram(), rtol=1e-12)
+    for form in ("primal", "dual"):
+        a = solve(problem, SolverSettings(form=form, working_set=False))
+        b = solve(copied, SolverSettings(form=form, working_set=False))
+        np.testing.assert_allclose(a.B, b.B, atol=1e-9)
+
+
+def test_a_working_set_that_does_not_settle_fails_or_solves_whole(monkeypatch):
+    import warp_check.qp as qp_module
+
+    problem = problem_over_cases(2, 6, 40, 2, 10, 1)
+    slow = SolverSettings(form="dual", working_set_batch=1, working_set_rounds=1, working_set_window=0.0)
+    whole = solve(problem, slow)  # small: solved whole after the rounds run out
+    assert whole.status is QPStatus.SOLVED and whole.rows is None
+    monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 10)
+    failed = solve(problem, slow)  # large: no n×n fallback, a status that says why
+    assert failed.status is QPStatus.MAX_ITER and failed.B is None
+    assert failed.osqp_status.startswith(qp_module.WORKING_SET_UNSETTLED)
+
+
 @pytest.mark.parametrize("form", ["primal", "dual"])
 @pytest.mark.parametrize("working_set", [True, False])
 def test_contradictory_must_keep_set_is_infeasible_not_a_wrong_answer(form, working_set):
@@ -127,7 +224,16 @@ def test_form_is_picked_by_size():
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("form", "fast"), ("eps_abs", 0.0), ("eps_rel", float("nan")), ("max_iter", 0), ("time_limit_s", -1.0)],
+    [
+        ("form", "fast"),
+        ("eps_abs", 0.0),
+        ("eps_rel", float("nan")),
+        ("max_iter", 0),
+        ("time_limit_s", -1.0),
+        ("working_set_batch", 0),
+        ("working_set_window", -0.1),
+        ("working_set_window", float("inf")),
+    ],
 )
 def test_solver_settings_name_the_bad_field(field, value):
     with pytest.raises(SettingsError, match=field):

@@ -9,6 +9,7 @@ from synthetic import synthetic_problem
 from warp_check.activations import ACTIVATIONS
 from warp_check.errors import SettingsError
 from warp_check.head import DenseHead, top_left_singular_vectors
+from warp_check.qp import SolverSettings
 from warp_check.repair import CaseSet, RepairSettings, RepairStatus, gsn_finetune, repair
 
 
@@ -194,3 +195,44 @@ def test_a_failed_run_reports_its_best_iterate_not_its_last():
 
     assert merit(result.head_after) <= merit(head)
     assert "at the best iterate" in result.message
+
+
+@pytest.mark.parametrize(("activation", "classes", "seed"), [("relu", 2, 20), ("tanh", 2, 21), ("relu", 3, 3)])
+def test_lazy_must_keep_rows_give_the_same_repair_as_all_rows(activation, classes, seed):
+    # Few must_keep rows enter each QP (window 0: only the ones a step breaks), yet every
+    # iteration solves the same QP, so the loop takes the same path to the same head.
+    head, fix, keep = synthetic_problem(activation=activation, classes=classes, seed=seed, n_keep=300)
+    lazy_settings = RepairSettings(solver=SolverSettings(working_set_window=0.0, working_set_batch=5))
+    full_settings = RepairSettings(solver=SolverSettings(working_set=False))
+    lazy = repair(head, fix, keep, settings=lazy_settings)
+    full = repair(head, fix, keep, settings=full_settings)
+    assert lazy.status is full.status is RepairStatus.CONVERGED, (lazy.message, full.message)
+    assert len(lazy.iterations) == len(full.iterations)
+    np.testing.assert_allclose(lazy.head_after.W, full.head_after.W, atol=1e-6)
+    assert any(r.qp_working_set < r.qp_rows for r in lazy.iterations)
+    assert all(r.qp_working_set is None for r in full.iterations)
+    # Cert 2 from the repaired weights, in float64, for every must_keep case.
+    gaps_keep, _ = lazy.head_after.gaps(keep.V, keep.labels)
+    assert gaps_keep.min() >= 0.3 and np.array_equal(lazy.head_after.predict(keep.V), keep.labels)
+
+
+def test_settings_from_before_the_working_set_fields_still_load():
+    old = RepairSettings().to_dict()
+    for name in ("working_set_window", "working_set_batch"):
+        del old["solver"][name]
+    assert RepairSettings.from_dict(old) == RepairSettings()
+    tuned = RepairSettings(solver=SolverSettings(working_set_window=0.2, working_set_batch=50))
+    assert RepairSettings.from_dict(tuned.to_dict()) == tuned
+
+
+def test_scale_benchmark_runs_at_a_small_size(monkeypatch):
+    # benchmarks/bench_scale.py at 500 must_keep (d_in = 768): the function CI can afford.
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_scale
+
+    row = bench_scale.run_size(500, seed=0, activation="relu", rank=2, keep="margin")
+    assert row["converged"] and row["cert2"] == "500/500" and row["cert1"] == "108/108", row["message"]
+    assert row["peak_rss_mb"] >= row["data_rss_mb"] > 0
+    assert max(w for w in row["qp_working_set"] if w is not None) < row["qp_rows"][0]

@@ -33,7 +33,15 @@ from .errors import (
     WarpError,
 )
 from .head import DenseHead, top_left_singular_vectors
-from .invariance import assert_moves_toward, assert_same_label, predictor, scorer
+from .invariance import (
+    Counterexample,
+    InvarianceFailure,
+    assert_moves_toward,
+    assert_same_label,
+    predictor,
+    record_counterexamples,
+    scorer,
+)
 from .model import HEAD_SPECS, ClassifierAdapter, HeadSpec, resolve_spec
 from .pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
 from .qp import LinearisedProblem, QPForm, QPSolution, QPStatus, SolverSettings, solve
@@ -41,7 +49,16 @@ from .repair import CaseSet, RepairResult, RepairSettings, RepairStatus, repair
 from .report import write_report
 from .representations import Encoded, encode_cases
 from .session import Mode, RunResult, Verdict
-from .strategies import case_and_punctuation, contractions, perturbations, typos
+from .strategies import (
+    WordNetUnavailable,
+    case_and_punctuation,
+    contractions,
+    negation_preserving,
+    perturbations,
+    typos,
+    wordnet_available,
+    wordnet_synonyms,
+)
 from .suite import Suite, load_suite
 from .verify import Verification, verify
 
@@ -56,12 +73,14 @@ __all__ = [
     "CaseSet",
     "CertificateError",
     "ClassifierAdapter",
+    "Counterexample",
     "DenseHead",
     "Encoded",
     "Evaluation",
     "FORMAT",
     "HEAD_SPECS",
     "HeadSpec",
+    "InvarianceFailure",
     "Kind",
     "LinearisedProblem",
     "Lipschitz",
@@ -83,6 +102,7 @@ __all__ = [
     "Verdict",
     "Verification",
     "WarpError",
+    "WordNetUnavailable",
     "certify_cases",
     "encode_cases",
     "eps_star",
@@ -108,8 +128,12 @@ __all__ = [
     "assert_same_label",
     "case_and_punctuation",
     "contractions",
+    "negation_preserving",
     "perturbations",
     "predictor",
+    "record_counterexamples",
     "scorer",
     "typos",
+    "wordnet_available",
+    "wordnet_synonyms",
 ]

@@ -8,11 +8,16 @@ parameter, so anyone can check later what changed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +73,55 @@ def check_destination(out_dir: str | Path, source: str | Path | None) -> Path:
     return out
 
 
+WRITE_LOCK_TIMEOUT_S = 300.0  # another writer of the same folder holds the lock only while it saves
+
+
+@dataclass(frozen=True)
+class Destination:
+    """An output folder as a run found it when it started: absent (None) or which folder was there."""
+
+    path: Path
+    identity: tuple[int, int, int] | None  # (device, inode, mtime_ns) of the folder
+
+
+def _identity(out: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns)
+
+
+def claim_destination(out_dir: str | Path, source: str | Path | None) -> Destination:
+    """Check ``out_dir`` (see :func:`check_destination`) and note what is there now.
+
+    :func:`write_artefact` refuses to write if another process replaced the folder in the
+    meantime: of two runs repairing into one folder at once, the first to finish wins and the
+    other fails with a message instead of silently replacing the winner's model.
+    """
+    out = check_destination(out_dir, source)
+    return Destination(out, _identity(out))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def _remove_stale(out: Path) -> None:
+    """Temp folders of writers that died (killed mid-save): named with their pid, removed when it is gone."""
+    pattern = re.compile(rf"^\.{re.escape(out.name)}\.(?:tmp|old)-(\d+)-")
+    for sibling in out.parent.iterdir():
+        m = pattern.match(sibling.name)
+        if m and int(m[1]) != os.getpid() and not _pid_alive(int(m[1])):
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
 def write_artefact(
     model: Any,
     tokenizer: Any,
@@ -76,17 +130,64 @@ def write_artefact(
     *,
     source: str | Path | None,
     repair_layer: str,
+    expect: Destination | None = None,
 ) -> Path:
     """Save model + tokenizer + certificate into ``out_dir`` atomically; returns the folder.
 
     The hashes in the certificate are computed from the model as reloaded from the
-    written files, so they describe exactly what a later reader will load.
+    written files, so they describe exactly what a later reader will load. With ``expect``
+    (from :func:`claim_destination` when the run started), a folder that another process
+    wrote since then is not replaced: an ArtefactError says so and nothing is written.
     """
     from safetensors.torch import load_file
 
     out = check_destination(out_dir, source)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    with _folder_lock(out):
+        if expect is not None and _identity(out) != expect.identity:
+            raise ArtefactError(
+                f"output folder {str(out)!r} was written by another process while this repair ran "
+                f"({'it was absent' if expect.identity is None else 'another folder was there'} when this run "
+                "started); refusing to replace it, nothing was written: rerun, or give each run its own --warp-out"
+            )
+        _remove_stale(out)
+        return _write(model, tokenizer, certificate, out, repair_layer, load_file)
+
+
+@contextlib.contextmanager
+def _folder_lock(out: Path) -> Iterator[None]:
+    """Serialise writers of ``out``: an exclusive flock on its parent folder while one saves.
+
+    A lock on the folder itself leaves no lock file behind, and the kernel releases it when
+    its holder dies, so a writer killed mid-save never blocks the next one.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock; the identity check still applies
+        yield
+        return
+    fd = os.open(out.parent, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ArtefactError(
+                        f"output folder {str(out)!r}: another process has been writing beside it for "
+                        f"{WRITE_LOCK_TIMEOUT_S:g} s; nothing was written: choose another --warp-out"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write(model: Any, tokenizer: Any, certificate: dict[str, Any], out: Path, repair_layer: str, load_file) -> Path:
+    # The pid in the name lets a later writer remove what a killed one left behind.
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
     try:
         with quiet_transformers_progress():
             model.save_pretrained(tmp, safe_serialization=True)
@@ -104,9 +205,14 @@ def write_artefact(
             as_if_created(path, directory=path.is_dir())
         _fsync_tree(tmp)
         if out.exists():
-            trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
+            trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-{os.getpid()}-"))
             os.rename(out, trash / "old")
-            os.rename(tmp, out)
+            try:
+                os.rename(tmp, out)
+            except BaseException:
+                os.rename(trash / "old", out)  # the previous model goes back where it was
+                os.rmdir(trash)
+                raise
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.rename(tmp, out)

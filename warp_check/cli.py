@@ -4,9 +4,16 @@
     warp-check repair SUITE  [--out DIR] [--rank R] ...        repair, save, certify
     warp-check verify MODEL_DIR [--certificate FILE]           re-check a certificate from scratch
     warp-check report SOURCE --out DIR                         report.md + JSON + plots
+    warp-check compare SUITE [--heldout F] [--general F] ...   WARP beside LoRA and full fine-tuning
+    warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
 
 Exit codes: 0 everything holds; 1 a case fails, the repair did not converge or a certificate
-does not hold; 2 a usage mistake or an input that cannot be read (suite, model, certificate).
+does not hold (compare: a WARP run did not converge; the table is still printed); 2 a usage
+mistake or an input that cannot be read (suite, model, certificate).
+attack: 0 when the recipe ran to the end, whatever it found (0 successes is a finding, not an
+error); 2 also for a recipe that cannot run here (unknown, needs the network, missing
+warp-check[attack] or NLTK data), refused before anything is built or written; 130 on Ctrl-C,
+after writing the cases found until then.
 Suites and case verdicts come from :mod:`warp_check.session`, so the words are pytest's.
 """
 
@@ -91,6 +98,56 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
     report.add_argument("--model", metavar="DIR", help="for a suite: model folder instead of its [model]")
     report.add_argument("--cache", metavar="DIR", help="for a suite: representation cache folder, or 'none'")
+
+    compare = sub.add_parser(
+        "compare",
+        help="WARP beside same-layer LoRA and all-layers fine-tuning on the suite's cases (paper Table 3)",
+        description="Trains the baselines on copies of the model in memory; writes nothing unless --out is given.",
+    )
+    compare.add_argument("suite", metavar="SUITE", help="a suite folder or its warp.toml")
+    compare.add_argument("--model", metavar="DIR", help="model folder to use instead of the suite's [model]")
+    compare.add_argument("--heldout", metavar="FILE.jsonl", help="held-out adversarial cases (Atk. Gen column)")
+    compare.add_argument("--general", metavar="FILE.jsonl", help="clean held-out cases (General Acc column)")
+    compare.add_argument("--ranks", type=_int_list, metavar="R,R,...", help="WARP ranks (default [repair] rank)")
+    compare.add_argument("--fix-size", type=int, metavar="N", help="seeded subsample of N must_fix cases")
+    compare.add_argument("--keep-size", type=int, metavar="N", help="seeded subsample of N must_keep cases (0: none)")
+    compare.add_argument(
+        "--methods", type=_name_list, metavar="M,M,...", help="of original,lora,full_ft,warp (default: all)"
+    )
+    compare.add_argument("--epochs", type=int, metavar="N", help="baselines' epoch limit (default 300)")
+    compare.add_argument("--seed", type=int, default=0, metavar="N", help="subsampling and training seed (default 0)")
+    compare.add_argument("--threads", type=int, metavar="N", help="torch CPU threads for the run")
+    compare.add_argument("--cache", metavar="DIR", help="representation cache folder (default: none, nothing written)")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument("--out", metavar="FILE.md", help="also write the Markdown here and the JSON beside it")
+    compare.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+    attack = sub.add_parser(
+        "attack",
+        help="add must_fix cases found by a TextAttack recipe on the suite's clean cases (warp-check[attack])",
+        description="Attacks each clean case; every attack that flips the model's label, re-checked on the model, "
+        "is appended as a must_fix case (source = recipe, original = the clean case's id). Case ids come from "
+        "the text, so a second run adds nothing new. Offline recipes: "
+        "DeepWordBugGao2018, Pruthi2019, PWWSRen2019, LEAP2023.",
+    )
+    attack.add_argument("suite", metavar="SUITE", help="a suite folder or its warp.toml")
+    attack.add_argument(
+        "--recipe", required=True, metavar="NAME", help="TextAttack recipe (a unique prefix such as 'pwws' will do)"
+    )
+    attack.add_argument(
+        "--from", dest="source_kind", choices=("must_keep", "aux"), default="must_keep", help="clean cases to attack"
+    )
+    attack.add_argument(
+        "--out", metavar="FILE.jsonl", help="where new cases go (default: the suite's must_fix file, if it has one)"
+    )
+    attack.add_argument("--max", dest="max_cases", type=int, metavar="N", help="only the first N clean cases")
+    attack.add_argument("--seed", type=int, default=0, metavar="S", help="search seed, per case (default 0)")
+    attack.add_argument("--query-budget", type=int, metavar="Q", help="model queries per case (default: unbounded)")
+    attack.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (1 is fastest on a busy machine)")
+    attack.add_argument("--model", metavar="DIR", help="model folder to use instead of the suite's [model]")
+    attack.add_argument("--dry-run", action="store_true", help="attack and report, write nothing")
+    attack.add_argument("--json", action="store_true", help="print the result as JSON")
+    attack.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no per-case lists")
     return parser
 
 
@@ -99,7 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .errors import WarpError
 
     try:
-        return {"check": _check, "repair": _repair, "verify": _verify, "report": _report}[args.command](args)
+        return {
+            "check": _check,
+            "repair": _repair,
+            "verify": _verify,
+            "report": _report,
+            "compare": _compare,
+            "attack": _attack,
+        }[args.command](args)
     except WarpError as exc:
         print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -251,6 +315,160 @@ def _report(args: argparse.Namespace) -> int:
 
 def _suite_args(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(suite=args.source, model=args.model, cache=args.cache)
+
+
+# -- compare ----------------------------------------------------------------------------------
+
+COMPARE_FLAGS = {
+    "methods": "--methods",
+    "ranks": "--ranks",
+    "fix_size": "--fix-size",
+    "keep_size": "--keep-size",
+    "max_epochs": "--epochs",
+    "seed": "--seed",
+    "threads": "--threads",
+    "rank": "--ranks",
+}
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .baselines import TrainSettings
+    from .compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
+    from .errors import SettingsError
+    from .suite import load_suite
+
+    suite = load_suite(args.suite, model=args.model)
+    if args.out:
+        check_out_path(args.out, suite.model_dir)  # before the training, not after
+    cache = None if args.cache is None or args.cache.strip().lower() == "none" else Path(args.cache)
+    quiet = args.quiet
+
+    def progress(message: str) -> None:
+        if not quiet:
+            print(f"compare: {message}", file=sys.stderr, flush=True)
+
+    try:
+        train = TrainSettings(seed=args.seed, **({} if args.epochs is None else {"max_epochs": args.epochs}))
+        settings = CompareSettings(
+            methods=args.methods if args.methods is not None else METHODS,
+            ranks=args.ranks,
+            fix_size=args.fix_size,
+            keep_size=args.keep_size,
+            seed=args.seed,
+            threads=args.threads,
+            batch_size=suite.model.batch_size,
+            train=train,
+        )
+        comparison = compare_suite(
+            suite, settings, general=args.general, heldout=args.heldout, cache_dir=cache, progress=progress
+        )
+    except SettingsError as exc:
+        print(f"warp-check compare: error: {COMPARE_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(comparison.to_dict(), indent=2))
+    else:
+        print(comparison.to_markdown(), end="")
+    if args.out:
+        md, js = write_comparison(comparison, args.out)
+        print(f"comparison: {md} and {js}", file=sys.stderr if args.json else sys.stdout)
+    if not comparison.passed:
+        failed = [r.title for r in comparison.rows if r.method == "warp" and not r.details.get("ok", True)]
+        print(f"warp-check compare: {', '.join(failed)} did not converge", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# -- attack ------------------------------------------------------------------------------------
+
+ATTACK_FLAGS = {
+    "max_cases": "--max",
+    "seed": "--seed",
+    "query_budget": "--query-budget",
+    "source_kind": "--from",
+    "threads": "--threads",
+}
+EXIT_INTERRUPTED = 130
+
+
+def _attack(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from . import session
+    from .attacks import RecipeSettings, check_out, check_ready, default_out, resolve_recipe, run_attack
+    from .errors import SettingsError
+    from .suite import load_suite
+
+    recipe = resolve_recipe(args.recipe)  # refuses online-only and unknown recipes before any import
+    try:
+        settings = RecipeSettings(
+            recipe=recipe.name,
+            seed=args.seed,
+            max_cases=args.max_cases,
+            query_budget=args.query_budget,
+            source_kind=args.source_kind,
+            threads=args.threads,
+        )
+    except SettingsError as exc:
+        print(f"warp-check attack: error: {ATTACK_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    check_ready(recipe)
+    suite = load_suite(args.suite, model=args.model)
+    settings = dataclasses.replace(settings, batch_size=suite.model.batch_size)
+    out = None if args.dry_run else Path(args.out) if args.out else default_out(suite)
+    if out is not None:
+        check_out(suite, out)  # a wrong --out is a usage error before the model loads, not after
+    run = run_attack(suite, session.load_adapter(suite), settings, out=out, progress=not (args.quiet or args.json))
+    if args.json:
+        print(json.dumps({"suite": str(suite.toml), **run.to_dict()}, indent=2))
+    else:
+        _print_attack(suite, run, quiet=args.quiet)
+    return EXIT_INTERRUPTED if run.interrupted else EXIT_OK
+
+
+def _print_attack(suite, run, *, quiet: bool) -> None:
+    from .attacks import STATUS_MEANING, STATUSES
+
+    kind, seed = run.settings.source_kind.value, run.settings.seed
+    print(f"suite '{suite.name}' ({suite.toml}): {run.recipe} on {run.selected} {kind} case(s), seed {seed}")
+    for status in STATUSES:
+        print(f"  {status:<9} {run.count(status):>5}  {STATUS_MEANING[status]}")
+    data = run.to_dict()
+    print(
+        f"  speed: {run.examples_per_second:.3g} case(s)/s ({run.attack_seconds:.1f} s attacking, "
+        f"{data['mean_queries']:.3g} model queries per case; {run.build_seconds:.1f} s loading the recipe)"
+    )
+    if run.interrupted:
+        print(f"  interrupted after {len(run.attempts)} of {run.selected} case(s): what was found until then is kept")
+    if run.dropped:
+        print(f"  dropped {len(run.dropped)} success(es): the model gets them right when re-checked (boundary flips)")
+        for case_id, gap in run.dropped if not quiet else ():
+            print(f"    from {case_id}: gap {gap:+.3g}")
+    succeeded = run.count("succeeded")
+    if run.out is None:
+        print(f"  dry run: nothing written ({succeeded - len(run.dropped)} case(s) would be offered)")
+    elif run.added:
+        extra = f" ({run.duplicates} already there)" if run.duplicates else ""
+        print(f"  wrote {len(run.added)} new must_fix case(s) to {run.out}{extra}")
+    elif succeeded:
+        print(f"  nothing written: every case found is already in {run.out} or the suite")
+    else:
+        print("  nothing written: no attack succeeded")
+    for note in run.notes:
+        print(f"  note: {note}")
+    if run.caveat and run.added:
+        print(f"  caution: {run.caveat}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,27 @@ def _is_lfs_pointer(path: Path) -> bool:
         return handle.read(40).startswith(b"version https://git-lfs")
 
 
+def _input_limit(model: Any, tokenizer: Any) -> int:
+    """The most tokens the model's forward pass takes (a very large number when it does not say)."""
+    limits = [getattr(tokenizer, "model_max_length", None)]
+    config = getattr(model, "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and getattr(config, "model_type", None) not in _OFFSET_POSITIONS:
+        limits.append(positions)
+    usable = [n for n in limits if isinstance(n, int) and 0 < n < 1_000_000]  # HF's "unset" is ~1e30
+    return min(usable, default=1_000_000)
+
+
+# RoBERTa-style models number positions from padding_idx + 1: two fewer than their table.
+_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "camembert"})
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's first line without terminal colour codes: a loader's essay is not a message."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @contextlib.contextmanager
 def quiet_transformers_progress() -> Iterator[None]:
     """transformers 5 draws a progress bar on every load and save: noise in a test report."""
@@ -135,7 +157,9 @@ class ClassifierAdapter:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.spec = spec
-        self.max_length = int(max_length)
+        # Longer inputs than the model has positions for crash its forward pass: truncate to
+        # what it takes (the tokenizer's model_max_length, as Hugging Face's own default does).
+        self.max_length = min(int(max_length), _input_limit(model, tokenizer))
         self.source = source
         self.activation = get_activation(spec.activation)
         self.repair_layer = _submodule(model, spec.repair_layer, "repair layer")
@@ -150,6 +174,7 @@ class ClassifierAdapter:
             raise ModelError(f"layer '{missing}' has no bias; WARP's head form needs one (b, b_c)")
         self._forward_keys = set(inspect.signature(model.forward).parameters)
         if check:
+            self.check_finite()
             self.check_equivalence(PROBE_TEXTS)
 
     # -- construction -----------------------------------------------------------------
@@ -184,7 +209,16 @@ class ClassifierAdapter:
                 raise ModelError(
                     f"model folder {str(path)!r}: {pointer} is a Git LFS pointer, not weights; run `git lfs pull`"
                 ) from None
-            raise ModelError(f"cannot load the model in {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+            if type(exc).__name__ == "UnpicklingError":  # torch.load(weights_only=True) met more than tensors
+                found = re.search(r"Unsupported global: ([^.]*)", str(exc))
+                what = f" ({found[1].strip()})" if found else ""
+                raise ModelError(
+                    f"cannot load the model in {str(path)!r}: its pickled weights hold Python objects, not only "
+                    f"tensors{what}; warp-check loads weights only and never runs code from a model folder: "
+                    "convert the checkpoint to safetensors where you trust it"
+                ) from None
+            why = f"{type(exc).__name__}: {_first_line(exc)}"
+            raise ModelError(f"cannot load the model in {str(path)!r}: {why}") from exc
         spec = resolve_spec(model, layer)
         return cls(model, tokenizer, spec, max_length=max_length, source=str(path), check=check)
 
@@ -266,6 +300,19 @@ class ClassifierAdapter:
         features = self.tokenize(texts, pairs)
         V, logits = self.forward_batch(features)
         return self.check_logits(V, logits)
+
+    def check_finite(self) -> None:
+        """Raise if any parameter holds NaN/Inf: every gap would be NaN, and no repair can help."""
+        import torch
+
+        for name, tensor in self.model.state_dict().items():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                count = int((~torch.isfinite(tensor)).sum())
+                where = f"model folder {self.source!r}: " if self.source else ""
+                raise ModelError(
+                    f"{where}parameter '{name}' holds {count} NaN/Inf value(s) of {tensor.numel()}: "
+                    "the weights are corrupt (a diverged training run or a damaged file); WARP cannot repair them"
+                )
 
     def check_logits(self, V: np.ndarray, logits: np.ndarray) -> float:
         recomputed = self.head().logits(np.asarray(V, dtype=np.float64))

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .artefact import FORMAT, check_destination, write_artefact
+from .artefact import FORMAT, Destination, claim_destination, write_artefact
 from .cases import Case, Kind
 from .certify import AttackSettings, CaseCertificate, Lipschitz, certify_cases, summarise
+from .errors import ModelError, SettingsError
 from .model import ClassifierAdapter
 from .repair import CaseSet, RepairResult, RepairSettings, repair
 from .representations import Encoded, encode_cases
@@ -61,6 +62,13 @@ def evaluate(
         if case.label >= num_classes:
             raise ValueError(f"case {case.id!r}: label {case.label} out of range for {num_classes} classes")
     encoded = encode_cases(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
+    bad = [case.id for case, row in zip(cases, encoded.V, strict=True) if not np.isfinite(row).all()]
+    if bad:
+        shown = ", ".join(repr(i) for i in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise ModelError(
+            f"the encoder gives NaN/Inf representations at '{adapter.spec.repair_layer}' for {len(bad)} case(s) "
+            f"({shown}): the model overflows on these inputs; nothing can be checked or repaired on them"
+        )
     head = adapter.head()
     labels = np.array([c.label for c in cases], dtype=np.int64)
     V = encoded.V.astype(np.float64)
@@ -93,15 +101,18 @@ def repair_cases(
     attack: AttackSettings | None = None,
     progress: bool = True,
     evaluation: Evaluation | None = None,
+    destination: Destination | None = None,
 ) -> RepairOutcome:
     """Encode, repair, certify from the repaired weights and, if asked, save atomically.
 
     Nothing is written when ``out_dir`` is None, when the repair does not converge, or
-    when nothing needed repair.
+    when nothing needed repair. ``destination`` is ``out_dir`` as the caller found it when its
+    run started (:func:`~warp_check.artefact.claim_destination`); by default, as found here.
     """
     settings = settings or RepairSettings()
-    if out_dir is not None:  # refuse a bad destination before the encoding and the repair, not after
-        check_destination(out_dir, adapter.source)
+    check_settings(adapter, settings)
+    if out_dir is not None and destination is None:  # refuse a bad destination before the work, not after
+        destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
     fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
     result = repair(adapter.head(), fix, keep, aux, settings)
@@ -120,8 +131,22 @@ def repair_cases(
             out_dir,
             source=adapter.source,
             repair_layer=adapter.spec.repair_layer,
+            expect=destination,
         )
     return RepairOutcome(evaluation, result, tuple(records), lip, certificate, artefact)
+
+
+def check_settings(adapter: ClassifierAdapter, settings: RepairSettings) -> None:
+    """What the settings ask of this model's head, checked before any encoding or solving."""
+    layer = adapter.repair_layer
+    smallest = min(layer.in_features, layer.out_features)
+    if settings.rank > smallest:
+        raise SettingsError(
+            "rank",
+            settings.rank,
+            f"exceeds the repair layer '{adapter.spec.repair_layer}' ({layer.out_features}×{layer.in_features}): "
+            f"the rank can be at most {smallest}",
+        )
 
 
 def certify_result(

@@ -10,6 +10,13 @@ Dual:    min 1/(2ρ) zᵀGz − hᵀz   s.t.  0 ≤ z_i ≤ λ (fix),  z_p ≥ 0
          with G = (C Cᵀ) ⊙ (V Vᵀ) and β = Kᵀz/ρ, i.e. B = Cᵀ diag(z) V / ρ.
 
 The dual never forms K, and its size is the number of cases, not r·d_in (DESIGN.md §2).
+
+Large must_keep sets (DESIGN.md §2, issue 6): ``solve`` adds hard rows lazily (cutting
+planes). It solves with the soft rows, the hard rows within ``working_set_window`` of their
+bound and the rows the caller hints at, checks every hard row in closed form at the solution
+(O(n·r·d_in) with the low-rank factors, never n×n), adds the violated ones and re-solves until
+none is. A relaxation whose optimum is feasible for the whole problem is the whole problem's
+optimum (and β is unique: the objective is strictly convex in β), so the answer is the same.
 """
 
 from __future__ import annotations
@@ -100,10 +107,17 @@ class SolverSettings:
     scaling: int = 10
     sigma: float = 1e-6
     # Lazy must_keep constraints (cutting planes): solve with the must_fix rows and the
-    # must_keep rows that are violated now, add every row the solution violates, repeat.
-    # The final answer is the optimum of the full problem; most must_keep rows never enter.
+    # must_keep rows that are violated or near-active now, add every row the solution
+    # violates, repeat. The final answer is the optimum of the full problem; most must_keep
+    # rows never enter. The window is in the units of the rows (gap units in the loop): a
+    # hard row whose bound is within it of being violated at β = 0 starts in the set.
     working_set: bool = True
     working_set_rounds: int = 50
+    working_set_window: float = 0.05
+    # Rows added per round, most violated first. Adding every violated row at once grows the
+    # set with rows that later rows make slack (10k must_keep, first QP: 1,606 rows in 6 rounds,
+    # 24 s; 300 a round: 1,388 rows in 7 rounds, 8.5 s): a dense QP's cost grows as rows³.
+    working_set_batch: int = 300
 
     def __post_init__(self) -> None:
         if self.form not in ("auto", "primal", "dual"):
@@ -122,6 +136,13 @@ class SolverSettings:
             raise SettingsError("scaling", self.scaling, "must be an integer >= 0")
         if not (isinstance(self.working_set_rounds, int) and self.working_set_rounds >= 1):
             raise SettingsError("working_set_rounds", self.working_set_rounds, "must be >= 1")
+        if isinstance(self.working_set_batch, bool) or not (
+            isinstance(self.working_set_batch, int) and self.working_set_batch >= 1
+        ):
+            raise SettingsError("working_set_batch", self.working_set_batch, "must be an integer >= 1")
+        window = self.working_set_window
+        if isinstance(window, bool) or not (isinstance(window, (int, float)) and math.isfinite(window) and window >= 0):
+            raise SettingsError("working_set_window", window, "must be a finite number >= 0")
 
     def osqp_kwargs(self) -> dict[str, object]:
         return {
@@ -140,6 +161,10 @@ class SolverSettings:
         }
 
 
+# The largest dual the form choice picks past r·d_in rows: its dense Gram is 288 MB there.
+DUAL_MAX_ROWS = 6_000
+
+
 @dataclass(frozen=True)
 class LinearisedProblem:
     """One QP of the repair loop, built only from cached representations.
@@ -149,6 +174,11 @@ class LinearisedProblem:
     rows [0, n_fix) are soft (must_fix; the loop also makes must_keep rows that are short
     now elastic, at a higher price), the rest hard. ``lam`` prices a unit of slack: one
     number for every soft row (the paper's λ) or one per soft row.
+
+    With ``cases`` given, ``V`` holds one representation per *case* (n_cases, d_in) and row
+    i is case ``cases[i]`` (several rows may share a case: one per competing class); ``VVt``,
+    if given, is then over cases too. The loop uses this so that no (rows, d_in) copy of V is
+    made: with 100k must_keep cases that copy alone would be 600 MB.
     """
 
     C: np.ndarray
@@ -158,9 +188,22 @@ class LinearisedProblem:
     rho: float
     lam: float | np.ndarray
     VVt: np.ndarray | None = field(default=None, repr=False)  # cached V Vᵀ, constant in the loop
-    # Which rows/columns of VVt belong to this problem's rows (None: all, in order). The
-    # loop's V Vᵀ is over cases; rows are (case, class) pairs, subsets of them lazily drawn.
+    # Which rows/columns of VVt belong to this problem's rows (None: all, in order), when V
+    # is per row (``cases`` None). Kept for callers that index a Gram matrix of their own.
     VVt_rows: np.ndarray | None = field(default=None, repr=False)
+    cases: np.ndarray | None = field(default=None, repr=False)  # row → row of V (and of VVt)
+
+    def __post_init__(self) -> None:
+        if self.cases is not None and self.VVt_rows is not None:
+            raise ValueError("LinearisedProblem: give cases or VVt_rows, not both")
+        rows = self.C.shape[0]
+        index_rows = rows if self.cases is None else self.cases.shape[0]
+        if self.V.ndim != 2 or self.rhs.shape != (rows,) or index_rows != rows:
+            raise ValueError(
+                f"LinearisedProblem shapes disagree: C {self.C.shape}, V {self.V.shape}, rhs {self.rhs.shape}"
+            )
+        if self.cases is None and self.V.shape[0] != rows:
+            raise ValueError(f"LinearisedProblem: V has {self.V.shape[0]} rows for {rows} constraint rows")
 
     @property
     def n(self) -> int:
@@ -179,9 +222,16 @@ class LinearisedProblem:
         lam = np.asarray(self.lam, dtype=np.float64)
         return np.broadcast_to(lam, (self.n_fix,)) if lam.ndim == 0 else lam
 
+    def row_representations(self) -> np.ndarray:
+        """(n, d_in): v of every row (a copy when rows index cases; only the primal needs it)."""
+        return self.V if self.cases is None else self.V[self.cases]
+
     def constraint_values(self, B: np.ndarray) -> np.ndarray:
-        """⟨a_i, β⟩ = c_iᵀ B v_i for every row."""
-        return np.einsum("ij,ij->i", self.C, self.V @ B.T)
+        """⟨a_i, β⟩ = c_iᵀ B v_i for every row: O(n·r·d_in), through V Bᵀ (cases × r)."""
+        VB = self.V @ B.T
+        if self.cases is not None:
+            VB = VB[self.cases]
+        return np.einsum("ij,ij->i", self.C, VB)
 
     def primal_objective(self, B: np.ndarray) -> float:
         slack = np.maximum(self.rhs[: self.n_fix] - self.constraint_values(B)[: self.n_fix], 0.0)
@@ -191,13 +241,25 @@ class LinearisedProblem:
         """The problem restricted to ``rows`` (sorted; must_fix rows first, as here)."""
         n_fix = int(np.count_nonzero(rows < self.n_fix))
         lam = self.lam if np.ndim(self.lam) == 0 else np.asarray(self.lam)[rows[:n_fix]]
+        if self.cases is not None:  # V stays shared: only the row → case map is cut
+            return LinearisedProblem(
+                self.C[rows], self.V, self.rhs[rows], n_fix, self.rho, lam, self.VVt, cases=self.cases[rows]
+            )
         VVt_rows = rows if self.VVt_rows is None else self.VVt_rows[rows]
         return LinearisedProblem(
             self.C[rows], self.V[rows], self.rhs[rows], n_fix, self.rho, lam, self.VVt, VVt_rows
         )
 
     def gram(self) -> np.ndarray:
-        if self.VVt is None:
+        """(n, n): G = (C Cᵀ) ⊙ (V Vᵀ) over this problem's rows (call it on a working set)."""
+        if self.cases is not None:
+            if self.VVt is not None:
+                VVt = self.VVt[np.ix_(self.cases, self.cases)]
+            else:  # one product per distinct case, spread to the rows that share it
+                distinct, row_of = np.unique(self.cases, return_inverse=True)
+                Vd = self.V[distinct]
+                VVt = (Vd @ Vd.T)[np.ix_(row_of, row_of)]
+        elif self.VVt is None:
             VVt = self.V @ self.V.T
         elif self.VVt_rows is None:
             VVt = self.VVt
@@ -206,8 +268,15 @@ class LinearisedProblem:
         return (self.C @ self.C.T) * VVt
 
     def pick_form(self) -> QPForm:
-        """Dual when its n² Gram entries are fewer than the primal's n·r·d_in."""
-        return QPForm.DUAL if self.n <= self.rank * self.d_in else QPForm.PRIMAL
+        """Dual up to 4·r·d_in rows (at most DUAL_MAX_ROWS), else primal.
+
+        The n² vs n·r·d_in count of non-zeros undersells the dual: OSQP needs ~100 ADMM
+        iterations on it and thousands on the primal. Measured (d_in = 768, r = 2, 1,606 rows,
+        a working set of 10k must_keep): dual 2.6 s, primal 45 s. Past 4·r·d_in rows, or when
+        the Gram matrix would be large, the primal's size no longer grows as n².
+        """
+        rows = min(4 * self.rank * self.d_in, DUAL_MAX_ROWS)
+        return QPForm.DUAL if self.n <= max(rows, self.rank * self.d_in) else QPForm.PRIMAL
 
 
 @dataclass(frozen=True)
@@ -220,12 +289,27 @@ class QPSolution:
     seconds: float
     osqp_status: str
     fallback_from: QPForm | None = None  # the dual was undecided and the primal answered
+    # The rows of the last QP solved (the final working set), as indices into the problem's
+    # rows; None when every row was in it.
+    rows: np.ndarray | None = field(default=None, repr=False)
+    rounds: int = 1  # QPs solved: 1 + working-set rounds that added rows
+
+    @property
+    def working_set_size(self) -> int | None:
+        return None if self.rows is None else int(self.rows.size)
+
+
+# The whole problem is solved at once, when the working set does not settle, only up to this
+# many rows: beyond it the dual's n×n Gram matrix (and the primal's n×r·d_in K) is the very
+# memory the working set exists to avoid, so the solve fails with a status that says so.
+FULL_SOLVE_MAX_ROWS = 5_000
+WORKING_SET_UNSETTLED = "working set unsettled"
 
 
 def solve(problem: LinearisedProblem, settings: SolverSettings | None = None) -> QPSolution:
     """Solve the linearised QP in the form the settings ask for (or the cheaper one).
 
-    With ``settings.working_set`` the must_keep rows are added lazily; every row of the full
+    With ``settings.working_set`` the hard rows are added lazily; every row of the full
     problem holds at the returned B (to the solver tolerance) either way.
     """
     settings = settings or SolverSettings()
@@ -233,26 +317,53 @@ def solve(problem: LinearisedProblem, settings: SolverSettings | None = None) ->
     if not settings.working_set or problem.n == problem.n_fix:
         solution = _solve_once(problem, settings)
         return replace(solution, seconds=time.perf_counter() - start)
-    rows = np.concatenate([np.arange(problem.n_fix), problem.n_fix + np.flatnonzero(problem.rhs[problem.n_fix :] > 0)])
+    rows = _initial_working_set(problem, settings.working_set_window)
     iterations = 0
     tolerance = 10 * settings.eps_abs * max(1.0, float(np.max(np.abs(problem.rhs))))
+    rounds = 0
     for _ in range(settings.working_set_rounds):
+        rounds += 1
         solution = _solve_once(problem.subset(rows), settings)
         iterations += solution.iterations
         if not solution.status.has_solution:
-            break
-        slack = problem.constraint_values(solution.B) - problem.rhs
-        slack[: problem.n_fix] = 0.0  # must_fix rows are soft: their slack is priced, not required
+            break  # infeasible on a subset of the rows is infeasible on all of them
+        # Every hard row, in closed form: O(n·r·d_in). Soft rows are all in the set already.
+        slack = problem.constraint_values(solution.B)[problem.n_fix :] - problem.rhs[problem.n_fix :]
+        slack[rows[rows >= problem.n_fix] - problem.n_fix] = np.inf  # in the set: held by the QP
         violated = np.flatnonzero(slack < -tolerance)
-        new = np.setdiff1d(violated, rows, assume_unique=False)
-        if new.size == 0:
+        if violated.size == 0:
             break
-        rows = np.union1d(rows, new)
+        worst = violated[np.argsort(slack[violated], kind="stable")[: settings.working_set_batch]]
+        rows = np.union1d(rows, problem.n_fix + worst)
     else:
+        if problem.n > FULL_SOLVE_MAX_ROWS:
+            why = f"{WORKING_SET_UNSETTLED} after {settings.working_set_rounds} rounds ({rows.size} rows)"
+            failed = QPSolution(None, QPStatus.MAX_ITER, solution.form, math.nan, iterations, 0.0, why)
+            return replace(failed, seconds=time.perf_counter() - start, rows=rows, rounds=rounds)
         solution = _solve_once(problem, settings)  # no fixed point in time: solve it whole
         iterations += solution.iterations
+        rows, rounds = None, rounds + 1
     objective = problem.primal_objective(solution.B) if solution.status.has_solution else math.nan
-    return replace(solution, objective=objective, iterations=iterations, seconds=time.perf_counter() - start)
+    return replace(
+        solution,
+        objective=objective,
+        iterations=iterations,
+        seconds=time.perf_counter() - start,
+        rows=rows,
+        rounds=rounds,
+    )
+
+
+def _initial_working_set(problem: LinearisedProblem, window: float) -> np.ndarray:
+    """Soft rows and the hard rows within ``window`` of violation at β = 0 (sorted).
+
+    In the loop a must_keep row's bound is −(gap − γ_h − aim): the rows a step is most likely
+    to break start in the set. (Starting from the rows that bound the previous iteration's
+    QP as well was tried: the binding set moves between iterations, the sets grew by a
+    quarter and the QPs took longer.)
+    """
+    hard = problem.n_fix + np.flatnonzero(problem.rhs[problem.n_fix :] > -window)
+    return np.concatenate([np.arange(problem.n_fix), hard])
 
 
 def _solve_once(problem: LinearisedProblem, settings: SolverSettings) -> QPSolution:
@@ -348,7 +459,14 @@ def _solve_dual(problem: LinearisedProblem, settings: SolverSettings):
     if result.x is None or result.x.shape != (n,) or not np.all(np.isfinite(result.x)):
         return None, result
     z = np.clip(result.x, 0.0, upper)  # ADMM iterates may sit a hair outside the box
-    B = (problem.C * z[:, None]).T @ problem.V / problem.rho
+    weighted = problem.C * z[:, None]  # B = Σ_i z_i c_i v_iᵀ / ρ
+    if problem.cases is None:
+        B = weighted.T @ problem.V / problem.rho
+    else:  # sum the rows of a case first: one product per distinct case
+        distinct, row_of = np.unique(problem.cases, return_inverse=True)
+        per_case = np.zeros((distinct.size, problem.rank))
+        np.add.at(per_case, row_of, weighted)
+        B = per_case.T @ problem.V[distinct] / problem.rho
     return B, result
 
 
@@ -357,7 +475,7 @@ def _solve_primal(problem: LinearisedProblem, settings: SolverSettings):
     import scipy.sparse as sp
 
     n, n_fix, r, d = problem.n, problem.n_fix, problem.rank, problem.d_in
-    K = np.einsum("ij,ik->ijk", problem.C, problem.V).reshape(n, r * d)
+    K = np.einsum("ij,ik->ijk", problem.C, problem.row_representations()).reshape(n, r * d)
     slack_cols = sp.vstack([sp.identity(n_fix, format="csc"), sp.csc_matrix((n - n_fix, n_fix))])
     A = sp.bmat([[sp.csc_matrix(K), slack_cols], [None, sp.identity(n_fix, format="csc")]], format="csc")
     P = sp.diags(np.concatenate([np.full(r * d, problem.rho), np.zeros(n_fix)]), format="csc")

@@ -142,6 +142,8 @@ class IterationRecord:
     keep_met: int
     seconds: float
     step_fraction: float = 1.0  # of the QP step taken (< 1: backtracked)
+    qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
+    qp_rounds: int = 1  # QPs solved this iteration (working-set rounds)
 
 
 @dataclass(frozen=True)
@@ -227,15 +229,15 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     if settings.rank > min(head.W.shape):
         raise SettingsError("rank", settings.rank, f"exceeds the repair layer's smallest dimension {min(head.W.shape)}")
     aux = aux if aux is not None else CaseSet.empty(head.d_in)
-    gaps_fix0, _ = head.gaps(fix.V, fix.labels)
-    gaps_keep0, _ = head.gaps(keep.V, keep.labels)
+    gaps_fix0 = _gaps(head, fix.V, fix.labels)
+    gaps_keep0 = _gaps(head, keep.V, keep.labels)
     gaps_before = _by_id(fix.ids + keep.ids, np.concatenate([gaps_fix0, gaps_keep0]))
     U0 = top_left_singular_vectors(head.W, settings.rank)
     kappa_before = dict(zip(fix.ids, head.gsn_kappa(fix.V, fix.labels, U0).tolist(), strict=True))
 
     def finish(status, message, head_after, records, gsn, misses=(), excluded=()):
-        g_fix, _ = head_after.gaps(fix.V, fix.labels)
-        g_keep, _ = head_after.gaps(keep.V, keep.labels)
+        g_fix = _gaps(head_after, fix.V, fix.labels)
+        g_keep = _gaps(head_after, keep.V, keep.labels)
         U = top_left_singular_vectors(head_after.W, settings.rank)
         return RepairResult(
             status=status,
@@ -271,7 +273,7 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     # must_keep cases the model already gets wrong cannot be "kept": leave them out.
     right = gaps_keep0 > 0
     excluded = tuple(i for i, ok in zip(keep.ids, right, strict=True) if not ok)
-    kept = keep.select(right)
+    kept = keep if np.all(right) else keep.select(right)
 
     mean_kappa = _mean(kappa_before.values())
     work_head, gsn = head, GsnFtRecord(False, "no aux cases")
@@ -283,7 +285,9 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     V = np.vstack([fix.V, kept.V])
     labels = np.concatenate([fix.labels, kept.labels])
     targets = np.concatenate([np.full(len(fix), settings.gamma_s), np.full(len(kept), settings.gamma_h)])
-    VVt = V @ V.T if V.shape[0] <= 20_000 else None  # constant through the loop: compute once
+    # V Vᵀ is constant through the loop: cached for small sets. Larger ones get the Gram
+    # matrix of each QP's working set only (qp.solve adds must_keep rows lazily): no n×n.
+    VVt = V @ V.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None
     n_fix = len(fix)
     W = work_head.round_to_storage(work_head.W)
     records: list[IterationRecord] = []
@@ -295,7 +299,7 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
             for i in np.flatnonzero(gaps < targets)
         ]
 
-    gap_now, _ = work_head.with_weight(W).gaps(V, labels)
+    gap_now = _gaps(work_head.with_weight(W), V, labels)
     if np.all(gap_now >= targets):
         status = RepairStatus.NOTHING_TO_REPAIR if not gsn.applied else RepairStatus.CONVERGED
         msg = "every case already meets its margin: nothing to repair"
@@ -326,25 +330,28 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
             records.append(_record(t, solution, problem.n, 1.0, 0.0, gap, targets, n_fix, t_start))
             status, msg = _solver_failure(t, solution, settings)
             return finish(status, msg, work_head.with_weight(W), records, gsn, misses_of(gap), excluded)
+        values = problem.constraint_values(solution.B)
         predicted = np.full(len(targets), np.inf)
-        np.minimum.at(predicted, row_case, row_margin + problem.constraint_values(solution.B))
+        np.minimum.at(predicted, row_case, row_margin + values)
+
         # Backtracking on the true merit: the linearisation can overshoot where activations
         # switch (ReLU) or saturate (tanh); a shorter step along the same QP direction is
         # tried before a step that makes things worse. If none is better, the full step is
         # taken anyway (as in the paper) and patience ends a loop that goes nowhere.
         # ΔW = f·U B changes Z by f·(V Bᵀ) Uᵀ: rank r, ~d_out/r times cheaper than V Wᵀ.
-        dZ = (V @ solution.B.T) @ U.T
+        VB = V @ solution.B.T
         tries = []
         for fraction in step_fractions(settings):
-            gap_try = work_head.gaps_from_pre_activation(Z + fraction * dZ, labels)
+            gap_try = _gaps_after_step(work_head, Z, VB, U, fraction, labels)
             tries.append((fraction, merit(gap_try)))
             if tries[-1][1] < merit_now:
                 break
         fraction = tries[-1][0] if tries[-1][1] < merit_now else 1.0
         # What is kept is the weight as stored; its gaps are recomputed exactly from it.
         W_next = work_head.round_to_storage(W + fraction * (U @ solution.B))
-        Z = work_head.with_weight(W_next).pre_activation(V)
-        gap_next = work_head.gaps_from_pre_activation(Z, labels)
+        np.matmul(V, W_next.T, out=Z)  # in place: the old Z is not needed any more
+        Z += work_head.b
+        gap_next = _gaps_from_pre_activation(work_head, Z, labels)
         merit_next = merit(gap_next)
         step = float(np.linalg.norm(W_next - W))
         short = np.maximum(targets[:n_fix] - gap_next[:n_fix], 0.0)
@@ -407,6 +414,8 @@ def _record(t, solution, rows, fraction, step, gap, targets, n_fix, t_start) -> 
         keep_met=int(np.sum(gap[n_fix:] >= targets[n_fix:])),
         seconds=time.perf_counter() - t_start,
         step_fraction=fraction,
+        qp_working_set=solution.working_set_size,
+        qp_rounds=solution.rounds,
     )
 
 
@@ -417,10 +426,50 @@ def _solver_failure(t: int, solution: qp.QPSolution, settings: RepairSettings) -
             f"(solver: {solution.osqp_status}); lower gamma_h, raise rank, "
             "or remove conflicting must_keep cases"
         )
+    if solution.osqp_status.startswith(qp.WORKING_SET_UNSETTLED):
+        return RepairStatus.SOLVER_FAILED, (
+            f"iteration {t}: {solution.osqp_status}; raise solver working_set_rounds "
+            f"(now {settings.solver.working_set_rounds}) or working_set_batch (now {settings.solver.working_set_batch})"
+        )
     return RepairStatus.SOLVER_FAILED, (
         f"iteration {t}: OSQP ended with '{solution.osqp_status}' and no usable solution; "
         f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"
     )
+
+
+# Cases up to which V Vᵀ is cached for the whole loop (32 MB); beyond, no n×n matrix is made.
+VVT_CACHE_MAX_CASES = 2048
+
+# Rows per block wherever a (cases × d_out) array would otherwise be built: the loop's
+# temporaries stay O(block·d_out) however many must_keep cases there are.
+BLOCK_ROWS = 4096
+
+
+def _blocks(n: int):
+    return (slice(lo, min(lo + BLOCK_ROWS, n)) for lo in range(0, n, BLOCK_ROWS))
+
+
+def _gaps(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """head.gaps(V, labels)[0], a block of rows at a time."""
+    gap = np.empty(V.shape[0])
+    for rows in _blocks(V.shape[0]):
+        gap[rows] = head.gaps(V[rows], labels[rows])[0]
+    return gap
+
+
+def _gaps_from_pre_activation(head: DenseHead, Z: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    gap = np.empty(Z.shape[0])
+    for rows in _blocks(Z.shape[0]):
+        gap[rows] = head.gaps_from_pre_activation(Z[rows], labels[rows])
+    return gap
+
+
+def _gaps_after_step(head, Z, VB, U, fraction, labels) -> np.ndarray:
+    """Gaps at Z + fraction·(V Bᵀ) Uᵀ, a block at a time (never the full n×d_out update)."""
+    gap = np.empty(Z.shape[0])
+    for rows in _blocks(Z.shape[0]):
+        gap[rows] = head.gaps_from_pre_activation(Z[rows] + fraction * (VB[rows] @ U.T), labels[rows])
+    return gap
 
 
 # A competing class enters the QP when its gap is within this much of the target: the
@@ -441,8 +490,9 @@ def _linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, s
     tanh) cannot make the whole step infeasible, it is lifted as far as the price allows.
     """
     n = V.shape[0]
-    S = head.activation.slope(Z)
-    logits = head.activation.fn(Z) @ head.Wc.T + head.bc
+    logits = np.empty((n, head.num_classes))
+    for rows in _blocks(n):
+        logits[rows] = head.activation.fn(Z[rows]) @ head.Wc.T + head.bc
     gap, competitor = gaps_from_logits(logits, labels)
     per_class = logits[np.arange(n), labels][:, None] - logits  # (n, C)
     near = per_class < (targets + settings.aim_above + COMPETITOR_WINDOW)[:, None]
@@ -454,8 +504,13 @@ def _linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, s
     order = np.concatenate([np.flatnonzero(soft), np.flatnonzero(~soft)])
     case_idx, class_idx, rhs = case_idx[order], class_idx[order], rhs[order]
     prices = np.where(case_idx[: int(soft.sum())] < n_fix, settings.lam, KEEP_WEIGHT * settings.lam)
-    C = (S[case_idx] * (head.Wc[labels[case_idx]] - head.Wc[class_idx])) @ U
-    problem = qp.LinearisedProblem(C, V[case_idx], rhs, int(soft.sum()), settings.rho, prices, VVt, case_idx)
+    C = np.empty((case_idx.size, U.shape[1]))
+    for rows in _blocks(case_idx.size):
+        cases = case_idx[rows]
+        slope = head.activation.slope(Z[cases])
+        C[rows] = (slope * (head.Wc[labels[cases]] - head.Wc[class_idx[rows]])) @ U
+    # Rows index the cases' V (and V Vᵀ): no (rows × d_in) copy of the representations.
+    problem = qp.LinearisedProblem(C, V, rhs, int(soft.sum()), settings.rho, prices, VVt, cases=case_idx)
     return problem, case_idx, per_class[case_idx, class_idx]
 
 

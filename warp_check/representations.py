@@ -155,20 +155,24 @@ class _ShardStore:
                     v = f.get_tensor("v")
             except (SafetensorError, OSError, ValueError, json.JSONDecodeError):
                 continue  # a damaged shard is only a cache miss
-            if v.ndim == 2 and len(keys) == v.shape[0]:
-                rows.update(zip(keys, v, strict=True))
+            if isinstance(keys, list) and v.ndim == 2 and len(keys) == v.shape[0]:
+                finite = np.isfinite(v).all(axis=1)  # a NaN row is damage, not a representation: a miss
+                rows.update((key, row) for key, row, ok in zip(keys, v, finite, strict=True) if ok)
         return rows
 
     def save(self, keys: list[str], V: np.ndarray) -> None:
         from safetensors.numpy import save_file
 
         self.folder.mkdir(parents=True, exist_ok=True)
+        V = np.ascontiguousarray(V, dtype=np.float32)
+        if not np.isfinite(V).all():  # never cache what evaluate() refuses
+            return
         name = hashlib.sha256("\n".join(keys).encode()).hexdigest()
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".safetensors")
         as_if_created(fd)
         os.close(fd)
         try:
-            save_file({"v": np.ascontiguousarray(V, dtype=np.float32)}, tmp, metadata={"keys": json.dumps(keys)})
+            save_file({"v": V}, tmp, metadata={"keys": json.dumps(keys)})
             os.replace(tmp, self.folder / f"{name}.safetensors")
         finally:
             if os.path.exists(tmp):

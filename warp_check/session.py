@@ -348,10 +348,11 @@ def repair(
     ``flags`` names, per setting, how the user changes it (for advice in failure messages).
     Raises ArtefactError when ``out_dir`` may not be written (before any work is done).
     """
-    from .artefact import check_destination
-    from .pipeline import evaluate, repair_cases
+    from .artefact import claim_destination
+    from .pipeline import check_settings, evaluate, repair_cases
 
-    check_destination(out_dir, adapter.source)  # fail fast, before a long repair
+    check_settings(adapter, settings)
+    destination = claim_destination(out_dir, adapter.source)  # fail fast, before a long repair
     flags = dict(flags or {})
     start = time.perf_counter()
     evaluation = evaluate(
@@ -359,7 +360,14 @@ def repair(
     )
     encode_seconds = time.perf_counter() - start
     outcome = repair_cases(
-        adapter, suite.cases, settings, out_dir=out_dir, evaluation=evaluation, attack=attack, progress=progress
+        adapter,
+        suite.cases,
+        settings,
+        out_dir=out_dir,
+        evaluation=evaluation,
+        attack=attack,
+        progress=progress,
+        destination=destination,
     )
     result = outcome.result
     records = list(outcome.certificates)

@@ -147,7 +147,11 @@ class Suite:
     ) -> RepairSettings:
         """The suite's repair settings with the given overrides (None: keep the suite's)."""
         changes = {k: v for k, v in (("rank", rank), ("gamma_s", gamma_s), ("gamma_h", gamma_h)) if v is not None}
-        return dataclasses.replace(self.repair, **changes) if changes else self.repair
+        settings = dataclasses.replace(self.repair, **changes) if changes else self.repair
+        if settings.gamma_h > settings.gamma_s:
+            name = "gamma_h" if gamma_h is not None or gamma_s is None else "gamma_s"
+            raise SettingsError(name, getattr(settings, name), _margins_why(settings))
+        return settings
 
     def digest(self) -> str:
         """SHA-256 over warp.toml, every case and the model folder: names this suite's content."""
@@ -220,6 +224,17 @@ class _KeyLines:
         return None
 
 
+def _key_at(text: str, line: int | None) -> str | None:
+    """The dotted key written on ``line`` (under its table header), if that line holds one."""
+    lines = text.splitlines()
+    if line is None or not 1 <= line <= len(lines) or not (m := _KEY.match(lines[line - 1].strip())):
+        return None
+    for above in reversed(lines[: line - 1]):
+        if header := _HEADER_ARRAY.match(above.strip()) or _HEADER_TABLE.match(above.strip()):
+            return f"{_dotted(header[1])}.{_dotted(m[1])}"
+    return _dotted(m[1])
+
+
 # -- loading --------------------------------------------------------------------------------
 
 
@@ -274,14 +289,22 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
     loader.keys = _KeyLines(text)
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except RecursionError:
+        raise SuiteError("invalid TOML: arrays or tables nested too deeply", path=toml) from None
+    except ValueError as exc:
+        if not isinstance(exc, tomllib.TOMLDecodeError):  # Python refuses integers of more than 4300 digits
+            m = re.search(r"\d{4300}", text)
+            line = text[: m.start()].count("\n") + 1 if m else None
+            raise SuiteError(
+                "invalid TOML: a number with more than 4300 digits", path=toml, line=line, field=_key_at(text, line)
+            ) from None
         message = str(exc)
         m = re.search(r"\(at line (\d+), column (\d+)\)", message)
         line = int(m[1]) if m else getattr(exc, "lineno", None)
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message)
         if m:
             message += f" (column {m[2]})"
-        raise SuiteError(f"invalid TOML: {message}", path=toml, line=line) from None
+        raise SuiteError(f"invalid TOML: {message}", path=toml, line=line, field=_key_at(text, line)) from None
 
     loader.unknown(data, _TOP_KEYS, "")
     name = data.get("name", toml.parent.name)
@@ -293,10 +316,11 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
 
     model_settings = _model_settings(loader, data, overridden=model is not None)
     if model is not None:
-        model_dir = Path(model).expanduser().resolve()
+        model_dir = _resolve(loader, Path(model).expanduser(), "model.path", str(model))
         _check_model_dir(loader, model_dir, "model.path", overridden=True)
     elif model_settings.path is not None:
-        model_dir = (toml.parent / Path(model_settings.path).expanduser()).resolve()
+        written = model_settings.path
+        model_dir = _resolve(loader, toml.parent / Path(written).expanduser(), "model.path", written)
         _check_model_dir(loader, model_dir, "model.path", overridden=False, written=model_settings.path)
     else:
         model_dir = _run_factory(loader, model_settings.factory or "")
@@ -320,6 +344,14 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         repair=repair,
         key_lines=dict(loader.keys.lines),
     )
+
+
+def _resolve(loader: _Loader, path: Path, dotted: str, written: str) -> Path:
+    """``path.resolve()``; a symlink loop is the suite's mistake, not a crash."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: Python < 3.13's "Symlink loop"
+        raise loader.error(dotted, f"{written!r} cannot be resolved ({exc}): a symlink loop?") from None
 
 
 def _model_settings(loader: _Loader, data: dict[str, Any], *, overridden: bool) -> ModelSettings:
@@ -401,11 +433,13 @@ def _check_model_dir(
 def _run_factory(loader: _Loader, spec: str) -> Path:
     """Import ``file.py`` beside warp.toml and call ``function()``: it returns the model folder.
 
-    The suite's own code, named by the suite's author, like a conftest.py; nothing else in a
-    suite is ever executed.
+    Trust model: a suite is code the user chose to run, like a conftest.py (which can import
+    anything too), so the file its factory names runs, wherever it is (suites may share one).
+    Nothing else in a suite is ever executed, and model folders are data: they are read with
+    safetensors (or ``weights_only`` torch.load) and never with remote code.
     """
     file_name, _, function = spec.rpartition(":")
-    source = (loader.toml.parent / file_name).resolve()
+    source = _resolve(loader, loader.toml.parent / file_name, "model.factory", file_name)
     if not source.is_file():
         raise loader.error("model.factory", f"factory file {file_name!r} does not exist (relative to warp.toml)")
     module_name = "_warp_factory_" + hashlib.sha256(str(source).encode()).hexdigest()[:16]
@@ -435,7 +469,7 @@ def _run_factory(loader: _Loader, spec: str) -> Path:
         raise loader.error(
             "model.factory", f"factory {spec!r} returned {type(result).__name__}; it must return a folder path"
         )
-    return (loader.toml.parent / Path(result).expanduser()).resolve()
+    return _resolve(loader, loader.toml.parent / Path(result).expanduser(), "model.factory", str(result))
 
 
 def _labels(loader: _Loader, data: dict[str, Any], model_dir: Path) -> tuple[dict[str, int], int | None]:
@@ -509,9 +543,12 @@ def _case_files(loader: _Loader, data: dict[str, Any]) -> tuple[CaseFile, ...]:
         except OSError as exc:  # e.g. a symlink loop
             raise loader.error(f"{prefix}.path", f"case file {rel!r} cannot be read ({exc.strerror or exc})") from None
         if not is_file:
-            what = "is not a file" if path.exists() else "does not exist"
-            raise loader.error(f"{prefix}.path", f"case file {rel!r} {what} (relative to warp.toml)")
-        resolved = path.resolve()
+            if path.is_symlink() and not path.exists():
+                what = "is a symlink that leads nowhere (a loop or a missing target)"
+            else:
+                what = "is not a file" if path.exists() else "does not exist (relative to warp.toml)"
+            raise loader.error(f"{prefix}.path", f"case file {rel!r} {what}")
+        resolved = _resolve(loader, path, f"{prefix}.path", rel)
         if resolved in seen:
             raise loader.error(f"{prefix}.path", f"case file {rel!r} is already listed in cases[{seen[resolved]}]")
         seen[resolved] = i
@@ -541,6 +578,7 @@ class _CaseReader:
         self.num_classes = num_classes
         self.cases: list[Case] = []
         self.locations: dict[str, Location] = {}
+        self.texts: dict[tuple[str, str | None], Case] = {}  # (text, text_pair) -> first must_fix/keep case
         names = ", ".join(repr(n) for n in labels)
         ids = f"a class id 0..{num_classes - 1}" if num_classes else "a class id"
         self.label_help = f"one of {names} or {ids}" if labels else ids
@@ -568,6 +606,8 @@ class _CaseReader:
         except UnicodeDecodeError as exc:
             byte = line_bytes[exc.start]
             raise error(None, f"not valid UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})") from None
+        if line.startswith("\ufeff"):
+            raise error(None, "starts with a byte order mark (U+FEFF): save the file as UTF-8 without a BOM")
         try:
             record = json.loads(line, object_pairs_hook=_no_duplicate_keys)
         except _DuplicateKey as exc:
@@ -576,6 +616,8 @@ class _CaseReader:
             raise error(None, f"not valid JSON: {exc.msg} (column {exc.colno}); one JSON object a line") from None
         except RecursionError:
             raise error(None, "not valid JSON: nested too deeply") from None
+        except ValueError:  # Python refuses integers of more than 4300 digits
+            raise error(None, "not valid JSON: a number with more than 4300 digits") from None
         if not isinstance(record, dict):
             shape = '{"text": ..., "label": ...}'
             raise error(None, f"a case is a JSON object ({shape}), got {type(record).__name__}")
@@ -591,9 +633,7 @@ class _CaseReader:
             raise error("id", f"{case_id!r} must not contain '::', tabs or line breaks (pytest uses '::' in test ids)")
         if case_id in self.locations:
             first = self.locations[case_id]
-            root = self.loader.toml.parent
-            shown = first.path.relative_to(root).as_posix() if first.path.is_relative_to(root) else first.path
-            raise error("id", f"duplicate id {case_id!r}: already used at {shown}:{first.line}")
+            raise error("id", f"duplicate id {case_id!r}: already used at {self._shown(first.path)}:{first.line}")
         for key in ("text", "label"):
             if key not in record:
                 raise error(key, f"missing field '{key}'")
@@ -605,11 +645,20 @@ class _CaseReader:
             raise error("kind", "missing field 'kind': give it on the line or as the kind of its [[cases]] table")
         if kind not in _KINDS:
             raise error("kind", f"unknown kind {kind!r}; use one of {', '.join(_KINDS)}")
+        if kind != Kind.AUX.value:
+            same = self.texts.get((text, pair))
+            if same is not None and same.label != label:
+                first = self.locations[same.id]
+                raise error(
+                    "label",
+                    f"the same text is case {same.id!r} at {self._shown(first.path)}:{first.line} labelled "
+                    f"{self._name(same.label)}, here {self._name(label)}: no model can satisfy both",
+                )
         for key in ("source", "original"):
             value = record.get(key)
             if value is not None and not isinstance(value, str):
                 raise error(key, f"must be a string, got {type(value).__name__}")
-        return Case(
+        case = Case(
             id=case_id,
             text=text,
             text_pair=pair,
@@ -618,6 +667,17 @@ class _CaseReader:
             source=record.get("source"),
             origin=f"{rel}:{number}",
         )
+        if case.kind is not Kind.AUX:
+            self.texts.setdefault((text, pair), case)
+        return case
+
+    def _shown(self, path: Path) -> str:
+        root = self.loader.toml.parent
+        return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+    def _name(self, label: int) -> str:
+        names = [name for name, index in self.labels.items() if index == label]
+        return repr(names[0]) if names else str(label)
 
     @staticmethod
     def _text(record: dict[str, Any], key: str, error: Any) -> str:
@@ -700,9 +760,21 @@ def _repair_settings(loader: _Loader, data: dict[str, Any]) -> RepairSettings:
         if key != "solver":
             _check_type(loader, f"repair.{key}", value, types[key])
     try:
-        return RepairSettings(**values)
+        settings = RepairSettings(**values)
     except SettingsError as exc:
         raise loader.error(f"repair.{exc.field}", _why(exc)) from None
+    if settings.gamma_h > settings.gamma_s:
+        name = "gamma_h" if "gamma_h" in values else "gamma_s"
+        raise loader.error(f"repair.{name}", _margins_why(settings))
+    return settings
+
+
+def _margins_why(settings: RepairSettings) -> str:
+    return (
+        f"gamma_h = {settings.gamma_h:g} > gamma_s = {settings.gamma_s:g}: a must_keep case would need a larger "
+        "margin than a repaired must_fix case gets, so a case fixed now fails as must_keep on the next run; "
+        "lower gamma_h or raise gamma_s"
+    )
 
 
 def _why(exc: SettingsError) -> str:

@@ -1,0 +1,138 @@
+"""Benchmark: what ``--warp-repair`` and a warm representation cache cost in a real pytest run.
+
+On the example suite ``example_suites/reviews-distilbert`` (real MiniLM encoder, 40 must_fix,
+188 must_keep, 16 aux), every run is ``python -m pytest -q -p no:randomly -p no:cacheprovider
+SUITE [--warp-repair]`` as a subprocess of this script (one process tree), on a copy of the
+suite in a temporary folder with ``example_suites/minilm`` copied inside it (its warp.toml's
+factory path adjusted to match), so the checkout is never written.
+The assembled example model in the user cache is reused (assembled first if missing, not timed).
+
+Measured, each ``--repeat`` times (median reported):
+
+* ``plain_cold``: plain run with the suite's representation cache (``.warp/cache``) removed;
+* ``plain_warm``: plain run with that cache filled by the run before;
+* ``repair_warm``: ``--warp-repair`` run, same warm cache, previous repaired model removed.
+
+For each: ``wall_s`` = the subprocess's wall time (interpreter start, imports, model load,
+collection, the suite's run, reporting) and ``suite_run_s`` = the longest item duration pytest
+reports (``--durations``): the item that triggers the suite's run (encoding, or repair +
+certificates) carries its cost. Ratios: ``repair_over_plain`` = repair_warm / plain_warm
+(goal ≤ 1.3), ``warm_over_cold`` = plain_warm / plain_cold (goal ≤ 0.1), each on wall time and
+on suite-run time.
+
+Run: ``python benchmarks/bench_e2e.py --json`` (about 2 minutes on 2 cores with --repeat 3).
+Exit 1 if a run's exit code is not the expected one (plain 1, repair 0).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "example_suites"
+DURATION = re.compile(r"^\s*([0-9.]+)s\s+(call|setup|teardown)\s+(\S+)", re.MULTILINE)
+GOALS = {"repair_over_plain": 1.3, "warm_over_cold": 0.1}
+
+
+def pytest_run(suite: Path, *extra: str) -> dict[str, object]:
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+        "--durations=1", "--durations-min=0", "--tb=no", "-rN", str(suite), *extra,
+    ]  # fmt: skip
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=suite.parent, timeout=1800)
+    wall = time.perf_counter() - start
+    durations = [float(m[1]) for m in DURATION.finditer(done.stdout)]
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
+    return {
+        "exit": done.returncode,
+        "wall_s": round(wall, 3),
+        "suite_run_s": max(durations) if durations else None,
+        "summary": summary,
+    }
+
+
+def median_of(runs: list[dict[str, object]], key: str) -> float | None:
+    values = [r[key] for r in runs if r[key] is not None]
+    return round(statistics.median(values), 3) if values else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default="reviews-distilbert", help="example suite folder name")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="warp-e2e-"))
+    try:
+        suite = work / args.suite
+        shutil.copytree(EXAMPLES / args.suite, suite, ignore=shutil.ignore_patterns(".warp"))
+        # The factory file must lie inside the suite folder: the copy carries minilm/ inside it.
+        shutil.copytree(EXAMPLES / "minilm", suite / "minilm", ignore=shutil.ignore_patterns("__pycache__"))
+        toml = suite / "warp.toml"
+        toml.write_text(toml.read_text(encoding="utf-8").replace('"../minilm/', '"minilm/'), encoding="utf-8")
+        warmup = pytest_run(suite, "--warp-cache", "none")  # assembles the model if missing; not timed
+        runs: dict[str, list[dict[str, object]]] = {"plain_cold": [], "plain_warm": [], "repair_warm": []}
+        for _ in range(args.repeat):
+            shutil.rmtree(suite / ".warp", ignore_errors=True)
+            runs["plain_cold"].append(pytest_run(suite))
+            runs["plain_warm"].append(pytest_run(suite))
+            shutil.rmtree(suite / ".warp" / "repaired", ignore_errors=True)
+            runs["repair_warm"].append(pytest_run(suite, "--warp-repair"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    import _synthetic
+
+    medians = {name: {k: median_of(r, k) for k in ("wall_s", "suite_run_s")} for name, r in runs.items()}
+
+    def ratio(a: str, b: str, key: str) -> float | None:
+        x, y = medians[a][key], medians[b][key]
+        return round(x / y, 3) if x is not None and y else None
+
+    ratios = {
+        "repair_over_plain": ratio("repair_warm", "plain_warm", "wall_s"),
+        "repair_over_plain_suite_run": ratio("repair_warm", "plain_warm", "suite_run_s"),
+        "warm_over_cold": ratio("plain_warm", "plain_cold", "wall_s"),
+        "warm_over_cold_suite_run": ratio("plain_warm", "plain_cold", "suite_run_s"),
+    }
+    expected = {"plain_cold": 1, "plain_warm": 1, "repair_warm": 0}
+    ok = warmup["exit"] == 1 and all(r["exit"] == expected[n] for n, rs in runs.items() for r in rs)
+    result = {
+        "suite": f"example_suites/{args.suite}",
+        "repeat": args.repeat,
+        "medians": medians,
+        "ratios": ratios,
+        "goals": GOALS,
+        "runs": runs,
+        "exit_codes_as_expected": ok,
+        "env": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
+        "machine": _synthetic.machine_info(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for name, m in medians.items():
+            print(f"{name:<12} wall {m['wall_s']} s, suite run {m['suite_run_s']} s")
+        for name, value in ratios.items():
+            print(f"{name:<28} {value}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

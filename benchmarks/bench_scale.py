@@ -1,0 +1,294 @@
+"""Benchmark: the WARP repair loop with 1k, 10k and 100k must_keep cases (lazy must_keep rows).
+
+What is measured, per must_keep size n: ``warp_check.repair.repair(head, fix, keep,
+settings=RepairSettings(rank=R))`` on the synthetic head and 108 must_fix cases of
+``_synthetic`` (d_in = d_out = 768, float32 weights, paper defaults) with n must_keep
+representations v ~ N(0, I) labelled with the head's own prediction. ``--keep margin`` (the
+default) keeps only cases that already meet γ_h = 0.3, as a clean regression set that passes
+its gate before repair does; ``--keep natural`` keeps every correct case, with the ~5% tail
+below γ_h that the repair must then lift too (the harder problem: its elastic rows all enter
+every QP).
+
+Each size runs in its own subprocess, so that its peak resident memory is its own:
+
+* ``qp_seconds``     sum of ``QPSolution.seconds`` over the loop (every working-set round);
+* ``seconds``        the whole ``repair`` call (set-up, SVDs, linearisation, QPs, exact gap
+  recomputation, final bookkeeping); ``iterations`` the loop's iterations;
+* ``peak_rss_mb``    ``ru_maxrss`` of the subprocess at the end (data + interpreter + repair);
+  ``data_rss_mb`` the same just before ``repair`` (the representations alone are n·768·8 bytes);
+* ``qp_rows`` / ``qp_working_set`` per iteration: rows of the linearised problem and rows in the
+  last QP the working set needed (``qp_rounds`` QPs that iteration);
+* ``cert1`` / ``cert2`` recomputed here, in float64, from ``result.head_after``.
+
+Ratios: ``qp_seconds_per_1k_keep`` and, for sizes ≤ ``--compare-full`` (default 1000), the same
+repair with every row in every QP (``working_set=False``): ``full_seconds``, ``full_qp_seconds``,
+``lazy_speedup_qp`` and ``same_head`` (max |W_lazy − W_full| ≤ 1e-5 and the same status).
+Goal (issue 6): at 100k, peak RSS < 4 GB and QP time < 60 s.
+
+Run: ``python benchmarks/bench_scale.py --json`` (one JSON line with every size). Exit 1 unless
+every repair converged with Cert 2 on every must_keep case.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+import _synthetic  # noqa: E402
+import numpy as np  # noqa: E402
+from bench_repair import recording_qp_solves  # noqa: E402
+
+from warp_check.repair import CaseSet, RepairSettings, RepairStatus, repair  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+GOAL_RSS_MB = 4096
+GOAL_QP_SECONDS = 60.0
+SAME_HEAD_TOLERANCE = 1e-5
+BLOCK = 8192  # rows drawn (and classified) at a time: the data set-up adds no n×d_out temporaries
+
+
+def keep_cases(synthetic: _synthetic.SyntheticProblem, n: int, seed: int, keep: str) -> CaseSet:
+    """n must_keep cases v ~ N(0, I), labelled by the head; ``margin``: only gap ≥ γ_h."""
+    head = synthetic.head
+    rng = np.random.default_rng(seed + 1_000_003)
+    V = np.empty((n, head.d_in))
+    labels = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        block = rng.normal(size=(BLOCK, head.d_in))
+        predicted = head.predict(block)
+        if keep == "margin":
+            gap, _ = head.gaps(block, predicted)
+            chosen = gap >= _synthetic.GAMMA_H
+            block, predicted = block[chosen], predicted[chosen]
+        take = min(n - filled, block.shape[0])
+        V[filled : filled + take] = block[:take]
+        labels[filled : filled + take] = predicted[:take]
+        filled += take
+    return CaseSet(tuple(f"keep-{i:06d}" for i in range(n)), V, labels)
+
+
+def certificates(result, fix: CaseSet, keep: CaseSet, settings: RepairSettings) -> dict[str, object]:
+    """Cert 1 and Cert 2 in float64 from the repaired weights, a block of cases at a time."""
+    after = result.head_after
+    gap_fix, _ = after.gaps(fix.V, fix.labels)
+    keep_ok = 0
+    min_keep = np.inf
+    for lo in range(0, len(keep), BLOCK):
+        V, labels = keep.V[lo : lo + BLOCK], keep.labels[lo : lo + BLOCK]
+        logits = after.logits(V)
+        gap, _ = _synthetic_gaps(logits, labels)
+        keep_ok += int(np.sum((gap >= settings.gamma_h) & (np.argmax(logits, axis=1) == labels)))
+        min_keep = min(min_keep, float(gap.min()))
+    return {
+        "cert1": f"{int(np.sum(gap_fix >= settings.gamma_s))}/{len(fix)}",
+        "cert2": f"{keep_ok}/{len(keep)}",
+        "cert2_all": keep_ok == len(keep),
+        "min_gap_fix": float(gap_fix.min()),
+        "min_gap_keep": min_keep,
+    }
+
+
+def _synthetic_gaps(logits: np.ndarray, labels: np.ndarray):
+    from warp_check.head import gaps_from_logits
+
+    return gaps_from_logits(logits, labels)
+
+
+def run_size(
+    n_keep: int, seed: int, activation: str, rank: int, keep: str, lazy: bool = True, threads: int | None = 1
+) -> dict[str, object]:
+    """One repair at one must_keep size, in this process (call it in a fresh one for the RSS)."""
+    synthetic = _synthetic.build(seed, activation)
+    fix = synthetic.fix
+    keep_set = keep_cases(synthetic, n_keep, seed, keep)
+    settings = RepairSettings(rank=rank, blas_threads=threads)
+    if not lazy:
+        settings = replace(settings, solver=replace(settings.solver, working_set=False))
+    import osqp  # noqa: F401  (one-off imports are the process's cost, not the repair's)
+    import scipy.sparse.linalg  # noqa: F401
+
+    data_rss = _peak_rss_mb()
+    with recording_qp_solves() as solutions:
+        start = time.perf_counter()
+        result = repair(synthetic.head, fix, keep_set, settings=settings)
+        seconds = time.perf_counter() - start
+    peak_rss = _peak_rss_mb()
+    qp_seconds = sum(s.seconds for s in solutions)
+    return {
+        "n_keep": n_keep,
+        "n_fix": len(fix),
+        "d_in": synthetic.head.d_in,
+        "keep": keep,
+        "lazy": lazy,
+        "rank": rank,
+        "activation": activation,
+        "seed": seed,
+        "status": result.status.value,
+        "converged": result.status is RepairStatus.CONVERGED,
+        "iterations": len(result.iterations),
+        "seconds": round(seconds, 3),
+        "qp_seconds": round(qp_seconds, 3),
+        "qp_seconds_per_1k_keep": round(1000 * qp_seconds / n_keep, 4),
+        "peak_rss_mb": round(peak_rss, 1),
+        "data_rss_mb": round(data_rss, 1),
+        "representations_mb": round(keep_set.V.nbytes / 2**20, 1),
+        **certificates(result, fix, keep_set, settings),
+        "excluded_keep": len(result.excluded_keep),
+        "keep_below_gamma_h_before": int(np.sum(np.array(list(result.gaps_before.values())[len(fix) :]) < 0.3)),
+        "qp_rows": [r.qp_rows for r in result.iterations],
+        "qp_working_set": [r.qp_working_set for r in result.iterations],
+        "qp_rounds": [r.qp_rounds for r in result.iterations],
+        "qp_seconds_per_iteration": [round(s.seconds, 3) for s in solutions],
+        "message": result.message,
+        "W_after_sha": _digest(result.head_after.W),
+        "_W_after": result.head_after.W if n_keep <= 5_000 else None,
+    }
+
+
+def _peak_rss_mb() -> float:
+    # Linux reports ru_maxrss in KiB (macOS in bytes).
+    scale = 1.0 / 1024 if sys.platform != "darwin" else 1.0 / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def _digest(W: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(W).tobytes()).hexdigest()[:12]
+
+
+def in_subprocess(n_keep: int, args: argparse.Namespace, lazy: bool = True) -> dict[str, object]:
+    """run_size in a fresh interpreter, so ru_maxrss is this size's alone."""
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--one",
+        str(n_keep),
+        "--seed",
+        str(args.seed),
+        "--activation",
+        args.activation,
+        "--rank",
+        str(args.rank),
+        "--keep",
+        args.keep,
+        "--blas-threads",
+        str(args.blas_threads),
+    ]
+    if not lazy:
+        command.append("--full")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"bench_scale: size {n_keep} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare_with_full(lazy: dict[str, object], full: dict[str, object]) -> dict[str, object]:
+    same_status = lazy["status"] == full["status"]
+    same = same_status and lazy["W_after_sha"] == full["W_after_sha"]
+    diff = lazy.get("max_abs_dW_vs_full")
+    return {
+        "full_seconds": full["seconds"],
+        "full_qp_seconds": full["qp_seconds"],
+        "full_iterations": full["iterations"],
+        "full_peak_rss_mb": full["peak_rss_mb"],
+        "full_cert2": full["cert2"],
+        "lazy_speedup_qp": round(full["qp_seconds"] / max(lazy["qp_seconds"], 1e-9), 2),
+        "lazy_speedup_total": round(full["seconds"] / max(lazy["seconds"], 1e-9), 2),
+        "identical_head": bool(same),
+        "same_status": bool(same_status),
+        "max_abs_dW_vs_full": diff,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES), help="must_keep sizes, comma-separated")
+    parser.add_argument("--rank", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--activation", choices=("relu", "tanh"), default="relu")
+    parser.add_argument("--keep", choices=("margin", "natural"), default="margin")
+    parser.add_argument("--compare-full", type=int, default=1000, help="also solve with every row up to this size")
+    parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the subprocess's job
+    parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one is not None:
+        result = run_size(args.one, args.seed, args.activation, args.rank, args.keep, not args.full, args.blas_threads)
+        W = result.pop("_W_after")
+        if W is not None:
+            np.save(_w_path(args), W)
+        print(json.dumps(result))
+        return 0
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    rows = []
+    for n in sizes:
+        row = in_subprocess(n, args)
+        if n <= args.compare_full:
+            W_lazy = np.load(_w_path(args, n))
+            full = in_subprocess(n, args, lazy=False)
+            W_full = np.load(_w_path(args, n, full=True))
+            row["max_abs_dW_vs_full"] = float(np.max(np.abs(W_lazy - W_full)))
+            row.update(compare_with_full(row, full))
+            row["same_head"] = bool(row["same_status"] and row["max_abs_dW_vs_full"] <= SAME_HEAD_TOLERANCE)
+        rows.append(row)
+    largest = max(rows, key=lambda r: r["n_keep"])
+    summary = {
+        "sizes": rows,
+        "goal": {"n_keep": largest["n_keep"], "peak_rss_mb_max": GOAL_RSS_MB, "qp_seconds_max": GOAL_QP_SECONDS},
+        "goal_met": largest["peak_rss_mb"] < GOAL_RSS_MB and largest["qp_seconds"] < GOAL_QP_SECONDS,
+        "machine": _synthetic.machine_info(),
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print_table(summary)
+    ok = all(r["converged"] and r["cert2_all"] for r in rows)
+    return 0 if ok else 1
+
+
+def _w_path(args: argparse.Namespace, n: int | None = None, full: bool | None = None) -> Path:
+    import tempfile
+
+    n = args.one if n is None else n
+    full = args.full if full is None else full
+    tag = f"{args.activation}-{args.keep}-r{args.rank}-s{args.seed}-n{n}-{'full' if full else 'lazy'}"
+    return Path(tempfile.gettempdir()) / f"bench_scale-{tag}.npy"
+
+
+def print_table(summary: dict[str, object]) -> None:
+    print(f"{'n_keep':>8}{'QP s':>9}{'total s':>9}{'iter':>6}{'peak RSS MB':>13}{'cert 2':>15}  working set / rows")
+    for r in summary["sizes"]:
+        ws = max((w or q) for w, q in zip(r["qp_working_set"], r["qp_rows"], strict=True)) if r["qp_rows"] else 0
+        print(
+            f"{r['n_keep']:>8}{r['qp_seconds']:>9.2f}{r['seconds']:>9.2f}{r['iterations']:>6}"
+            f"{r['peak_rss_mb']:>13.0f}{r['cert2']:>15}  ≤ {ws} / {max(r['qp_rows'], default=0)}"
+        )
+        if "full_qp_seconds" in r:
+            print(
+                f"{'':>8} all rows: QP {r['full_qp_seconds']:.2f} s, total {r['full_seconds']:.2f} s "
+                f"(lazy {r['lazy_speedup_qp']}× on QP), same head: {r['same_head']} "
+                f"(max |ΔW| {r['max_abs_dW_vs_full']:.2g})"
+            )
+    goal = summary["goal"]
+    print(
+        f"goal at n = {goal['n_keep']}: RSS < {goal['peak_rss_mb_max']} MB and QP < {goal['qp_seconds_max']} s: "
+        f"{'met' if summary['goal_met'] else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+def build():
+    return 42

@@ -1,0 +1,87 @@
+"""Two repairs of the same suite and model give bit-identical weights and the same certificate.
+
+Only timing fields may differ (``created``, ``seconds``). Checked in one process (one run
+encoding afresh, one reading a warm representation cache) and against a second process with
+another PYTHONHASHSEED, so neither set/dict order nor the cache can change an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from suite_builder import split_cases, write_suite
+
+from warp_check.artefact import CERTIFICATE_NAME
+from warp_check.cli import main
+
+TIMING_KEYS = frozenset({"created", "seconds"})
+
+
+@pytest.fixture(scope="module")
+def suite(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wrong, right = split_cases(distilbert_dir, 30, seed=5)
+    assert wrong and right
+    folder = tmp_path_factory.mktemp("determinism") / "suite"
+    return write_suite(folder, model=distilbert_dir, fix=wrong, keep=right, extra="[repair]\nrank = 3\n")
+
+
+def without_timing(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [without_timing(v) for v in value]
+    return value
+
+
+def certificate(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / CERTIFICATE_NAME).read_text(encoding="utf-8"))
+
+
+def assert_same_artefact(a: Path, b: Path) -> None:
+    first, second = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    assert first.keys() == second.keys()
+    for name in first:
+        assert first[name].dtype == second[name].dtype
+        assert torch.equal(first[name].view(torch.uint8), second[name].view(torch.uint8)), name
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+    cert_a, cert_b = certificate(a), certificate(b)
+    assert cert_a["repair"]["converged"] and cert_a["summary"]
+    assert without_timing(cert_a) == without_timing(cert_b)
+    assert {p.name for p in a.iterdir()} == {p.name for p in b.iterdir()}
+
+
+def test_two_repairs_in_one_process_are_bit_identical_with_and_without_the_cache(suite, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    assert main(["repair", str(suite), "--out", str(tmp_path / "a"), "--cache", "none", "-q"]) == 0
+    assert main(["check", str(suite), "--cache", str(cache), "-q"]) == 1  # fills the cache
+    assert main(["repair", str(suite), "--out", str(tmp_path / "b"), "--cache", str(cache), "--json"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed[printed.index("{") :])["details"]["from_cache"] > 0  # the second run read v
+    assert_same_artefact(tmp_path / "a", tmp_path / "b")
+    # The hashes in the certificate really are those of the written weights (not a constant).
+    assert certificate(tmp_path / "a")["model"]["sha256_repair_layer"] != certificate(tmp_path / "a")["model"][
+        "sha256_source_frozen"
+    ]
+
+
+def test_a_repair_in_another_process_with_another_hash_seed_is_bit_identical(suite, tmp_path):
+    assert main(["repair", str(suite), "--out", str(tmp_path / "here"), "--cache", "none", "-q"]) == 0
+    env = os.environ | {"PYTHONHASHSEED": "12345", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "warp_check.cli", "repair", str(suite), "--out", str(tmp_path / "there")]
+        + ["--cache", "none", "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_same_artefact(tmp_path / "here", tmp_path / "there")

@@ -1,0 +1,454 @@
+"""Bad models and numbers, and faults while writing: each ends clearly, and nothing half-written.
+
+After every fault: the input model folder is byte-identical, and the output folder is either
+absent or complete (``verify`` accepts it). Kills are real SIGKILLs of a child process, at
+named steps of the save (the child signals, then waits to be killed) and at random moments;
+a full disk is a writer that raises ENOSPC part-way.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from suite_builder import tree_digest, write_suite
+
+from warp_check import verify
+from warp_check.artefact import CERTIFICATE_NAME
+from warp_check.cli import main
+
+pytest_plugins = ["pytester"]
+TESTS = Path(__file__).parent
+
+
+@pytest.fixture
+def cases(tiny_split: tuple[list[dict], list[dict]]) -> tuple[list[dict], list[dict]]:
+    return tiny_split
+
+
+@pytest.fixture
+def suite(tiny_suite: Path) -> Path:
+    return tiny_suite
+
+
+def repair(suite: Path, out: Path, *extra: str) -> int:
+    return main(["repair", str(suite), "--out", str(out), "--cache", "none", "-q", *extra])
+
+
+def leftovers(out: Path) -> list[str]:
+    """What a writer left beside ``out``: temp or trash folders."""
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+
+
+def assert_absent_or_valid(out: Path) -> str:
+    if not out.exists():
+        return "absent"
+    assert (out / CERTIFICATE_NAME).is_file(), sorted(p.name for p in out.iterdir())
+    verification = verify(out)
+    assert verification.ok, [c.detail for c in verification.failures()]
+    return "complete"
+
+
+# -- bad models and numbers -------------------------------------------------------------------------
+
+
+def _nan_model(distilbert_dir: Path, folder: Path, value: float) -> Path:
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(distilbert_dir, folder)
+    state = load_file(str(folder / "model.safetensors"))
+    state["distilbert.transformer.layer.1.ffn.lin1.weight"][0, 0] = value
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return folder
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_nan_or_inf_in_the_weights_is_a_model_error_and_nothing_is_written(
+    suite, distilbert_dir, tmp_path, capsys, value
+):
+    model = _nan_model(distilbert_dir, tmp_path / "broken", value)
+    before = tree_digest(model)
+    out = tmp_path / "out"
+    assert repair(suite, out, "--model", str(model)) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "parameter 'distilbert.transformer.layer.1.ffn.lin1.weight' holds 1 NaN/Inf value(s)" in line
+    assert not out.exists() and tree_digest(model) == before
+
+
+def test_inf_representations_stop_before_the_repair(suite, distilbert_dir, tmp_path, capsys, monkeypatch):
+    from warp_check.model import ClassifierAdapter
+
+    real = ClassifierAdapter.forward_batch
+
+    def overflowing(self, features):
+        v, logits = real(self, features)
+        v[0, 3] = float("inf")  # as an overflowing encoder would give
+        return v, logits
+
+    monkeypatch.setattr(ClassifierAdapter, "forward_batch", overflowing)
+    monkeypatch.setattr(ClassifierAdapter, "check_logits", lambda self, v, logits: 0.0)
+    before = tree_digest(distilbert_dir)
+    out = tmp_path / "out"
+    assert repair(suite, out) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "the encoder gives NaN/Inf representations at 'pre_classifier'" in line
+    assert not out.exists() and tree_digest(distilbert_dir) == before
+
+
+def test_a_cache_shard_poisoned_with_nan_is_a_miss_not_an_answer(suite, tmp_path, capsys):
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    cache = tmp_path / "cache"
+    assert main(["check", str(suite), "--cache", str(cache), "--json"]) == 1
+    clean = json.loads(capsys.readouterr().out)
+    (shard,) = cache.rglob("*.safetensors")
+    v = load_file(str(shard))["v"]
+    v[::2] = np.nan
+    from safetensors import safe_open
+
+    with safe_open(str(shard), framework="numpy") as f:
+        metadata = f.metadata()
+    save_file({"v": v}, str(shard), metadata=metadata)
+    assert main(["check", str(suite), "--cache", str(cache), "--json"]) == 1
+    again = json.loads(capsys.readouterr().out)
+    assert again["details"]["encoded"] == (len(v) + 1) // 2  # the poisoned rows were encoded afresh
+    assert [c["properties"]["gap"] for c in again["cases"]] == [c["properties"]["gap"] for c in clean["cases"]]
+
+
+def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_path, capsys, monkeypatch):
+    from warp_check.model import ClassifierAdapter
+
+    monkeypatch.setattr(ClassifierAdapter, "forward_batch", lambda *a: pytest.fail("encoded before refusing"))
+    monkeypatch.setattr(ClassifierAdapter, "check_equivalence", lambda *a: 0.0)
+    out = tmp_path / "out"
+    assert repair(suite, out, "--rank", "33") == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "rank=33: exceeds the repair layer 'pre_classifier' (32×32): the rank can be at most 32" in line
+    assert not out.exists()
+
+
+def test_must_keep_cases_that_forbid_every_fix_fail_clearly_and_write_nothing(distilbert_dir, cases, tmp_path, capsys):
+    # The same tokens twice ("  x" and "x" tokenise alike), kept with the model's label and
+    # to be fixed to the other: the same v, so no weights give both margins.
+    _, right = cases
+    keep = right[:3]
+    flipped = {"negative": "positive", "positive": "negative"}
+    fix = [{"id": f"fix-{c['id']}", "text": "  " + c["text"], "label": flipped[c["label"]]} for c in keep]
+    suite = write_suite(tmp_path / "suite", model=distilbert_dir, fix=fix, keep=keep, extra="[repair]\nmax_iter = 60\n")
+    before = tree_digest(distilbert_dir)
+    out = tmp_path / "out"
+    assert repair(suite, out) == 1
+    printed = capsys.readouterr().out
+    assert "repair failed (not_converged)" in printed or "repair failed (infeasible)" in printed
+    assert "nothing was written" in printed and "repaired model: none written" in printed
+    assert not out.exists() and leftovers(out) == [] and tree_digest(distilbert_dir) == before
+
+
+@pytest.mark.parametrize(
+    ("settings", "status", "advice"),
+    [
+        ("[repair.solver]\nmax_iter = 1\n", "solver_failed", "max_iter"),  # OSQP stops at its iteration limit
+        ("[repair]\nmax_iter = 1\ngamma_s = 3.0\ngamma_h = 0.3\n", "not_converged", "max_iter"),  # the loop's T
+    ],
+)
+def test_iteration_limits_end_in_a_clear_failure_and_nothing_written(
+    distilbert_dir, cases, tmp_path, capsys, settings, status, advice
+):
+    wrong, right = cases
+    suite = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right, extra=settings)
+    before = tree_digest(distilbert_dir)
+    out = tmp_path / "out"
+    assert repair(suite, out) == 1
+    printed = capsys.readouterr().out
+    assert f"repair failed ({status})" in printed and advice in printed, printed
+    assert "nothing was written" in printed
+    assert not out.exists() and leftovers(out) == [] and tree_digest(distilbert_dir) == before
+
+
+# -- a full disk --------------------------------------------------------------------------------------
+
+
+def _no_space(*_args, **_kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _full_disk_at(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make one step of the save fail with ENOSPC, after it has written part of its file."""
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    if where == "weights":
+
+        def half_weights(self, folder, **_kwargs):
+            (Path(folder) / "model.safetensors").write_bytes(b"\x00" * 64)
+            _no_space()
+
+        monkeypatch.setattr(PreTrainedModel, "save_pretrained", half_weights)
+    elif where == "tokenizer":
+        monkeypatch.setattr(PreTrainedTokenizerBase, "save_pretrained", _no_space)
+    elif where == "certificate":
+        real = Path.write_text
+
+        def write_text(self, data, *args, **kwargs):
+            if self.name == CERTIFICATE_NAME:
+                real(self, data[:10])
+                _no_space()
+            return real(self, data, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "write_text", write_text)
+    elif where == "fsync":  # delayed allocation: the disk is found full only when flushed
+        monkeypatch.setattr(os, "fsync", _no_space)
+    else:
+        raise AssertionError(where)
+
+
+FULL_DISK_STEPS = ["weights", "tokenizer", "certificate", "fsync"]
+
+
+@pytest.mark.parametrize("where", FULL_DISK_STEPS)
+def test_a_full_disk_while_saving_is_one_clear_error_and_leaves_nothing(
+    suite, distilbert_dir, tmp_path, capsys, monkeypatch, where
+):
+    before = tree_digest(distilbert_dir)
+    out = tmp_path / "out"
+    _full_disk_at(where, monkeypatch)
+    assert repair(suite, out) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("warp-check repair: error: No space left on device")
+    assert not out.exists() and leftovers(out) == [] and tree_digest(distilbert_dir) == before
+
+
+def test_a_failed_rename_over_an_older_artefact_puts_the_older_one_back(suite, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    assert repair(suite, out) == 0
+    older = tree_digest(out)
+    real = os.rename
+
+    def rename(src, dst):
+        if Path(dst) == out and ".tmp-" in Path(src).name:  # the new folder cannot take the old one's place
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    assert repair(suite, out, "--rank", "3") == 2
+    assert "Input/output error" in capsys.readouterr().err
+    assert tree_digest(out) == older and leftovers(out) == []
+
+
+def test_a_full_disk_fails_each_case_under_pytest_without_a_traceback(pytester, suite, cases, monkeypatch):
+    _full_disk_at("weights", monkeypatch)
+    out = pytester.path / "out"
+    result = pytester.runpytest(
+        "-p", "no:randomly", "-p", "no:cacheprovider", str(suite), "--warp-repair", "--warp-out", str(out)
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*OSError: [[]Errno 28[]] No space left on device*"])
+    assert "Traceback" not in result.stdout.str()
+    assert result.parseoutcomes()["failed"] == len(cases[0]) + len(cases[1])
+    assert not out.exists()
+
+
+# -- SIGKILL while saving ----------------------------------------------------------------------------
+
+# A child process imports everything and repairs once, then forks one writer per job, so each
+# kill costs a save (or, for "random", a whole CLI repair), not a Python start. A writer writes
+# its pid to <job>.pid; at the step its job names it writes <job>.marker and sleeps, and the test
+# SIGKILLs it. "random": no pause; the test kills it after a random delay.
+SERVER = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    import torch
+    torch.set_num_threads(1)
+    import transformers
+    import warp_check.artefact as artefact
+    from warp_check.cli import main
+
+    def patch(step, marker, out):
+        def pause():
+            Path(marker).write_text("here")
+            time.sleep(120)
+
+        if step == "weights-written":
+            save = transformers.PreTrainedModel.save_pretrained
+            def save_then_pause(self, *a, **k):
+                save(self, *a, **k)
+                pause()
+            transformers.PreTrainedModel.save_pretrained = save_then_pause
+        elif step == "tokenizer":
+            transformers.PreTrainedTokenizerBase.save_pretrained = lambda self, *a, **k: pause()
+        elif step == "fsync":
+            fsync_tree = artefact._fsync_tree
+            def fsync_then_pause(folder):
+                fsync_tree(folder)
+                pause()
+            artefact._fsync_tree = fsync_then_pause
+        elif step in ("rename", "old-moved-away", "renamed"):
+            rename = os.rename
+            def paused_rename(src, dst):
+                if step == "rename" and Path(dst) == Path(out):
+                    pause()
+                rename(src, dst)
+                if step == "old-moved-away" and Path(src) == Path(out):
+                    pause()
+                if step == "renamed" and Path(dst) == Path(out):
+                    pause()
+            os.rename = paused_rename
+
+    suite, work = sys.argv[1:3]
+    # The repair itself, once: a named-step writer only saves it (what the kill points are about).
+    from warp_check import session
+    from warp_check.pipeline import repair_cases
+    from warp_check.suite import load_suite
+    loaded = load_suite(suite)
+    adapter = session.load_adapter(loaded)
+    outcome = repair_cases(adapter, loaded.cases, loaded.repair, progress=False)
+    assert outcome.result.repaired, outcome.result.message
+
+    def save(out):
+        repaired = adapter.with_head(outcome.result.head_after)
+        artefact.write_artefact(
+            repaired.model, adapter.tokenizer, outcome.certificate, out, source=adapter.source,
+            repair_layer=adapter.spec.repair_layer, expect=artefact.claim_destination(out, adapter.source),
+        )
+        return 0
+
+    for job in sys.argv[3:]:
+        step, out = job.split("=", 1)
+        base = Path(work) / Path(out).name
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            Path(f"{base}.pid").write_text(str(os.getpid()))
+            patch(step, f"{base}.marker", out)
+            sys.stdout = open(os.devnull, "w")
+            if step == "random":  # the whole command: load, encode, repair, save
+                os._exit(main(["repair", suite, "--out", out, "--cache", "none", "-q"]))
+            os._exit(save(out))
+        _, status = os.waitpid(pid, 0)
+        Path(f"{base}.status").write_text(f"{status} {time.monotonic() - start}")
+    """
+)
+
+
+class Server:
+    """The forking child; ``jobs`` are (step, out folder) pairs, handled in order."""
+
+    def __init__(self, suite: Path, work: Path, jobs: list[tuple[str, Path]]) -> None:
+        self.work = work
+        env = os.environ | {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+        args = [f"{step}={out}" for step, out in jobs]
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SERVER, str(suite), str(work), *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    def wait_for(self, path: Path, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            if self.process.poll() is not None:
+                pytest.fail(f"the child ended (rc {self.process.returncode}): {self.process.stderr.read().decode()}")
+            assert time.monotonic() < deadline, f"the child never wrote {path.name}"
+            time.sleep(0.01)
+
+    def writer_pid(self, out: Path) -> int:
+        path = self.work / f"{out.name}.pid"
+        self.wait_for(path)
+        while not path.read_text():
+            time.sleep(0.01)
+        return int(path.read_text())
+
+    def status(self, out: Path) -> tuple[int, float]:
+        path = self.work / f"{out.name}.status"
+        self.wait_for(path)
+        while len(path.read_text().split()) < 2:
+            time.sleep(0.01)
+        status, seconds = path.read_text().split()
+        return int(status), float(seconds)
+
+    def close(self) -> None:
+        assert self.process.wait(timeout=60) == 0, self.process.stderr.read().decode()
+        self.process.stderr.close()
+
+
+def sigkill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+
+
+KILL_STEPS = ["weights-written", "tokenizer", "fsync", "rename", "old-moved-away", "renamed"]
+RANDOM_KILLS = 2
+
+
+def test_sigkill_at_each_step_of_the_save_and_at_random_moments_never_leaves_half_a_folder(
+    suite, distilbert_dir, tmp_path
+):
+    before = tree_digest(distilbert_dir)
+    outs = {step: tmp_path / f"out-{step}" for step in KILL_STEPS}
+    randoms = [tmp_path / f"out-random-{i}" for i in range(RANDOM_KILLS)]
+    server = Server(suite, tmp_path, [*outs.items()] + [("random", out) for out in randoms])
+    start = time.monotonic()
+    for step in ("old-moved-away", "renamed"):  # a repair over an older artefact (while the child imports)
+        assert repair(suite, outs[step]) == 0
+    duration = (time.monotonic() - start) / 2  # of one whole repair, to spread the random kills over
+
+    outcomes = {}
+    for step, out in outs.items():
+        pid = server.writer_pid(out)
+        server.wait_for(tmp_path / f"{out.name}.marker")
+        sigkill(pid)
+        status, _ = server.status(out)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        outcomes[step] = assert_absent_or_valid(out)
+        assert tree_digest(distilbert_dir) == before
+    # Killed before the rename: nothing; the older one moved away: absent, never half; renamed: whole.
+    assert outcomes == {
+        "weights-written": "absent",
+        "tokenizer": "absent",
+        "fsync": "absent",
+        "rename": "absent",
+        "old-moved-away": "absent",
+        "renamed": "complete",
+    }
+
+    # Random moments: spread over how long a whole repair takes here.
+    rng = random.Random(7)
+    for out in randoms:
+        pid = server.writer_pid(out)
+        time.sleep(rng.uniform(0.3, 1.1) * duration)  # the repair, the save, or just after it
+        try:
+            sigkill(pid)
+        except ProcessLookupError:  # it had already finished
+            pass
+        server.status(out)
+        assert_absent_or_valid(out)
+        assert tree_digest(distilbert_dir) == before
+    server.close()
+
+    # The next write clears what the killed writers left beside their folders.
+    out = outs["fsync"]
+    assert leftovers(out)
+    assert repair(suite, out) == 0
+    assert leftovers(out) == [] and assert_absent_or_valid(out) == "complete"
+
+
+def test_a_text_longer_than_the_model_takes_is_truncated_not_a_crash(distilbert_dir, cases, tmp_path, capsys):
+    # The tiny model has 64 positions; the suite asks for max_length 128 (the default).
+    wrong, right = cases
+    long = {"id": "long", "text": " ".join([right[0]["text"]] * 40), "label": right[0]["label"]}
+    suite = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=[*right, long])
+    assert main(["check", str(suite), "--cache", "none", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert {c["id"] for c in data["cases"]} >= {"long"}
