@@ -121,6 +121,16 @@ def _input_limit(model: Any, tokenizer: Any) -> int:
 _OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "camembert"})
 
 
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from or while handling, outermost first (cycles cut)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
 def _first_line(exc: BaseException) -> str:
     """An exception's first line without terminal colour codes: a loader's essay is not a message."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
@@ -209,8 +219,11 @@ class ClassifierAdapter:
                 raise ModelError(
                     f"model folder {str(path)!r}: {pointer} is a Git LFS pointer, not weights; run `git lfs pull`"
                 ) from None
-            if type(exc).__name__ == "UnpicklingError":  # torch.load(weights_only=True) met more than tensors
-                found = re.search(r"Unsupported global: ([^.]*)", str(exc))
+            # torch.load(weights_only=True) met more than tensors; transformers 4 re-raises it as an
+            # OSError about TF checkpoints, with the UnpicklingError further down the chain.
+            unpickling = next((e for e in _exception_chain(exc) if type(e).__name__ == "UnpicklingError"), None)
+            if unpickling is not None:
+                found = re.search(r"Unsupported global: ([^.]*)", str(unpickling))
                 what = f" ({found[1].strip()})" if found else ""
                 raise ModelError(
                     f"cannot load the model in {str(path)!r}: its pickled weights hold Python objects, not only "
