@@ -6,7 +6,10 @@ What it builds, from a seed:
   bias ``b``, a 2-class ``W_c`` whose logit difference is orthogonal to the mean hidden
   activation (so the two classes are balanced, as for a real fine-tuned head), scaled so the
   median |gap| of correct predictions is ``TYPICAL_GAP`` (≈3), and ``b_c = 0``;
-* representations ``v ~ N(0, I)`` in ``d_in = 768`` (the input of the repair layer);
+* representations in ``d_in = 768`` (the input of the repair layer), from one of
+  ``DISTRIBUTIONS``: ``isotropic`` ``v ~ N(0, I)`` (the default, and the worst case for lazy
+  must_keep rows: every case points its own way, so the QP's active set grows to ~r·d_in), or
+  ``measured``: ``v ~ N(μ, Σ)`` shaped like real pre-classifier inputs (see ``Sampler``);
 * ``must_keep``: 800 fresh rows labelled with the head's own prediction, i.e. all correct, with
   their natural small-margin tail left in (a few start below γ_h = 0.3, so the first QP has
   active must_keep rows, as on a real model's clean cases);
@@ -53,6 +56,47 @@ LAM = 50.0
 AIM_ABOVE = 1e-3  # RepairSettings.aim_above: the QP targets γ + this
 
 
+# Shape of real representations, measured on 1,804 SST-2 sentences through the MiniLM
+# DistilBERT example model (pre_classifier input, d = 384; benchmarks/paper_tables.py's cache):
+# the mean carries 67% of E‖v‖², the centred spectrum falls as k^-0.79 (fitted over k = 2..200),
+# its largest eigenvalue is 19% of the variance. Transformer representations are anisotropic
+# like this; an isotropic N(0, I) in 768-d is far from it.
+MEASURED_MEAN_SHARE = 0.67
+MEASURED_SPECTRUM_SLOPE = 0.79
+DISTRIBUTIONS = ("isotropic", "measured")
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Draws (n, D) representations; ``measured``: N(μ, Σ) with the measured shape above.
+
+    Both have E‖v‖² = D, so pre-activations W v have the same scale. Σ = Q diag(λ) Qᵀ with a
+    random rotation Q and λ_k ∝ k^-slope; μ is a random direction of norm √(share · D).
+    """
+
+    distribution: str
+    mean: np.ndarray | None = None
+    scales: np.ndarray | None = None  # (D, D): Q diag(√λ), so v = μ + z scalesᵀ
+
+    @classmethod
+    def make(cls, distribution: str, seed: int) -> Sampler:
+        if distribution not in DISTRIBUTIONS:
+            raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
+        if distribution == "isotropic":
+            return cls(distribution)
+        rng = np.random.default_rng(seed + 7_919)
+        lam = np.arange(1, D + 1, dtype=np.float64) ** -MEASURED_SPECTRUM_SLOPE
+        lam *= D * (1.0 - MEASURED_MEAN_SHARE) / lam.sum()
+        Q, _ = np.linalg.qr(rng.normal(size=(D, D)))
+        mean = rng.normal(size=D)
+        mean *= np.sqrt(D * MEASURED_MEAN_SHARE) / np.linalg.norm(mean)
+        return cls(distribution, mean, Q * np.sqrt(lam))
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        z = rng.normal(size=(n, D))
+        return z if self.scales is None else self.mean + z @ self.scales.T
+
+
 @dataclass(frozen=True)
 class SyntheticProblem:
     head: DenseHead
@@ -60,19 +104,21 @@ class SyntheticProblem:
     keep: CaseSet
     seed: int
     activation: str
+    sampler: Sampler
 
 
-def build(seed: int = 0, activation: str = "relu") -> SyntheticProblem:
-    """The head and the two case sets; identical for identical (seed, activation)."""
+def build(seed: int = 0, activation: str = "relu", distribution: str = "isotropic") -> SyntheticProblem:
+    """The head and the two case sets; identical for identical (seed, activation, distribution)."""
     if activation not in ("relu", "tanh"):
         raise ValueError(f"activation must be 'relu' or 'tanh', got {activation!r}")
     act = ACTIVATIONS[activation]
+    sampler = Sampler.make(distribution, seed)
     rng = np.random.default_rng(seed)
     W = rng.normal(0.0, 1.0 / np.sqrt(D), size=(D, D))
     b = rng.normal(0.0, 0.05, size=D)
 
     # Class direction: random, made orthogonal to the mean activation so neither class dominates.
-    calibration = rng.normal(size=(4096, D))
+    calibration = sampler.draw(rng, 4096)
     hidden = act.fn(calibration @ W.T + b)
     mean_hidden = hidden.mean(axis=0)
     direction = rng.normal(size=D)
@@ -89,14 +135,14 @@ def build(seed: int = 0, activation: str = "relu") -> SyntheticProblem:
         storage_dtype="float32",
     )
 
-    V_keep = rng.normal(size=(N_KEEP, D))
+    V_keep = sampler.draw(rng, N_KEEP)
     keep = CaseSet(tuple(f"keep-{i:04d}" for i in range(N_KEEP)), V_keep, head.predict(V_keep))
 
     low, high = FIX_GAP_RANGE
     chosen: list[np.ndarray] = []
     labels: list[np.ndarray] = []
     while sum(len(c) for c in chosen) < N_FIX:
-        pool = rng.normal(size=(1024, D))
+        pool = sampler.draw(rng, 1024)
         predicted = head.predict(pool)
         gap, _ = head.gaps(pool, predicted)
         near = (gap >= low) & (gap <= high)
@@ -104,7 +150,7 @@ def build(seed: int = 0, activation: str = "relu") -> SyntheticProblem:
         labels.append(1 - predicted[near])  # the other class: wrong by −gap
     V_fix = np.vstack(chosen)[:N_FIX]
     fix = CaseSet(tuple(f"fix-{i:04d}" for i in range(N_FIX)), V_fix, np.concatenate(labels)[:N_FIX])
-    return SyntheticProblem(head, fix, keep, seed, activation)
+    return SyntheticProblem(head, fix, keep, seed, activation, sampler)
 
 
 def first_problem(synthetic: SyntheticProblem, rank: int, *, cache_vvt: bool = False) -> LinearisedProblem:

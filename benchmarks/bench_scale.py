@@ -65,7 +65,7 @@ def keep_cases(synthetic: _synthetic.SyntheticProblem, n: int, seed: int, keep: 
     labels = np.empty(n, dtype=np.int64)
     filled = 0
     while filled < n:
-        block = rng.normal(size=(BLOCK, head.d_in))
+        block = synthetic.sampler.draw(rng, BLOCK)
         predicted = head.predict(block)
         if keep == "margin":
             gap, _ = head.gaps(block, predicted)
@@ -106,10 +106,17 @@ def _synthetic_gaps(logits: np.ndarray, labels: np.ndarray):
 
 
 def run_size(
-    n_keep: int, seed: int, activation: str, rank: int, keep: str, lazy: bool = True, threads: int | None = 1
+    n_keep: int,
+    seed: int,
+    activation: str,
+    rank: int,
+    keep: str,
+    lazy: bool = True,
+    threads: int | None = 1,
+    distribution: str = "isotropic",
 ) -> dict[str, object]:
     """One repair at one must_keep size, in this process (call it in a fresh one for the RSS)."""
-    synthetic = _synthetic.build(seed, activation)
+    synthetic = _synthetic.build(seed, activation, distribution)
     fix = synthetic.fix
     keep_set = keep_cases(synthetic, n_keep, seed, keep)
     settings = RepairSettings(rank=rank, blas_threads=threads)
@@ -130,6 +137,7 @@ def run_size(
         "n_fix": len(fix),
         "d_in": synthetic.head.d_in,
         "keep": keep,
+        "distribution": distribution,
         "lazy": lazy,
         "rank": rank,
         "activation": activation,
@@ -185,6 +193,8 @@ def in_subprocess(n_keep: int, args: argparse.Namespace, lazy: bool = True) -> d
         args.keep,
         "--blas-threads",
         str(args.blas_threads),
+        "--distribution",
+        args.distribution,
     ]
     if not lazy:
         command.append("--full")
@@ -219,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--activation", choices=("relu", "tanh"), default="relu")
     parser.add_argument("--keep", choices=("margin", "natural"), default="margin")
+    parser.add_argument(
+        "--distribution",
+        choices=_synthetic.DISTRIBUTIONS,
+        default="isotropic",
+        help="representations: isotropic N(0, I) (worst case) or shaped like measured MiniLM ones",
+    )
     parser.add_argument("--compare-full", type=int, default=1000, help="also solve with every row up to this size")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
@@ -226,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
-        result = run_size(args.one, args.seed, args.activation, args.rank, args.keep, not args.full, args.blas_threads)
+        lazy = not args.full
+        result = run_size(
+            args.one, args.seed, args.activation, args.rank, args.keep, lazy, args.blas_threads, args.distribution
+        )
         W = result.pop("_W_after")
         if W is not None:
             np.save(_w_path(args), W)
@@ -265,7 +284,8 @@ def _w_path(args: argparse.Namespace, n: int | None = None, full: bool | None = 
 
     n = args.one if n is None else n
     full = args.full if full is None else full
-    tag = f"{args.activation}-{args.keep}-r{args.rank}-s{args.seed}-n{n}-{'full' if full else 'lazy'}"
+    mode = "full" if full else "lazy"
+    tag = f"{args.activation}-{args.distribution}-{args.keep}-r{args.rank}-s{args.seed}-n{n}-{mode}"
     return Path(tempfile.gettempdir()) / f"bench_scale-{tag}.npy"
 
 

@@ -22,9 +22,9 @@ For each task and model:
   attack and the paper's Monte Carlo test), and WARP-only ablations: ranks 1/2/8/32, must_fix size,
   must_keep size (seeded subsamples).
 
-Run: ``python benchmarks/paper_tables.py --task sst2 --out benchmarks/results/paper_tables.md``
-(see the fragment for the sizes and times used). Writes only ``--out`` / ``--json``, the model
-cache and a temporary folder it removes.
+Run: ``python benchmarks/paper_tables.py --task sst2 --models distilbert --out sst2.md`` (the
+commands and sizes behind benchmarks/RESULTS.md are written at the top of each of its tables).
+Writes only ``--out`` / ``--json``, the model cache and a temporary folder it removes.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def rte_model(name: str, epochs: int, log) -> tuple[Path, dict]:
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            total += float(loss) * len(rows)
+            total += float(loss.detach()) * len(rows)
         seconds = time.perf_counter() - start
         log(f"rte {name}: epoch {epoch + 1}/{epochs}, loss {total / len(train):.4f}, {seconds:.0f} s")
     model.eval()

@@ -236,3 +236,27 @@ def test_scale_benchmark_runs_at_a_small_size(monkeypatch):
     assert row["converged"] and row["cert2"] == "500/500" and row["cert1"] == "108/108", row["message"]
     assert row["peak_rss_mb"] >= row["data_rss_mb"] > 0
     assert max(w for w in row["qp_working_set"] if w is not None) < row["qp_rows"][0]
+
+
+def test_measured_representation_shape_in_the_scale_benchmark(monkeypatch):
+    # bench_scale --distribution measured: N(μ, Σ) with the shape measured on real MiniLM
+    # representations (mean share of E‖v‖², power-law spectrum), same E‖v‖² as N(0, I).
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import _synthetic
+
+    sampler = _synthetic.Sampler.make("measured", seed=0)
+    V = sampler.draw(np.random.default_rng(1), 20_000)
+    energy = float(np.mean(np.sum(V * V, axis=1)))
+    assert abs(energy / _synthetic.D - 1.0) < 0.02
+    mean = V.mean(axis=0)
+    assert abs(float(mean @ mean) / energy - _synthetic.MEASURED_MEAN_SHARE) < 0.02
+    spectrum = np.linalg.eigvalsh(np.cov(V, rowvar=False))[::-1]
+    k = np.arange(2, 101)
+    slope = np.polyfit(np.log(k), np.log(spectrum[1:100]), 1)[0]
+    assert abs(slope + _synthetic.MEASURED_SPECTRUM_SLOPE) < 0.05
+    isotropic = _synthetic.Sampler.make("isotropic", seed=0).draw(np.random.default_rng(1), 4)
+    assert np.array_equal(isotropic, np.random.default_rng(1).normal(size=(4, _synthetic.D)))
+    with pytest.raises(ValueError, match="distribution"):
+        _synthetic.Sampler.make("uniform", seed=0)
