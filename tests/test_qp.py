@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from warp_check.errors import SettingsError
@@ -82,6 +82,9 @@ def problem_over_cases(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int,
     batch=st.sampled_from([4, 300]),
     window=st.sampled_from([0.0, 0.05, 1.0]),
 )
+# Found by a random run: the lazy answer leaves a must_fix slack of 1.8e-7 (solver tolerance),
+# which λ = 50 turns into an objective 9e-6 higher.
+@example(seed=1173, n_fix=3, n_keep=13, rank=3, d_in=17, rows_per_case=2, batch=4, window=0.0)
 def test_lazy_rows_give_the_full_problems_beta_and_objective(
     seed, n_fix, n_keep, rank, d_in, rows_per_case, batch, window
 ):
@@ -98,7 +101,10 @@ def test_lazy_rows_give_the_full_problems_beta_and_objective(
         return
     scale = max(1.0, float(np.abs(full.B).max()))
     np.testing.assert_allclose(lazy.B, full.B, atol=1e-5 * scale)
-    assert lazy.objective == pytest.approx(full.objective, rel=1e-5, abs=1e-7)
+    # OSQP meets each row only to ~1e-7 (eps_abs, times the scale), and each must_fix slack is
+    # priced λ: two solved answers may differ by λ·n_fix·1e-6·scale in objective, no more.
+    slack_tolerance = problem.lam * n_fix * 1e-6 * scale
+    assert lazy.objective == pytest.approx(full.objective, rel=1e-5, abs=slack_tolerance)
     # Every hard row holds at the lazy answer, the ones never added included.
     values = problem.constraint_values(lazy.B)
     assert np.all(values[n_fix:] >= problem.rhs[n_fix:] - 1e-5 * scale)
