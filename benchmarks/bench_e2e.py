@@ -12,6 +12,12 @@ Measured, each ``--repeat`` times (median reported):
 * ``plain_warm``: plain run with that cache filled by the run before;
 * ``repair_warm``: ``--warp-repair`` run, same warm cache, previous repaired model removed.
 
+A plain run after a plain run finds the model folder unchanged and answers from the cache
+without importing torch or transformers (warp_check.warm); ``model_loaded`` says, per run,
+whether the model was loaded. The subprocesses run with Python's default bytecode cache (the
+script drops ``PYTHONDONTWRITEBYTECODE`` from their environment): with it set, every run
+recompiles every module, pytest's assertion rewriting included, which no user's machine does.
+
 For each: ``wall_s`` = the subprocess's wall time (interpreter start, imports, model load,
 collection, the suite's run, reporting) and ``suite_run_s`` = the longest item duration pytest
 reports (``--durations``): the item that triggers the suite's run (encoding, or repair +
@@ -51,8 +57,9 @@ def pytest_run(suite: Path, *extra: str) -> dict[str, object]:
         sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
         "--durations=1", "--durations-min=0", "--tb=no", "-rN", str(suite), *extra,
     ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=suite.parent, timeout=1800)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=suite.parent, timeout=1800, env=env)
     wall = time.perf_counter() - start
     durations = [float(m[1]) for m in DURATION.finditer(done.stdout)]
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
@@ -60,6 +67,7 @@ def pytest_run(suite: Path, *extra: str) -> dict[str, object]:
         "exit": done.returncode,
         "wall_s": round(wall, 3),
         "suite_run_s": max(durations) if durations else None,
+        "model_loaded": "model not loaded" not in done.stdout,
         "summary": summary,
     }
 
@@ -117,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "goals": GOALS,
         "runs": runs,
         "exit_codes_as_expected": ok,
-        "env": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
+        "env": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "bytecode_cache": True},
         "machine": _synthetic.machine_info(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model import ClassifierAdapter
     from warp_check.session import RunResult
     from warp_check.suite import Suite
+    from warp_check.warm import WarmEntry
 
     from .items import SuiteFile
 
@@ -40,8 +41,10 @@ class WarpSession:
     def __init__(self, config: pytest.Config, options: WarpOptions) -> None:
         self.config = config
         self.options = options
-        self.suites: dict[Path, tuple[Suite, ClassifierAdapter]] = {}
+        self.suites: dict[Path, Suite] = {}
         self.adapters: dict[tuple[str, str, int], ClassifierAdapter] = {}  # suites on one model share it
+        # Check mode: suites whose model an earlier check recorded (the model is then never loaded).
+        self.warm: dict[Path, WarmEntry] = {}
         self.results: dict[Path, RunResult] = {}
         self.announced: set[str] = set()  # suites whose run summary went out with a report
         # What the reports carried back (on the xdist controller too): for the summary/report.
@@ -56,7 +59,11 @@ class WarpSession:
 
     # -- collection ----------------------------------------------------------------------
     def load(self, toml: Path) -> Suite:
-        """Load a suite and its model (a head WARP cannot repair is a collection error)."""
+        """Load a suite and its model (a head WARP cannot repair is a collection error).
+
+        A check whose model folder an earlier check recorded (same content, layer, libraries)
+        does not load the model: its cases are answered from the cache (warp_check.warm).
+        """
         from warp_check import session
         from warp_check.suite import load_suite
 
@@ -66,13 +73,32 @@ class WarpSession:
             if model is None and self.options.certificate is not None:
                 model = self.options.certificate.parent  # audit: the certified folder itself
             suite = load_suite(toml, model=model)
-            model_key = (str(suite.model_dir), repr(suite.layer), suite.model.max_length)
-            if model_key not in self.adapters:
-                self.adapters[model_key] = session.load_adapter(suite)
-            self.suites[key] = (suite, self.adapters[model_key])
-        return self.suites[key][0]
+            self.suites[key] = suite
+            entry = session.warm_entry(suite, self._cache_path(suite)) if self.options.mode == "check" else None
+            if entry is not None:
+                self.warm[key] = entry
+            else:
+                self.adapter(suite)
+        return self.suites[key]
+
+    def adapter(self, suite: Suite) -> ClassifierAdapter:
+        """The suite's model, loaded once per process (suites on one model share it)."""
+        from warp_check import session
+
+        model_key = (str(suite.model_dir), repr(suite.layer), suite.model.max_length)
+        if model_key not in self.adapters:
+            self.adapters[model_key] = session.load_adapter(suite)
+        return self.adapters[model_key]
 
     # -- running --------------------------------------------------------------------------
+    def _cache_path(self, suite: Suite) -> Path | None:
+        """Where the cache is, without creating anything (for reading it at collection)."""
+        from warp_check import session
+
+        if self.options.no_cache:
+            return None
+        return self.options.cache if self.options.cache is not None else session.default_cache_dir(suite)
+
     def cache_dir(self, suite: Suite) -> Path | None:
         from warp_check import session
 
@@ -97,10 +123,10 @@ class WarpSession:
     def result_for(self, node: SuiteFile) -> RunResult:
         key = node.path.resolve()
         if key not in self.results:
-            suite, adapter = self.suites[key]
+            suite = self.suites[key]
             selected = [item.name for item in node.session.items if item.parent is node]
             try:
-                self.results[key] = self._shared(suite, lambda: self._compute(suite, adapter, selected), selected)
+                self.results[key] = self._shared(suite, lambda: self._compute(key, suite, selected), selected)
             except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
                 from warp_check import session
 
@@ -109,21 +135,26 @@ class WarpSession:
                 self.results[key] = session.RunResult.failed(suite, mode, message)
         return self.results[key]
 
-    def _compute(self, suite: Suite, adapter: ClassifierAdapter, selected: list[str]) -> RunResult:
+    def _compute(self, key: Path, suite: Suite, selected: list[str]) -> RunResult:
         from warp_check import session
         from warp_check.errors import WarpError
 
         mode = session.Mode(self.options.mode)
         try:
             if mode is session.Mode.CHECK:
-                return session.check(suite, adapter, ids=selected, cache_dir=self.cache_dir(suite))
+                cache = self.cache_dir(suite)
+                entry = self.warm.get(key)
+                warm = None
+                if entry is not None and cache is not None:
+                    warm = session.check_warm(suite, entry, ids=selected, cache_dir=cache)
+                return warm or session.check(suite, self.adapter(suite), ids=selected, cache_dir=cache)
             if mode is session.Mode.AUDIT:
                 assert self.options.certificate is not None
                 return session.audit(suite, suite.model_dir, self.options.certificate, cache_dir=self.cache_dir(suite))
             settings = suite.settings(**self.options.overrides())
             return session.repair(
                 suite,
-                adapter,
+                self.adapter(suite),
                 settings,
                 out_dir=self.out_dir(suite),
                 cache_dir=self.cache_dir(suite),

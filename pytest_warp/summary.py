@@ -46,6 +46,7 @@ def lines(state: WarpSession) -> list[str]:
             out.append(
                 f"  encoder: {details['encoded']} case(s) encoded, {details.get('from_cache', 0)} from the cache"
                 + (f", {details['encode_seconds']:.2f} s" if details.get("encode_seconds") is not None else "")
+                + ("; model not loaded (same folder as the last check)" if details.get("model_loaded") is False else "")
             )
         out.extend(_mode_lines(run, details))
         if details.get("computed_by") not in (None, "main"):

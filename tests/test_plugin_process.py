@@ -84,3 +84,26 @@ def test_help_and_plain_test_runs_do_not_import_heavy_libraries(pytester):
     run = pytester.runpytest_subprocess(*INNER)
     run.assert_outcomes(passed=1)
     assert (pytester.path / "heavy.txt").read_text() == ""
+
+
+def test_a_second_plain_run_answers_from_the_cache_without_importing_torch(pytester, distilbert_dir, tiny_split):
+    # The warm path (warp_check.warm): the first run loads the model and records the folder; the
+    # second finds the same folder content and reports the same verdicts from the cache alone.
+    wrong, right = tiny_split
+    write_suite(pytester.path / "suite", model=distilbert_dir, fix=wrong, keep=right)
+    pytester.makeconftest(
+        f"""
+        import sys
+
+        def pytest_unconfigure(config):
+            heavy = sorted(name for name in {HEAVY!r} if name in sys.modules)
+            open("heavy.txt", "a").write(",".join(heavy) + "\\n")
+        """
+    )
+    for name in ("cold", "warm"):
+        run = pytester.runpytest_subprocess(*INNER, "-v", f"--junitxml={name}.xml")
+        run.assert_outcomes(passed=len(right), failed=len(wrong))
+    cold_heavy, warm_heavy = (pytester.path / "heavy.txt").read_text().splitlines()
+    assert "torch" in cold_heavy.split(",") and warm_heavy == ""
+    run.stdout.fnmatch_lines(["  encoder: 0 case(s) encoded, * from the cache, *; model not loaded (same folder*"])
+    assert junit_properties(pytester.path / "warm.xml") == junit_properties(pytester.path / "cold.xml")

@@ -1,7 +1,9 @@
 """warp-check: test transformer text classifiers against behavioural suites and repair them
 with guarantees (WARP: a convex QP over a low-rank update of the layer before the head).
 
-The core never imports pytest; heavy libraries (torch, transformers, osqp) load lazily.
+The core never imports pytest; heavy libraries (torch, transformers, osqp) load lazily, and so
+do the hypothesis-based helpers (``strategies``, ``invariance``): importing hypothesis costs half
+a second, which a warm check (warp_check.warm) does not pay.
 """
 
 from __future__ import annotations
@@ -33,15 +35,6 @@ from .errors import (
     WarpError,
 )
 from .head import DenseHead, top_left_singular_vectors
-from .invariance import (
-    Counterexample,
-    InvarianceFailure,
-    assert_moves_toward,
-    assert_same_label,
-    predictor,
-    record_counterexamples,
-    scorer,
-)
 from .model import HEAD_SPECS, ClassifierAdapter, HeadSpec, resolve_spec
 from .pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
 from .qp import LinearisedProblem, QPForm, QPSolution, QPStatus, SolverSettings, solve
@@ -49,18 +42,52 @@ from .repair import CaseSet, RepairResult, RepairSettings, RepairStatus, repair
 from .report import write_report
 from .representations import Encoded, encode_cases
 from .session import Mode, RunResult, Verdict
-from .strategies import (
-    WordNetUnavailable,
-    case_and_punctuation,
-    contractions,
-    negation_preserving,
-    perturbations,
-    typos,
-    wordnet_available,
-    wordnet_synonyms,
-)
 from .suite import Suite, load_suite
 from .verify import Verification, verify
+
+# Imported on first use (PEP 562): name → submodule.
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "Counterexample",
+            "InvarianceFailure",
+            "assert_moves_toward",
+            "assert_same_label",
+            "predictor",
+            "record_counterexamples",
+            "scorer",
+        ),
+        "invariance",
+    ),
+    **dict.fromkeys(
+        (
+            "WordNetUnavailable",
+            "case_and_punctuation",
+            "contractions",
+            "negation_preserving",
+            "perturbations",
+            "typos",
+            "wordnet_available",
+            "wordnet_synonyms",
+        ),
+        "strategies",
+    ),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'warp_check' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "ACTIVATIONS",

@@ -40,6 +40,7 @@ class Encoded:
     from_cache: int
     encoded: int
     upstream_sha256: str
+    input_keys: tuple[str, ...] = ()  # per case, the key its v is cached under (empty: not known)
 
     def rows(self, ids: Sequence[str]) -> np.ndarray:
         index = {case_id: i for i, case_id in enumerate(self.ids)}
@@ -126,7 +127,7 @@ def encode_cases(
             bar.close()
         if store is not None:
             store.save([keys[i] for i in missing], V[missing])
-    return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream)
+    return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream, tuple(keys))
 
 
 def _progress(total: int, *, enabled: bool):

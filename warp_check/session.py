@@ -28,16 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cases import Kind
+from .cases import Case, Kind
 from .errors import ModelError
 from .files import as_if_created
 
 if TYPE_CHECKING:  # pragma: no cover
     from .certify import AttackSettings, CaseCertificate
+    from .head import DenseHead
     from .model import ClassifierAdapter
     from .pipeline import Evaluation
     from .repair import RepairResult, RepairSettings
     from .suite import Suite
+    from .warm import WarmEntry
 
 WORKDIR = ".warp"  # beside warp.toml: cache/, repaired/, runs/
 
@@ -259,6 +261,11 @@ def _labelled(suite: Suite, label: int) -> str:
     return repr(suite.label_name(int(label)))
 
 
+def _checked_cases(suite: Suite, ids: Iterable[str] | None) -> list[Case]:
+    wanted = None if ids is None else set(ids)
+    return [c for c in suite.cases if c.kind is not Kind.AUX and (wanted is None or c.id in wanted)]
+
+
 def check(
     suite: Suite,
     adapter: ClassifierAdapter,
@@ -267,18 +274,78 @@ def check(
     cache_dir: str | Path | None = None,
     progress: bool = False,
 ) -> RunResult:
-    """The model as it is, on the must_fix and must_keep cases (only ``ids`` when given)."""
+    """The model as it is, on the must_fix and must_keep cases (only ``ids`` when given).
+
+    With a cache, a warm entry is recorded too, so the next check of the same model folder can
+    be answered by :func:`check_warm` without loading the model.
+    """
     from .pipeline import evaluate
 
-    wanted = None if ids is None else set(ids)
-    cases = [c for c in suite.cases if c.kind is not Kind.AUX and (wanted is None or c.id in wanted)]
+    cases = _checked_cases(suite, ids)
     start = time.perf_counter()
     evaluation = evaluate(adapter, cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress)
     seconds = time.perf_counter() - start
+    if cache_dir is not None:
+        from . import warm
+
+        warm.record(adapter, cases, evaluation.encoded, cache_dir, layer=suite.layer, max_length=suite.model.max_length)
+    details = {
+        "head": _head_name(adapter),
+        "encoded": evaluation.encoded.encoded,
+        "from_cache": evaluation.encoded.from_cache,
+        "encode_seconds": seconds,
+        "model_loaded": True,
+    }
+    return _check_result(suite, cases, evaluation.predictions, evaluation.gaps, details)
+
+
+def warm_entry(suite: Suite, cache_dir: str | Path | None) -> WarmEntry | None:
+    """What an earlier check recorded for the suite's model folder as it is now (None: nothing)."""
+    if cache_dir is None:
+        return None
+    from . import warm
+
+    return warm.lookup(suite.model_dir, suite.layer, suite.model.max_length, cache_dir)
+
+
+def check_warm(
+    suite: Suite, entry: WarmEntry, *, ids: Iterable[str] | None = None, cache_dir: str | Path
+) -> RunResult | None:
+    """:func:`check` from the cache alone, the model never loaded; None if a case is not cached."""
+    cases = _checked_cases(suite, ids)
+    if any(c.label >= entry.head.num_classes for c in cases):
+        return None  # check() says what is wrong with the label
+    start = time.perf_counter()
+    encoded = entry.encoded(cases, cache_dir)
+    if encoded is None:
+        return None
+    predictions, gaps = _answers(entry.head, encoded.V, cases)
+    details = {
+        "head": entry.head_name,
+        "encoded": 0,
+        "from_cache": len(cases),
+        "encode_seconds": time.perf_counter() - start,
+        "model_loaded": False,
+    }
+    return _check_result(suite, cases, predictions, gaps, details)
+
+
+def _answers(head: DenseHead, V32: Any, cases: list[Case]) -> tuple[Any, Any]:
+    """Predictions and gaps as :func:`warp_check.pipeline.evaluate` computes them (float64 of v)."""
+    import numpy as np
+
+    if not cases:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    V = V32.astype(np.float64)
+    labels = np.array([c.label for c in cases], dtype=np.int64)
+    return head.predict(V), head.gaps(V, labels)[0]
+
+
+def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, run: dict[str, Any]) -> RunResult:
     verdicts = []
     for i, case in enumerate(cases):
-        gap = float(evaluation.gaps[i])
-        predicted = int(evaluation.predictions[i])
+        gap = float(gaps[i])
+        predicted = int(predictions[i])
         right = gap > 0
         said = f"predicted {_labelled(suite, predicted)}, labelled {_labelled(suite, case.label)}"
         if right:
@@ -302,13 +369,7 @@ def check(
         verdicts.append(
             Verdict(case_id=case.id, kind=case.kind.value, passed=right, message=message, properties=properties)
         )
-    details = _suite_details(suite) | {
-        "head": _head_name(adapter),
-        "selected": len(cases),
-        "encoded": evaluation.encoded.encoded,
-        "from_cache": evaluation.encoded.from_cache,
-        "encode_seconds": seconds,
-    }
+    details = _suite_details(suite) | {"selected": len(cases)} | run
     wrong = sum(not v.passed for v in verdicts)
     message = f"{len(cases)} case(s) checked on the model as it is, {wrong} predicted wrong"
     return RunResult(

@@ -192,27 +192,38 @@ def cache_root() -> Path:
     return Path(root) / "warp-check" / "examples"
 
 
-def content_hash(name: str) -> str:
-    """Everything the assembled folder depends on: format, base weights and tokenizer, overlay."""
+def content_hash(name: str, digests: Any = None) -> str:
+    """Everything the assembled folder depends on: format, base weights and tokenizer, overlay.
+
+    ``digests`` (a :class:`warp_check.fingerprint.FileDigests`) remembers file digests while the
+    files are unchanged, so a run that finds the folder built does not re-read 90 MB of weights.
+    """
+    sha256 = _sha256 if digests is None else digests.sha256
     digest = hashlib.sha256(f"{ASSEMBLY_FORMAT}\n{name}\n{MAX_LENGTH}\n".encode())
     base = base_path()
     for path in (*(base / f for f in BASE_FILES), overlay_path(name)):
-        digest.update(f"{path.name}:{_sha256(path)}\n".encode())
+        digest.update(f"{path.name}:{sha256(path)}\n".encode())
     return digest.hexdigest()[:16]
 
 
 def assemble(name: str, cache_dir: str | Path | None = None) -> Path:
-    """The path of the assembled Hugging Face folder for ``name``, built once and reused."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
+    """The path of the assembled Hugging Face folder for ``name``, built once and reused.
+
+    Finding it built imports neither torch nor transformers (a warm check never loads them).
+    """
+    from warp_check.fingerprint import FileDigests
 
     overlay_file = overlay_path(name)
     if not overlay_file.is_file():
         raise FileNotFoundError(f"{overlay_file} is missing: run `python {Path(__file__).parent / 'train.py'}`")
     root = Path(cache_dir) if cache_dir is not None else cache_root()
-    final = root / f"minilm-{name}-{content_hash(name)}"
+    digests = FileDigests(root / ".digests.json")
+    final = root / f"minilm-{name}-{content_hash(name, digests)}"
+    digests.save()
     if (final / "config.json").is_file():
         return final
+    from safetensors import safe_open
+    from safetensors.torch import load_file
     with safe_open(str(overlay_file), "pt") as handle:
         meta = handle.metadata() or {}
     expected_base = meta.get("base_sha256")

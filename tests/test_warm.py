@@ -1,0 +1,231 @@
+"""Warm checks (warp_check.warm) and the file-digest memo behind them (warp_check.fingerprint).
+
+A check answered from the cache must say exactly what a check that loads the model says, and
+anything that could change the answer — a byte of the model folder, the suite's layer or
+max_length, a library version, a case the cache has not seen — must send it back to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from suite_builder import write_suite
+
+from warp_check import fingerprint, session, warm
+from warp_check.fingerprint import FileDigests, folder_sha256
+from warp_check.suite import load_suite
+
+
+@pytest.fixture
+def model_copy(tmp_path: Path, distilbert_dir: Path) -> Path:
+    """A private copy of the tiny model, so a test may change its files."""
+    return Path(shutil.copytree(distilbert_dir, tmp_path / "model"))
+
+
+@pytest.fixture
+def suite_dir(tmp_path: Path, model_copy: Path, tiny_split) -> Path:
+    wrong, right = tiny_split
+    return write_suite(tmp_path / "suite", model=model_copy, fix=wrong, keep=right)
+
+
+def cold_check(suite_dir: Path, cache: Path, **kwargs):
+    suite = load_suite(suite_dir / "warp.toml")
+    return session.check(suite, session.load_adapter(suite), cache_dir=cache, **kwargs)
+
+
+def warm_check(suite_dir: Path, cache: Path, **kwargs):
+    suite = load_suite(suite_dir / "warp.toml")
+    entry = session.warm_entry(suite, cache)
+    return None if entry is None else session.check_warm(suite, entry, cache_dir=cache, **kwargs)
+
+
+def comparable(result) -> list[dict]:
+    return [v.to_dict() for v in result.verdicts]
+
+
+def test_a_warm_check_says_exactly_what_the_cold_check_said(suite_dir: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    cold = cold_check(suite_dir, cache)
+    assert cold.details["model_loaded"] is True and cold.details["encoded"] == len(cold.verdicts)
+    warm_result = warm_check(suite_dir, cache)
+    assert warm_result is not None
+    assert warm_result.details["model_loaded"] is False and warm_result.details["from_cache"] == len(cold.verdicts)
+    # Bit-identical gaps (same float32 v, same float64 head), same messages, same order.
+    assert comparable(warm_result) == comparable(cold)
+    assert warm_result.message == cold.message and warm_result.details["head"] == cold.details["head"]
+    # A selection is answered warm too, in the suite's order.
+    some = [v.case_id for v in cold.verdicts][::3]
+    picked = warm_check(suite_dir, cache, ids=some)
+    assert [v.case_id for v in picked.verdicts] == some
+    assert comparable(picked) == [d for d in comparable(cold) if d["id"] in set(some)]
+
+
+def test_the_warm_path_never_touches_the_encoder(suite_dir: Path, tmp_path: Path, monkeypatch):
+    cache = tmp_path / "cache"
+    cold_check(suite_dir, cache)
+    from warp_check import model as model_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded on a warm check")
+
+    monkeypatch.setattr(model_module.ClassifierAdapter, "from_pretrained", classmethod(refuse))
+    assert warm_check(suite_dir, cache) is not None
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["weight", "config", "tokenizer", "new_file"],
+)
+def test_any_change_to_the_model_folder_is_a_miss(suite_dir: Path, model_copy: Path, tmp_path: Path, change: str):
+    cache = tmp_path / "cache"
+    cold_check(suite_dir, cache)
+    if change == "weight":  # one byte of one tensor, same size: only the content differs
+        path = model_copy / "model.safetensors"
+        data = bytearray(path.read_bytes())
+        data[-3] ^= 0x01
+        path.write_bytes(bytes(data))
+    elif change == "config":
+        path = model_copy / "config.json"
+        config = json.loads(path.read_text())
+        config["seq_classif_dropout"] = 0.3  # does not change v or logits, still a different folder
+        path.write_text(json.dumps(config))
+    elif change == "tokenizer":
+        path = next(p for p in model_copy.iterdir() if p.name.startswith(("tokenizer", "vocab")))
+        path.write_text(path.read_text() + "\n")
+    else:
+        (model_copy / "README.md").write_text("a note\n")
+    assert warm_check(suite_dir, cache) is None
+    # ... and the check that loads the model then records the folder as it is now.
+    cold_check(suite_dir, cache)
+    assert warm_check(suite_dir, cache) is not None
+
+
+def test_a_case_the_cache_has_not_seen_is_a_miss_and_entries_merge(
+    suite_dir: Path, tmp_path: Path, model_copy: Path, tiny_split
+):
+    wrong, right = tiny_split
+    cache = tmp_path / "cache"
+    cold_check(suite_dir, cache)
+    grown = write_suite(
+        tmp_path / "grown",
+        model=model_copy,
+        fix=wrong,
+        keep=[*right, {**right[0], "id": "extra", "text": "a new sentence"}],
+    )
+    assert warm_check(grown, cache) is None
+    cold = cold_check(grown, cache)
+    assert cold.details["encoded"] == 1  # only the new case went through the encoder
+    # The entry now knows both suites' cases.
+    assert warm_check(grown, cache) is not None and warm_check(suite_dir, cache) is not None
+
+
+def test_layer_max_length_and_library_versions_are_part_of_the_key(suite_dir: Path, tmp_path: Path, monkeypatch):
+    cache = tmp_path / "cache"
+    cold_check(suite_dir, cache)
+    toml = suite_dir / "warp.toml"
+    original = toml.read_text()
+    toml.write_text(original.replace("[model]\n", "[model]\nmax_length = 16\n", 1))
+    assert warm_check(suite_dir, cache) is None
+    toml.write_text(original)
+    assert warm_check(suite_dir, cache) is not None
+    versions = warm._versions()
+    monkeypatch.setattr(warm, "_versions", lambda: versions | {"tokenizers": "0.0.0-other"})
+    assert warm_check(suite_dir, cache) is None
+
+
+def test_a_damaged_entry_or_missing_representation_is_a_miss(suite_dir: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    cold_check(suite_dir, cache)
+    (entry,) = (cache / warm.WARM_DIR).glob("[!.]*.safetensors")
+    shard_dirs = [p for p in cache.iterdir() if p.is_dir() and p.name != warm.WARM_DIR]
+    data = entry.read_bytes()
+    entry.write_bytes(data[: len(data) // 2])
+    assert warm_check(suite_dir, cache) is None
+    entry.write_bytes(data)
+    assert warm_check(suite_dir, cache) is not None
+    for folder in shard_dirs:
+        shutil.rmtree(folder)  # the representations are gone: v must be computed again
+    assert warm_check(suite_dir, cache) is None
+
+
+def test_lookup_reads_only(suite_dir: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    suite = load_suite(suite_dir / "warp.toml")
+    assert session.warm_entry(suite, cache) is None
+    assert not cache.exists()  # nothing hashed, nothing written with no entry to find
+    assert session.warm_entry(suite, None) is None
+
+
+def test_the_command_takes_the_warm_path(suite_dir: Path, tmp_path: Path, capsys):
+    from suite_builder import exit_code
+
+    cache = tmp_path / "cache"
+    argv = ["check", str(suite_dir), "--cache", str(cache), "--json"]
+    assert exit_code(argv) == 1  # the tiny model fails its must_fix cases
+    first = json.loads(capsys.readouterr().out)
+    assert exit_code(argv) == 1
+    second = json.loads(capsys.readouterr().out)
+    assert first["details"]["model_loaded"] is True and second["details"]["model_loaded"] is False
+    assert first["cases"] == second["cases"]
+
+
+# -- the file-digest memo ------------------------------------------------------------------------
+
+
+def test_digests_are_remembered_while_the_file_is_unchanged(tmp_path: Path, monkeypatch):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"a" * 1000)
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    reads = []
+    real = fingerprint.file_sha256
+    monkeypatch.setattr(fingerprint, "file_sha256", lambda p: reads.append(p) or real(p))
+    # ctime is now (utime changes it): trust needs the digest to be taken RACY_NS after it.
+    monkeypatch.setattr(fingerprint, "RACY_NS", -(10**12))
+    memo = tmp_path / "memo.json"
+    first = FileDigests(memo)
+    digest = first.sha256(path)
+    first.save()
+    assert FileDigests(memo).sha256(path) == digest and len(reads) == 1  # from the memo
+    path.write_bytes(b"b" * 1000)  # same size: mtime/ctime tell
+    again = FileDigests(memo)
+    assert again.sha256(path) == real(path) != digest and len(reads) == 2
+    memo.write_text("{not json")
+    assert FileDigests(memo).sha256(path) == real(path)  # a damaged memo is ignored
+
+
+def test_a_digest_taken_right_after_a_write_is_not_trusted(tmp_path: Path, monkeypatch):
+    # git's racy-clean rule: a write in the same timestamp tick as the hashing leaves the stat
+    # unchanged, so a digest taken within RACY_NS of the file's change is re-taken next time.
+    path = tmp_path / "f"
+    path.write_bytes(b"x")
+    reads = []
+    real = fingerprint.file_sha256
+    monkeypatch.setattr(fingerprint, "file_sha256", lambda p: reads.append(p) or real(p))
+    memo = tmp_path / "memo.json"
+    digests = FileDigests(memo)
+    digests.sha256(path)
+    digests.save()
+    FileDigests(memo).sha256(path)
+    assert len(reads) == 2
+
+
+def test_folder_digest_covers_names_and_contents(tmp_path: Path):
+    folder = tmp_path / "m"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a").write_text("1")
+    (folder / "sub" / "b").write_text("2")
+    digests = FileDigests(None)
+    base = folder_sha256(folder, digests)
+    (folder / "sub" / "b").rename(folder / "sub" / "c")
+    renamed = folder_sha256(folder, digests)
+    assert renamed != base
+    (folder / "sub" / "c").write_text("3")
+    assert folder_sha256(folder, digests) not in (base, renamed)
+    with pytest.raises(NotADirectoryError):
+        folder_sha256(folder / "a", digests)
