@@ -72,12 +72,12 @@ class WarmEntry:
 
     def encoded(self, cases: Sequence[Case], cache_dir: str | Path) -> Encoded | None:
         """v of every case from the cache, or None if any case is not there."""
-        from .representations import Encoded, _ShardStore
+        from .representations import Encoded, cached_rows
 
         keys = [self.inputs.get(case_sha256(c)) for c in cases]
         if any(k is None for k in keys):
             return None
-        known = _ShardStore(Path(cache_dir) / self.upstream_sha256).load()
+        known = cached_rows(cache_dir, self.upstream_sha256)
         rows = [known.get(k) for k in keys]  # type: ignore[arg-type]
         if any(r is None or r.shape != (self.head.d_in,) for r in rows):
             return None
