@@ -100,17 +100,17 @@ class WarpSession:
         return self.options.cache if self.options.cache is not None else session.default_cache_dir(suite)
 
     def cache_dir(self, suite: Suite) -> Path | None:
+        """The cache to use for a run, ``<suite>/.warp`` created if it is the default."""
         from warp_check import session
 
-        if self.options.no_cache:
-            return None
-        if self.options.cache is not None:
-            return self.options.cache
+        path = self._cache_path(suite)
+        if path is None or self.options.cache is not None:
+            return path
         try:
             session.workdir(suite)
         except OSError:  # a read-only suite folder: run without a cache rather than fail every case
             return None
-        return session.default_cache_dir(suite)
+        return path
 
     def out_dir(self, suite: Suite) -> Path:
         from warp_check import session
@@ -143,10 +143,7 @@ class WarpSession:
         try:
             if mode is session.Mode.CHECK:
                 cache = self.cache_dir(suite)
-                entry = self.warm.get(key)
-                warm = None
-                if entry is not None and cache is not None:
-                    warm = session.check_warm(suite, entry, ids=selected, cache_dir=cache)
+                warm = session.check_warm(suite, self.warm.get(key), ids=selected, cache_dir=cache)
                 return warm or session.check(suite, self.adapter(suite), ids=selected, cache_dir=cache)
             if mode is session.Mode.AUDIT:
                 assert self.options.certificate is not None

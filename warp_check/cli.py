@@ -196,8 +196,8 @@ def _check(args: argparse.Namespace) -> int:
     from . import session
 
     suite, cache = _load(args)
-    entry = session.warm_entry(suite, cache)  # an earlier check of this exact folder: no model load
-    warm = None if entry is None or cache is None else session.check_warm(suite, entry, cache_dir=cache)
+    # An earlier check of this exact folder answers without loading the model.
+    warm = session.check_warm(suite, session.warm_entry(suite, cache), cache_dir=cache)
     result = warm or session.check(suite, session.load_adapter(suite), cache_dir=cache, progress=not args.json)
     return _finish(args, result)
 

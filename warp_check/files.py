@@ -8,6 +8,9 @@ the mode an ordinary ``open()`` would give them under the process's umask.
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -24,3 +27,22 @@ def as_if_created(target: int | str | Path, *, directory: bool = False) -> None:
         os.fchmod(target, mode)
     else:
         os.chmod(target, mode)
+
+
+@contextmanager
+def replaced_atomically(path: str | Path, *, suffix: str) -> Iterator[str]:
+    """A temporary file beside ``path`` (``.tmp-*``, so globs for ``[!.]*`` skip it) to write.
+
+    When the block ends without an error it is renamed onto ``path``; either way no temporary
+    file is left behind. Raises OSError if the folder cannot take the file.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=suffix)
+    try:
+        as_if_created(fd)
+        os.close(fd)
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -14,11 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
-from .files import as_if_created
+from .files import replaced_atomically
 
 FORMAT = "warp-check-digests/1"
 RACY_NS = 2_000_000_000  # file-system timestamps can be this coarse (FAT: 2 s)
@@ -84,20 +83,11 @@ class FileDigests:
         entries = dict(list(self._entries.items())[-MAX_ENTRIES:])
         try:
             self.memo.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.memo.parent, prefix=".tmp-", suffix=".json")
-        except OSError:
-            return  # a read-only cache: digests are only re-read next time
-        try:
-            as_if_created(fd)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"format": FORMAT, "files": entries}, handle)
-            os.replace(tmp, self.memo)
+            with replaced_atomically(self.memo, suffix=".json") as tmp:
+                Path(tmp).write_text(json.dumps({"format": FORMAT, "files": entries}), encoding="utf-8")
             self._changed = False
         except OSError:
-            pass
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            pass  # a read-only cache: digests are only re-read next time
 
 
 def folder_sha256(folder: str | Path, digests: FileDigests) -> str:

@@ -70,6 +70,13 @@ class DenseHead:
     def predict(self, V: np.ndarray) -> np.ndarray:
         return np.argmax(self.logits(V), axis=1)
 
+    def answers(self, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(prediction, gap) per row from one logits pass: what a check reports of each case."""
+        if len(labels) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        logits = self.logits(V)
+        return np.argmax(logits, axis=1), gaps_from_logits(logits, labels)[0]
+
     def linearise(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Gap, competitor and c_i = Uᵀ J_i (w_y − w_ĉ) (paper eq. 10) for every row."""
         Z = self.pre_activation(V)

@@ -39,6 +39,11 @@ class HeadSpec:
     activation: str
     classifier: str
 
+    @property
+    def chain(self) -> str:
+        """``repair_layer → activation → classifier``: how reports name the head."""
+        return f"{self.repair_layer} → {self.activation} → {self.classifier}"
+
     def __post_init__(self) -> None:
         for name in ("repair_layer", "activation", "classifier"):
             value = getattr(self, name)

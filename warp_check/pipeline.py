@@ -69,14 +69,8 @@ def evaluate(
             f"the encoder gives NaN/Inf representations at '{adapter.spec.repair_layer}' for {len(bad)} case(s) "
             f"({shown}): the model overflows on these inputs; nothing can be checked or repaired on them"
         )
-    head = adapter.head()
     labels = np.array([c.label for c in cases], dtype=np.int64)
-    V = encoded.V.astype(np.float64)
-    if len(cases):
-        gaps, _ = head.gaps(V, labels)
-        predictions = head.predict(V)
-    else:
-        gaps, predictions = np.zeros(0), np.zeros(0, dtype=np.int64)
+    predictions, gaps = adapter.head().answers(encoded.V.astype(np.float64), labels)
     return Evaluation(tuple(cases), encoded, predictions, gaps)
 
 

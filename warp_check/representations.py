@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .cases import Case
-from .files import as_if_created
+from .files import replaced_atomically
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import ClassifierAdapter
@@ -174,12 +172,5 @@ class _ShardStore:
         if not np.isfinite(V).all():  # never cache what evaluate() refuses
             return
         name = hashlib.sha256("\n".join(keys).encode()).hexdigest()
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".safetensors")
-        as_if_created(fd)
-        os.close(fd)
-        try:
+        with replaced_atomically(self.folder / f"{name}.safetensors", suffix=".safetensors") as tmp:
             save_file({"v": V}, tmp, metadata={"keys": json.dumps(keys)})
-            os.replace(tmp, self.folder / f"{name}.safetensors")
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)

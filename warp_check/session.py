@@ -34,7 +34,6 @@ from .files import as_if_created
 
 if TYPE_CHECKING:  # pragma: no cover
     from .certify import AttackSettings, CaseCertificate
-    from .head import DenseHead
     from .model import ClassifierAdapter
     from .pipeline import Evaluation
     from .repair import RepairResult, RepairSettings
@@ -290,7 +289,7 @@ def check(
 
         warm.record(adapter, cases, evaluation.encoded, cache_dir, layer=suite.layer, max_length=suite.model.max_length)
     details = {
-        "head": _head_name(adapter),
+        "head": adapter.spec.chain,
         "encoded": evaluation.encoded.encoded,
         "from_cache": evaluation.encoded.from_cache,
         "encode_seconds": seconds,
@@ -309,9 +308,14 @@ def warm_entry(suite: Suite, cache_dir: str | Path | None) -> WarmEntry | None:
 
 
 def check_warm(
-    suite: Suite, entry: WarmEntry, *, ids: Iterable[str] | None = None, cache_dir: str | Path
+    suite: Suite, entry: WarmEntry | None, *, ids: Iterable[str] | None = None, cache_dir: str | Path | None
 ) -> RunResult | None:
-    """:func:`check` from the cache alone, the model never loaded; None if a case is not cached."""
+    """:func:`check` from the cache alone, the model never loaded; None (then call :func:`check`)
+    if there is no entry or cache, or a case is not cached."""
+    import numpy as np
+
+    if entry is None or cache_dir is None:
+        return None
     cases = _checked_cases(suite, ids)
     if any(c.label >= entry.head.num_classes for c in cases):
         return None  # check() says what is wrong with the label
@@ -319,7 +323,8 @@ def check_warm(
     encoded = entry.encoded(cases, cache_dir)
     if encoded is None:
         return None
-    predictions, gaps = _answers(entry.head, encoded.V, cases)
+    labels = np.array([c.label for c in cases], dtype=np.int64)
+    predictions, gaps = entry.head.answers(encoded.V.astype(np.float64), labels)
     details = {
         "head": entry.head_name,
         "encoded": 0,
@@ -328,17 +333,6 @@ def check_warm(
         "model_loaded": False,
     }
     return _check_result(suite, cases, predictions, gaps, details)
-
-
-def _answers(head: DenseHead, V32: Any, cases: list[Case]) -> tuple[Any, Any]:
-    """Predictions and gaps as :func:`warp_check.pipeline.evaluate` computes them (float64 of v)."""
-    import numpy as np
-
-    if not cases:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    V = V32.astype(np.float64)
-    labels = np.array([c.label for c in cases], dtype=np.int64)
-    return head.predict(V), head.gaps(V, labels)[0]
 
 
 def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, run: dict[str, Any]) -> RunResult:
@@ -382,11 +376,6 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
         verdicts=tuple(verdicts),
         details=details,
     )
-
-
-def _head_name(adapter: ClassifierAdapter) -> str:
-    spec = adapter.spec
-    return f"{spec.repair_layer} → {spec.activation} → {spec.classifier}"
 
 
 # -- repair ----------------------------------------------------------------------------------------
@@ -443,7 +432,7 @@ def repair(
             continue
         verdicts.append(_repair_verdict(suite, case, result, by_id.get(case.id), misses, flags))
     details = _suite_details(suite) | {
-        "head": _head_name(adapter),
+        "head": adapter.spec.chain,
         "encoded": evaluation.encoded.encoded,
         "from_cache": evaluation.encoded.from_cache,
         "encode_seconds": encode_seconds,

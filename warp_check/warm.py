@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .cases import Case
-from .files import as_if_created
+from .files import replaced_atomically
 from .fingerprint import FileDigests, folder_sha256
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,8 +99,15 @@ def entry_key(model_dir: str | Path, layer: Any, max_length: int, digests: FileD
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def _digests(cache_dir: str | Path) -> FileDigests:
-    return FileDigests(Path(cache_dir) / WARM_DIR / "digests.json")
+def _entry_path(model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | Path) -> Path | None:
+    """Where the entry for the folder as it is now lives (None: the folder cannot be read)."""
+    digests = FileDigests(Path(cache_dir) / WARM_DIR / "digests.json")
+    try:
+        return Path(cache_dir) / WARM_DIR / f"{entry_key(model_dir, layer, max_length, digests)}.safetensors"
+    except OSError:
+        return None
+    finally:
+        digests.save()
 
 
 def lookup(model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | Path) -> WarmEntry | None:
@@ -111,17 +117,11 @@ def lookup(model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | 
     """
     if not any((Path(cache_dir) / WARM_DIR).glob("[!.]*.safetensors")):
         return None
-    digests = _digests(cache_dir)
-    try:
-        key = entry_key(model_dir, layer, max_length, digests)
-    except OSError:
-        return None
-    finally:
-        digests.save()
-    return _read(Path(cache_dir) / WARM_DIR / f"{key}.safetensors", key)
+    path = _entry_path(model_dir, layer, max_length, cache_dir)
+    return None if path is None else _read(path)
 
 
-def _read(path: Path, key: str) -> WarmEntry | None:
+def _read(path: Path) -> WarmEntry | None:
     from safetensors import SafetensorError, safe_open
 
     from .activations import get_activation
@@ -129,6 +129,7 @@ def _read(path: Path, key: str) -> WarmEntry | None:
 
     if not path.is_file():
         return None
+    key = path.stem
     try:
         with safe_open(str(path), framework="numpy") as f:
             meta = json.loads((f.metadata() or {}).get("entry", "null"))
@@ -168,48 +169,33 @@ def record(
 
     if adapter.source is None or not os.path.isdir(adapter.source):
         return None
-    digests = _digests(cache_dir)
-    try:
-        key = entry_key(adapter.source, layer, max_length, digests)
-    except OSError:
-        return None
-    finally:
-        digests.save()
-    path = Path(cache_dir) / WARM_DIR / f"{key}.safetensors"
-    if len(encoded.input_keys) != len(cases):
+    path = _entry_path(adapter.source, layer, max_length, cache_dir)
+    if path is None or len(encoded.input_keys) != len(cases):
         return None
     inputs = {case_sha256(c): k for c, k in zip(cases, encoded.input_keys, strict=True)}
-    earlier = _read(path, key)
+    earlier = _read(path)
     if earlier is not None and earlier.upstream_sha256 == encoded.upstream_sha256:
         if all(earlier.inputs.get(k) == v for k, v in inputs.items()):
             return path  # nothing new
         inputs = dict(earlier.inputs) | inputs
     head = adapter.head()
-    spec = adapter.spec
     meta = {
         "format": FORMAT,
-        "key": key,
+        "key": path.stem,
         "model_dir": str(adapter.source),
         "upstream_sha256": encoded.upstream_sha256,
         "activation": head.activation.name,
         "storage_dtype": head.storage_dtype,
-        "head_name": f"{spec.repair_layer} → {spec.activation} → {spec.classifier}",
+        "head_name": adapter.spec.chain,
         "inputs": inputs,
     }
     tensors = {"W": head.W, "b": head.b, "Wc": head.Wc, "bc": head.bc}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".safetensors")
+        with replaced_atomically(path, suffix=".safetensors") as tmp:
+            save_file(
+                {k: np.ascontiguousarray(v) for k, v in tensors.items()}, tmp, metadata={"entry": json.dumps(meta)}
+            )
     except OSError:
         return None
-    try:
-        as_if_created(fd)
-        os.close(fd)
-        save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, tmp, metadata={"entry": json.dumps(meta)})
-        os.replace(tmp, path)
-    except OSError:
-        return None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path

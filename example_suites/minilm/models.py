@@ -68,16 +68,10 @@ def overlay_path(name: str) -> Path:
     return WEIGHTS_DIR / f"{name}-top.safetensors"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def base_sha256() -> str:
-    return _sha256(base_path() / "model.safetensors")
+    from warp_check.fingerprint import file_sha256
+
+    return file_sha256(base_path() / "model.safetensors")
 
 
 def base_config() -> dict[str, Any]:
@@ -198,7 +192,9 @@ def content_hash(name: str, digests: Any = None) -> str:
     ``digests`` (a :class:`warp_check.fingerprint.FileDigests`) remembers file digests while the
     files are unchanged, so a run that finds the folder built does not re-read 90 MB of weights.
     """
-    sha256 = _sha256 if digests is None else digests.sha256
+    from warp_check.fingerprint import FileDigests
+
+    sha256 = (digests or FileDigests(None)).sha256
     digest = hashlib.sha256(f"{ASSEMBLY_FORMAT}\n{name}\n{MAX_LENGTH}\n".encode())
     base = base_path()
     for path in (*(base / f for f in BASE_FILES), overlay_path(name)):
@@ -224,6 +220,7 @@ def assemble(name: str, cache_dir: str | Path | None = None) -> Path:
         return final
     from safetensors import safe_open
     from safetensors.torch import load_file
+
     with safe_open(str(overlay_file), "pt") as handle:
         meta = handle.metadata() or {}
     expected_base = meta.get("base_sha256")
