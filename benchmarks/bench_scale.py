@@ -114,12 +114,14 @@ def run_size(
     lazy: bool = True,
     threads: int | None = 1,
     distribution: str = "isotropic",
+    backend: str = "auto",
 ) -> dict[str, object]:
     """One repair at one must_keep size, in this process (call it in a fresh one for the RSS)."""
     synthetic = _synthetic.build(seed, activation, distribution)
     fix = synthetic.fix
     keep_set = keep_cases(synthetic, n_keep, seed, keep)
     settings = RepairSettings(rank=rank, blas_threads=threads)
+    settings = replace(settings, solver=replace(settings.solver, backend=backend))
     if not lazy:
         settings = replace(settings, solver=replace(settings.solver, working_set=False))
     import osqp  # noqa: F401  (one-off imports are the process's cost, not the repair's)
@@ -139,6 +141,9 @@ def run_size(
         "keep": keep,
         "distribution": distribution,
         "lazy": lazy,
+        "backend": backend,
+        "qp_backends": sorted({r.qp_backend for r in result.iterations}),
+        "blas_threads": threads,
         "rank": rank,
         "activation": activation,
         "seed": seed,
@@ -195,6 +200,8 @@ def in_subprocess(n_keep: int, args: argparse.Namespace, lazy: bool = True) -> d
         str(args.blas_threads),
         "--distribution",
         args.distribution,
+        "--backend",
+        args.backend,
     ]
     if not lazy:
         command.append("--full")
@@ -237,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--compare-full", type=int, default=1000, help="also solve with every row up to this size")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "osqp", "ipm"),
+        default="auto",
+        help="QP solver (SolverSettings.backend; auto: the interior-point method from 20k must_keep rows)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the subprocess's job
     parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
@@ -244,7 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.one is not None:
         lazy = not args.full
         result = run_size(
-            args.one, args.seed, args.activation, args.rank, args.keep, lazy, args.blas_threads, args.distribution
+            args.one,
+            args.seed,
+            args.activation,
+            args.rank,
+            args.keep,
+            lazy,
+            args.blas_threads,
+            args.distribution,
+            args.backend,
         )
         W = result.pop("_W_after")
         if W is not None:

@@ -6,18 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from qp_problems import CASE_PROBLEM_SHAPE, problem_over_cases, random_problem
 
 from warp_check.errors import SettingsError
 from warp_check.qp import _OSQP_STATUS, LinearisedProblem, QPForm, QPStatus, SolverSettings, solve
-
-
-def random_problem(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int) -> LinearisedProblem:
-    rng = np.random.default_rng(seed)
-    n = n_fix + n_keep
-    C = rng.normal(size=(n, rank))
-    V = rng.normal(size=(n, d_in))
-    rhs = np.concatenate([rng.uniform(0.2, 2.0, n_fix), rng.uniform(-2.0, 0.3, n_keep)])
-    return LinearisedProblem(C, V, rhs, n_fix, rho=2.0, lam=50.0)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -56,32 +48,8 @@ def test_working_set_returns_the_full_problem_optimum():
     assert lazy.objective == pytest.approx(full.objective, rel=1e-7)
 
 
-def problem_over_cases(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int, rows_per_case: int):
-    """Rows that share cases (one per competing class), V per case: the loop's layout."""
-    rng = np.random.default_rng(seed)
-    n_cases = n_fix + n_keep
-    cases = np.concatenate(
-        [np.arange(n_fix), n_fix + np.repeat(np.arange(n_keep), rows_per_case)]
-    )  # must_fix rows first, as the loop orders them
-    n = cases.size
-    C = rng.normal(size=(n, rank))
-    V = rng.normal(size=(n_cases, d_in))
-    # Hard rows: most far from their bound at β = 0 (outside the window), a few close.
-    rhs = np.concatenate([rng.uniform(0.2, 2.0, n_fix), -rng.exponential(0.6, n - n_fix)])
-    return LinearisedProblem(C, V, rhs, n_fix, rho=2.0, lam=50.0, cases=cases)
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**16),
-    n_fix=st.integers(1, 10),
-    n_keep=st.integers(1, 60),
-    rank=st.integers(1, 3),
-    d_in=st.integers(8, 30),
-    rows_per_case=st.integers(1, 3),
-    batch=st.sampled_from([4, 300]),
-    window=st.sampled_from([0.0, 0.05, 1.0]),
-)
+@given(n_keep=st.integers(1, 60), batch=st.sampled_from([4, 300]), **CASE_PROBLEM_SHAPE)
 # Found by a random run: the lazy answer leaves a must_fix slack of 1.8e-7 (solver tolerance),
 # which λ = 50 turns into an objective 9e-6 higher.
 @example(seed=1173, n_fix=3, n_keep=13, rank=3, d_in=17, rows_per_case=2, batch=4, window=0.0)
@@ -156,7 +124,7 @@ def test_a_working_set_that_does_not_settle_fails_or_solves_whole(monkeypatch):
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 10)
     failed = solve(problem, slow)  # large: no n×n fallback, a status that says why
     assert failed.status is QPStatus.MAX_ITER and failed.B is None
-    assert failed.osqp_status.startswith(qp_module.WORKING_SET_UNSETTLED)
+    assert failed.solver_status.startswith(qp_module.WORKING_SET_UNSETTLED)
 
 
 @pytest.mark.parametrize("form", ["primal", "dual"])

@@ -204,6 +204,7 @@ def build_certificate(
             "iterations": len(result.iterations),
             "qp_status": [r.qp_status for r in result.iterations],
             "qp_form": [r.qp_form for r in result.iterations],
+            "qp_backend": [r.qp_backend for r in result.iterations],
             "history": [
                 {
                     "iteration": r.iteration,

@@ -45,6 +45,7 @@ class QPStatus(str, enum.Enum):
     INFEASIBLE_INACCURATE = "infeasible_inaccurate"
     MAX_ITER = "max_iter_reached"
     TIME_LIMIT = "time_limit_reached"
+    STALLED = "stalled"  # the interior-point method stopped progressing short of its tolerance
     INTERRUPTED = "interrupted"
     ERROR = "solver_error"  # a status that cannot happen for this problem class
 
@@ -118,11 +119,31 @@ class SolverSettings:
     # set with rows that later rows make slack (10k must_keep, first QP: 1,606 rows in 6 rounds,
     # 24 s; 300 a round: 1,388 rows in 7 rounds, 8.5 s): a dense QP's cost grows as rows³.
     working_set_batch: int = 300
+    # Which solver: OSQP, or the β-space interior-point method (warp_check.qp_ipm) that
+    # "auto" picks from ``ipm_min_rows`` hard rows up. Measured (d_in 768, r 2): OSQP's dense
+    # dual of the working set costs ~3 s a QP at 10k must_keep rows and does not settle at
+    # 100k (working sets of thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
+    backend: str = "auto"  # "auto" | "osqp" | "ipm"
+    ipm_min_rows: int = 20_000
+    # Relative residuals (qp_ipm.solve). Not OSQP's 1e-7: the reduced normal equations run out
+    # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
+    # objective is then within ~1e-10 of its optimum and every row holds to 1e-6·(1 + max |h|),
+    # far inside the loop's aim_above.
+    ipm_tolerance: float = 1e-6
+    ipm_max_iter: int = 200
 
     def __post_init__(self) -> None:
         if self.form not in ("auto", "primal", "dual"):
             raise SettingsError("form", self.form, "must be 'auto', 'primal' or 'dual'")
-        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma"):
+        if self.backend not in ("auto", "osqp", "ipm"):
+            raise SettingsError("backend", self.backend, "must be 'auto', 'osqp' or 'ipm'")
+        if self.backend == "ipm" and self.form == "dual":
+            raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
+        for name in ("ipm_min_rows", "ipm_max_iter"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
+                raise SettingsError(name, value, "must be an integer >= 1")
+        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
                 raise SettingsError(name, value, "must be a number in (0, 1)")
@@ -287,12 +308,16 @@ class QPSolution:
     objective: float
     iterations: int
     seconds: float
-    osqp_status: str
+    solver_status: str  # the solver's own words for how it ended
     fallback_from: QPForm | None = None  # the dual was undecided and the primal answered
     # The rows of the last QP solved (the final working set), as indices into the problem's
     # rows; None when every row was in it.
     rows: np.ndarray | None = field(default=None, repr=False)
     rounds: int = 1  # QPs solved: 1 + working-set rounds that added rows
+    backend: str = "osqp"  # "osqp" | "ipm"
+    # Rows whose multiplier is positive at the answer (the IPM reports them; None from
+    # OSQP). The loop starts the next QP's rows from their cases.
+    binding: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def working_set_size(self) -> int | None:
@@ -306,14 +331,20 @@ FULL_SOLVE_MAX_ROWS = 5_000
 WORKING_SET_UNSETTLED = "working set unsettled"
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings | None = None) -> QPSolution:
+def solve(
+    problem: LinearisedProblem, settings: SolverSettings | None = None, *, start_rows: np.ndarray | None = None
+) -> QPSolution:
     """Solve the linearised QP in the form the settings ask for (or the cheaper one).
 
     With ``settings.working_set`` the hard rows are added lazily; every row of the full
-    problem holds at the returned B (to the solver tolerance) either way.
+    problem holds at the returned B (to the solver tolerance) either way. ``start_rows``
+    (the interior-point backend only) are hard rows to have in play from the start, on top
+    of those near their bound: the rows that bound the previous QP of the loop.
     """
     settings = settings or SolverSettings()
     start = time.perf_counter()
+    if pick_backend(problem, settings) == "ipm":
+        return _solve_ipm(problem, settings, start_rows, start)
     if not settings.working_set or problem.n == problem.n_fix:
         solution = _solve_once(problem, settings)
         return replace(solution, seconds=time.perf_counter() - start)
@@ -351,6 +382,57 @@ def solve(problem: LinearisedProblem, settings: SolverSettings | None = None) ->
         seconds=time.perf_counter() - start,
         rows=rows,
         rounds=rounds,
+    )
+
+
+def pick_backend(problem: LinearisedProblem, settings: SolverSettings) -> str:
+    if settings.backend != "auto":
+        return settings.backend
+    return "ipm" if problem.n - problem.n_fix >= settings.ipm_min_rows else "osqp"
+
+
+# The interior-point method's outcomes → our meaning (explicit, as for OSQP's statuses).
+_IPM_STATUS: dict[str, QPStatus] = {
+    "solved": QPStatus.SOLVED,
+    "solved inaccurate": QPStatus.SOLVED_INACCURATE,
+    "infeasible": QPStatus.INFEASIBLE,
+    "iteration limit": QPStatus.MAX_ITER,
+    "time limit": QPStatus.TIME_LIMIT,
+    "stalled": QPStatus.STALLED,
+}
+
+
+def _solve_ipm(problem: LinearisedProblem, settings: SolverSettings, start_rows, start: float) -> QPSolution:
+    from . import qp_ipm
+
+    if settings.working_set:
+        rows = _initial_working_set(problem, settings.working_set_window)
+        if start_rows is not None and len(start_rows):
+            hinted = np.asarray(start_rows, dtype=np.int64)
+            rows = np.union1d(rows, hinted[(hinted >= problem.n_fix) & (hinted < problem.n)])
+    else:
+        rows = np.arange(problem.n)
+    result = qp_ipm.solve(
+        problem,
+        rows,
+        tolerance=settings.ipm_tolerance,
+        max_iter=settings.ipm_max_iter,
+        time_limit_s=settings.time_limit_s,
+    )
+    status = _IPM_STATUS[result.outcome.value]
+    B = result.B if status.has_solution else None
+    objective = problem.primal_objective(B) if B is not None else math.nan
+    return QPSolution(
+        B,
+        status,
+        QPForm.PRIMAL,
+        objective,
+        result.iterations,
+        time.perf_counter() - start,
+        f"interior point: {result.outcome.value} ({result.detail})",
+        rows=result.rows if result.rows.size < problem.n else None,
+        backend="ipm",
+        binding=result.binding,
     )
 
 

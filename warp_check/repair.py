@@ -144,6 +144,7 @@ class IterationRecord:
     step_fraction: float = 1.0  # of the QP step taken (< 1: backtracked)
     qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
     qp_rounds: int = 1  # QPs solved this iteration (working-set rounds)
+    qp_backend: str = "osqp"  # "osqp" | "ipm" (qp.SolverSettings.backend)
 
 
 @dataclass(frozen=True)
@@ -319,13 +320,19 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     # next time, instead of creeping up on its margin geometrically.
     extra_aim = np.zeros_like(targets)
     Z = work_head.with_weight(W).pre_activation(V)  # exact for the current W, one product per step
+    binding_cases: np.ndarray | None = None
     for t in range(1, settings.max_iter + 1):
         t_start = time.perf_counter()
         U = top_left_singular_vectors(W, settings.rank)
         problem, row_case, row_margin = _linearised_problem(
             work_head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings
         )
-        solution = qp.solve(problem, settings.solver)
+        # The rows whose cases bound the previous QP start in play (interior-point backend
+        # only): the binding set moves little between iterations, and rows that join late
+        # cost the IPM iterations.
+        start_rows = None if binding_cases is None else np.flatnonzero(np.isin(row_case, binding_cases))
+        solution = qp.solve(problem, settings.solver, start_rows=start_rows)
+        binding_cases = None if solution.binding is None else np.unique(row_case[solution.binding])
         if not solution.status.has_solution:
             records.append(_record(t, solution, problem.n, 1.0, 0.0, gap, targets, n_fix, t_start))
             status, msg = _solver_failure(t, solution, settings)
@@ -416,6 +423,7 @@ def _record(t, solution, rows, fraction, step, gap, targets, n_fix, t_start) -> 
         step_fraction=fraction,
         qp_working_set=solution.working_set_size,
         qp_rounds=solution.rounds,
+        qp_backend=solution.backend,
     )
 
 
@@ -423,17 +431,24 @@ def _solver_failure(t: int, solution: qp.QPSolution, settings: RepairSettings) -
     if solution.status in (qp.QPStatus.INFEASIBLE, qp.QPStatus.INFEASIBLE_INACCURATE):
         return RepairStatus.INFEASIBLE, (
             f"iteration {t}: the must_keep constraints cannot all hold together "
-            f"(solver: {solution.osqp_status}); lower gamma_h, raise rank, "
+            f"(solver: {solution.solver_status}); lower gamma_h, raise rank, "
             "or remove conflicting must_keep cases"
         )
-    if solution.osqp_status.startswith(qp.WORKING_SET_UNSETTLED):
+    if solution.solver_status.startswith(qp.WORKING_SET_UNSETTLED):
         return RepairStatus.SOLVER_FAILED, (
-            f"iteration {t}: {solution.osqp_status}; raise solver working_set_rounds "
+            f"iteration {t}: {solution.solver_status}; raise solver working_set_rounds "
             f"(now {settings.solver.working_set_rounds}) or working_set_batch (now {settings.solver.working_set_batch})"
         )
+    if solution.backend == "ipm":
+        helps = (
+            f"raise solver ipm_max_iter (now {settings.solver.ipm_max_iter}) or loosen ipm_tolerance "
+            f"(now {settings.solver.ipm_tolerance:g}), or set solver backend 'osqp'"
+        )
+    else:
+        helps = f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"
     return RepairStatus.SOLVER_FAILED, (
-        f"iteration {t}: OSQP ended with '{solution.osqp_status}' and no usable solution; "
-        f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"
+        f"iteration {t}: the QP solver ({solution.backend}) ended with '{solution.solver_status}' "
+        f"and no usable solution; {helps}"
     )
 
 

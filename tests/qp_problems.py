@@ -1,0 +1,43 @@
+"""Random linearised problems shared by the QP tests (both backends)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from warp_check.qp import LinearisedProblem
+
+
+def random_problem(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int) -> LinearisedProblem:
+    rng = np.random.default_rng(seed)
+    n = n_fix + n_keep
+    C = rng.normal(size=(n, rank))
+    V = rng.normal(size=(n, d_in))
+    rhs = np.concatenate([rng.uniform(0.2, 2.0, n_fix), rng.uniform(-2.0, 0.3, n_keep)])
+    return LinearisedProblem(C, V, rhs, n_fix, rho=2.0, lam=50.0)
+
+
+def problem_over_cases(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int, rows_per_case: int):
+    """Rows that share cases (one per competing class), V per case: the loop's layout."""
+    rng = np.random.default_rng(seed)
+    n_cases = n_fix + n_keep
+    cases = np.concatenate(
+        [np.arange(n_fix), n_fix + np.repeat(np.arange(n_keep), rows_per_case)]
+    )  # must_fix rows first, as the loop orders them
+    n = cases.size
+    C = rng.normal(size=(n, rank))
+    V = rng.normal(size=(n_cases, d_in))
+    # Hard rows: most far from their bound at β = 0 (outside the window), a few close.
+    rhs = np.concatenate([rng.uniform(0.2, 2.0, n_fix), -rng.exponential(0.6, n - n_fix)])
+    return LinearisedProblem(C, V, rhs, n_fix, rho=2.0, lam=50.0, cases=cases)
+
+
+# The shape of a problem over cases, for @given (n_keep and solver options are the test's).
+CASE_PROBLEM_SHAPE = {
+    "seed": st.integers(0, 2**16),
+    "n_fix": st.integers(1, 10),
+    "rank": st.integers(1, 3),
+    "d_in": st.integers(8, 30),
+    "rows_per_case": st.integers(1, 3),
+    "window": st.sampled_from([0.0, 0.05, 1.0]),
+}

@@ -1,0 +1,148 @@
+"""The interior-point backend: the same optimum as OSQP, lazily joined rows, its outcomes mapped."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from qp_problems import CASE_PROBLEM_SHAPE, problem_over_cases, random_problem
+
+import warp_check.qp_ipm as qp_ipm
+from warp_check.errors import SettingsError
+from warp_check.qp import _IPM_STATUS, LinearisedProblem, QPForm, QPStatus, SolverSettings, pick_backend, solve
+
+IPM = SolverSettings(backend="ipm")
+
+
+def assert_same_optimum(problem: LinearisedProblem, ipm, osqp) -> None:
+    # Both meet their residuals to ~1e-7 relative: the objectives agree to that, and the
+    # objective's strong convexity (ρ/2‖β‖²) bounds ‖ΔB‖² by 2·Δobjective/ρ.
+    scale = max(1.0, float(np.abs(osqp.B).max()))
+    assert ipm.objective == pytest.approx(osqp.objective, rel=1e-6, abs=problem.lam * problem.n_fix * 1e-6 * scale)
+    np.testing.assert_allclose(ipm.B, osqp.B, atol=2e-3 * scale)
+    values = problem.constraint_values(ipm.B)
+    assert np.all(values[problem.n_fix :] >= problem.rhs[problem.n_fix :] - 1e-6 * scale)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n_keep=st.integers(1, 80), **CASE_PROBLEM_SHAPE)
+def test_ipm_finds_osqps_optimum_with_rows_joining_lazily(seed, n_fix, n_keep, rank, d_in, rows_per_case, window):
+    n_keep = max(1, min(n_keep, rank * d_in // rows_per_case))
+    problem = problem_over_cases(seed, n_fix, n_keep, rank, d_in, rows_per_case)
+    osqp = solve(problem, SolverSettings(backend="osqp", working_set=False))
+    ipm = solve(problem, SolverSettings(backend="ipm", working_set_window=window))
+    if not osqp.status.has_solution:
+        assert osqp.status.value.startswith("infeasible")
+        assert ipm.status.value.startswith("infeasible") or not ipm.status.has_solution
+        return
+    assert ipm.status is QPStatus.SOLVED, ipm.solver_status
+    assert ipm.backend == "ipm" and ipm.form is QPForm.PRIMAL
+    assert_same_optimum(problem, ipm, osqp)
+    # The binding rows are rows of the problem, among those in play.
+    in_play = np.arange(problem.n) if ipm.rows is None else ipm.rows
+    assert set(ipm.binding.tolist()) <= set(in_play.tolist())
+
+
+def test_ipm_with_every_row_in_play_matches_osqp_on_the_papers_shape():
+    problem = random_problem(7, 30, 400, 2, 64)
+    osqp = solve(problem, SolverSettings(backend="osqp", working_set=False))
+    ipm = solve(problem, SolverSettings(backend="ipm", working_set=False))
+    assert ipm.status is QPStatus.SOLVED and ipm.rows is None
+    assert_same_optimum(problem, ipm, osqp)
+
+
+def test_a_row_violated_only_after_the_step_joins_and_holds():
+    # Row 2 is outside the window at β = 0, but the step that fixes row 0 breaks it.
+    v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    problem = LinearisedProblem(np.array([[1.0], [1.0], [-1.0]]), v, np.array([4.0, -5.0, -1.0]), 1, 2.0, 50.0)
+    result = solve(problem, SolverSettings(backend="ipm", working_set_window=0.5))
+    assert result.status is QPStatus.SOLVED
+    assert 2 in result.rows and 1 not in result.rows
+    assert 2 in result.binding  # it ends up holding the step back
+    np.testing.assert_allclose(result.B, [[1.0, 0.0, 0.0]], atol=1e-6)  # β_0 = 1: row 2 at its bound
+
+
+def test_start_rows_are_in_play_from_the_first_iteration():
+    problem = problem_over_cases(3, 4, 60, 2, 12, 1)
+    plain = solve(problem, IPM)
+    never = np.setdiff1d(np.arange(problem.n_fix, problem.n), plain.rows)  # rows that never joined
+    assert never.size
+    hinted = solve(problem, IPM, start_rows=np.array([never[0], 0, problem.n + 5]))  # soft, out of range: ignored
+    assert hinted.status is QPStatus.SOLVED
+    assert never[0] in hinted.rows and problem.n + 5 not in hinted.rows
+    np.testing.assert_allclose(hinted.B, plain.B, atol=1e-4)
+
+
+@pytest.mark.parametrize("working_set", [True, False])
+def test_contradictory_must_keep_rows_are_infeasible(working_set):
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(1, 10))
+    C = np.array([[1.0, 0.5], [1.0, 0.5], [0.3, 0.2]])
+    V = np.vstack([v, -v, rng.normal(size=(1, 10))])
+    problem = LinearisedProblem(C, V, np.array([1.0, 1.0, 0.5]), n_fix=0, rho=2.0, lam=50.0)
+    result = solve(problem, SolverSettings(backend="ipm", working_set=working_set))
+    assert result.status is QPStatus.INFEASIBLE and result.B is None
+    assert "Farkas" in result.solver_status
+
+
+def test_soft_rows_in_contradiction_are_paid_for_not_infeasible():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(1, 10))
+    problem = LinearisedProblem(np.ones((2, 1)), np.vstack([v, -v]), np.array([1.0, 1.0]), 2, 2.0, 50.0)
+    result = solve(problem, IPM)
+    assert result.status is QPStatus.SOLVED
+    assert result.objective == pytest.approx(100.0, rel=1e-6)
+
+
+def test_iteration_limit_is_its_own_outcome_and_near_misses_are_inaccurate():
+    problem = random_problem(1, 30, 200, 2, 50)
+    starved = solve(problem, SolverSettings(backend="ipm", ipm_max_iter=2))
+    assert starved.status is QPStatus.MAX_ITER and starved.B is None
+    assert "iteration limit" in starved.solver_status
+    # The same iterations with the tolerance met only 10× looser: usable, and flagged as such.
+    full = solve(problem, IPM)
+    near = solve(problem, SolverSettings(backend="ipm", ipm_max_iter=full.iterations - 1))
+    assert near.status in (QPStatus.SOLVED_INACCURATE, QPStatus.MAX_ITER)
+
+
+def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
+    monkeypatch.setattr(qp_ipm, "_cholesky", lambda M: None)
+    result = solve(random_problem(2, 5, 40, 2, 16), IPM)
+    assert result.status is QPStatus.STALLED and result.B is None
+    assert "Cholesky" in result.solver_status
+
+
+def test_every_ipm_outcome_has_a_status():
+    assert set(_IPM_STATUS) == {outcome.value for outcome in qp_ipm.IPMOutcome}
+    assert _IPM_STATUS["solved inaccurate"] is QPStatus.SOLVED_INACCURATE
+    assert not _IPM_STATUS["stalled"].has_solution
+
+
+def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows():
+    problem = random_problem(0, 5, 50, 2, 16)
+    assert pick_backend(problem, SolverSettings()) == "osqp"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=50)) == "ipm"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=51)) == "osqp"
+    assert pick_backend(problem, SolverSettings(backend="ipm")) == "ipm"
+    assert solve(problem, SolverSettings(ipm_min_rows=50)).backend == "ipm"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("backend", "cvxpy"), ("ipm_min_rows", 0), ("ipm_max_iter", True), ("ipm_tolerance", 2.0)],
+)
+def test_ipm_settings_name_the_bad_field(field, value):
+    with pytest.raises(SettingsError, match=field):
+        SolverSettings(**{field: value})
+
+
+def test_the_ipm_cannot_be_asked_for_the_dual_form():
+    with pytest.raises(SettingsError, match="form"):
+        SolverSettings(backend="ipm", form="dual")
+
+
+def test_start_rows_must_hold_every_soft_row():
+    problem = random_problem(0, 3, 10, 1, 8)
+    with pytest.raises(ValueError, match="soft row"):
+        qp_ipm.solve(problem, np.array([0, 1]), tolerance=1e-7, max_iter=10, time_limit_s=10.0)
