@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SuiteError
-from .files import as_if_created
+from .files import replaced_atomically
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -144,20 +144,13 @@ def _fresh_id(prefix: str, case: NewCase, taken: set[str]) -> str:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     mode = path.stat().st_mode & 0o777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
+    with replaced_atomically(path, suffix=".tmp") as tmp:
+        with open(tmp, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is None:
-            as_if_created(tmp)
-        else:
+        if mode is not None:  # an existing case file keeps its mode
             os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 __all__ = ["AppendResult", "NewCase", "append_cases", "case_id"]

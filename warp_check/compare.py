@@ -26,8 +26,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -629,22 +627,14 @@ def check_out_path(path: str | Path, model_dir: str | Path | None) -> None:
 
 def write_comparison(comparison: Comparison, path: str | Path) -> tuple[Path, Path]:
     """Write the Markdown to ``path`` and the JSON beside it (same name, ``.json``), atomically."""
-    from .files import as_if_created
+    from .files import write_text_atomically
     from .session import write_json_atomic
 
     path = Path(path)
     check_out_path(path, comparison.info.get("model"))
     json_path = path.with_suffix(".json") if path.suffix != ".json" else path.with_suffix(".compare.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    as_if_created(fd)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(comparison.to_markdown())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_text_atomically(path, comparison.to_markdown())
     write_json_atomic(json_path, comparison.to_dict())
     return path, json_path
 

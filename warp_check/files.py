@@ -46,3 +46,11 @@ def replaced_atomically(path: str | Path, *, suffix: str) -> Iterator[str]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_text_atomically(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) beside ``path``, then rename it into place."""
+    path = Path(path)
+    with replaced_atomically(path, suffix=".tmp") as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import __version__
 from .errors import WarpError
-from .files import as_if_created
+from .files import replaced_atomically, write_text_atomically
 from .session import write_json_atomic
 
 REPORT_MD = "report.md"
@@ -123,15 +121,8 @@ def _figure(width: float = 7.0, height: float = 3.6):
 
 
 def _save(figure, path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    as_if_created(fd)
-    os.close(fd)
-    try:
+    with replaced_atomically(path, suffix=".png") as tmp:
         figure.savefig(tmp, format="png")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 
@@ -333,17 +324,7 @@ def write_report(out_dir: str | Path, runs: Sequence[Mapping[str, Any]]) -> Path
         }
         lines += _run_markdown(run, images)
     write_json_atomic(out / REPORT_JSON, {"warp_check_version": __version__, "created": created, "runs": list(runs)})
-    target = out / REPORT_MD
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{REPORT_MD}.", suffix=".tmp")
-    as_if_created(fd)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("\n".join(lines).rstrip() + "\n")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
+    return write_text_atomically(out / REPORT_MD, "\n".join(lines).rstrip() + "\n")
 
 
 __all__ = [

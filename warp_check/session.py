@@ -20,8 +20,6 @@ import enum
 import functools
 import json
 import math
-import os
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cases import Case, Kind
 from .errors import ModelError
-from .files import as_if_created
+from .files import write_text_atomically
 
 if TYPE_CHECKING:  # pragma: no cover
     from .certify import AttackSettings, CaseCertificate
@@ -191,17 +189,7 @@ def write_json_atomic(path: str | Path, data: Any) -> Path:
     """Write JSON to a temporary file beside ``path``, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    as_if_created(fd)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(_jsonable(data), handle, indent=2, allow_nan=False)
-            handle.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return write_text_atomically(path, json.dumps(_jsonable(data), indent=2, allow_nan=False) + "\n")
 
 
 def _num(value: float | None) -> str:
