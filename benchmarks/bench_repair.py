@@ -47,8 +47,8 @@ def recording_qp_solves() -> Iterator[list[qp.QPSolution]]:
     solutions: list[qp.QPSolution] = []
     original = qp.solve
 
-    def solve(problem: qp.LinearisedProblem, settings: qp.SolverSettings | None = None, **options) -> qp.QPSolution:
-        solution = original(problem, settings, **options)
+    def solve(problem: qp.LinearisedProblem, settings: qp.SolverSettings | None = None) -> qp.QPSolution:
+        solution = original(problem, settings)
         solutions.append(solution)
         return solution
 

@@ -35,16 +35,18 @@ STEP_TO_BOUNDARY = 0.995
 # weight left out totals at most this fraction of ρ (the step stays a Newton step up to
 # that relative error in the matrix); at least p rows stay in it when there are p.
 DROPPED_WEIGHT = 0.1
-# ... but never more than this many times p rows: the heaviest carry the step's direction,
-# and a larger matrix costs more than the extra iterations save (10k first QP: 11.0 s and 22
-# iterations uncapped, 9.8 s and 22 at 3p, 8.8 s and 25 at 2p, 12.9 s and 47 at 1.5p).
+# ... but never more than this many times p rows, even when the weight left out is then
+# larger (degenerate optima with more than 3p heavy rows): the heaviest carry the step's
+# direction, and a larger matrix costs more than the extra iterations save (10k first QP, with an earlier
+# join rule: 11.0 s uncapped, 9.8 s at 3p, 8.8 s at 2p but 3 more iterations, 12.9 s and twice
+# the iterations at 1.5p; 3p is kept for the margin on harder problems).
 MAX_REDUCED_ROWS = 3
 # Hard rows are checked for violation every this many iterations (and at convergence); at
 # most p of them, the most violated, join at a check: at 100k must_keep the first checks find
 # tens of thousands violated, most of which the next iterates satisfy anyway (first 100k QP:
 # 34k rows in play and 40 s without the cap, 9k rows and 21–25 s with it).
 CHECK_EVERY = 2
-JOIN_AT_MOST = 1
+JOIN_AT_MOST_P = 1  # × p rows per check
 # A step is cut back until no complementarity product falls below this fraction of their
 # mean: a pair driven to ~0 early (a row joining late, a must_fix row at its price bound)
 # otherwise blocks every later step.
@@ -59,15 +61,18 @@ STALL_ITERATIONS = 6
 # Regularisations tried, relative to the largest diagonal entry, when Cholesky fails:
 # late iterations make d_i reach 1e12+ and the matrix numerically semidefinite.
 CHOLESKY_SHIFTS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6)
-# A hard row's multiplier this many times λ (or 1) means the multipliers diverge: the
-# hard rows may have no common point; the Farkas test below decides.
-DIVERGING_MULTIPLIER = 1e6
+# Infeasibility (see _farkas_ray): every β with Kβ ≥ h on the hard rows would be longer than
+# 1/this × max(1, ‖B‖) — 1e6 for "infeasible", 1e4 for "infeasible inaccurate". Either way no
+# step the repair could take.
+FARKAS_INFEASIBLE = 1e-6
+FARKAS_INFEASIBLE_INACCURATE = 1e-4
 
 
 class IPMOutcome(str, enum.Enum):
     SOLVED = "solved"
-    SOLVED_INACCURATE = "solved inaccurate"  # residuals within 10× the tolerance at the end
-    INFEASIBLE = "infeasible"  # a Farkas certificate on the hard rows
+    SOLVED_INACCURATE = "solved inaccurate"  # the best iterate's residuals within 10× the tolerance
+    INFEASIBLE = "infeasible"  # a Farkas ray on the hard rows (see FARKAS_INFEASIBLE)
+    INFEASIBLE_INACCURATE = "infeasible inaccurate"
     MAX_ITER = "iteration limit"
     TIME_LIMIT = "time limit"
     # No progress short of the tolerance: near the optimum the weights d_i reach 1e12+ and
@@ -77,11 +82,10 @@ class IPMOutcome(str, enum.Enum):
 
 @dataclass(frozen=True)
 class IPMResult:
-    B: np.ndarray  # (r, d_in), the last iterate (meaningful only when solved)
+    B: np.ndarray  # (r, d_in): the answer when solved (the best iterate when solved inaccurate)
     outcome: IPMOutcome
     iterations: int
     rows: np.ndarray  # rows of the problem in play at the end (sorted)
-    binding: np.ndarray  # rows among them whose multiplier exceeds their slack
     detail: str
 
 
@@ -194,7 +198,8 @@ class _NewtonSystem:
         self.r_price = lam - it.z[self.soft] - it.w  # ≈ 0; kept so that w cannot drift from λ − z
 
     def direction(self, r_s: np.ndarray, r_x: np.ndarray) -> _Iterate:
-        """The step for complementarity targets s∘z = −r_s…, ξ∘w = −r_x… (see Mehrotra)."""
+        """The step that solves the linearised KKT system with z∘Δs + s∘Δz = −r_s and
+        w∘Δξ + ξ∘Δw = −r_x (predictor: r_s = s∘z; corrector: Mehrotra's, centred)."""
         import scipy.linalg as sl
 
         it, soft, rows = self.it, self.soft, self.rows
@@ -226,10 +231,27 @@ class _NewtonSystem:
 
 @dataclass(frozen=True)
 class _Kept:
-    B: np.ndarray
-    s: np.ndarray
-    z: np.ndarray
+    B: np.ndarray | None
     residuals: float
+
+    @staticmethod
+    def none() -> _Kept:
+        return _Kept(None, math.inf)
+
+
+def _fresh_start(B: np.ndarray, rows: _RowsInPlay, lam: np.ndarray) -> _Iterate:
+    """Slacks at the rows' distance from their bounds at B (at least 1), multipliers 1 (λ/2 on
+    soft rows, and for ξ's own multiplier w: recomputing it as λ − z would lose its digits)."""
+    n_fix = lam.size
+    Kb = rows.K(B)
+    return _Iterate(
+        B=B.copy(),
+        Kb=Kb,
+        s=np.maximum(Kb - rows.h, 0.0) + 1.0,
+        z=np.concatenate([0.5 * lam, np.ones(rows.m - n_fix)]),
+        xi=np.maximum(rows.h[:n_fix] - Kb[:n_fix], 0.0) + 1.0,
+        w=0.5 * lam,
+    )
 
 
 def _recentre(it: _Iterate, violation: float, strength: float) -> float:
@@ -255,7 +277,7 @@ def _centred_step(it: _Iterate, step: _Iterate, alpha: float) -> float:
         if float(np.min(products)) >= CENTRALITY * float(np.mean(products)):
             return alpha
         alpha *= 0.7
-    return alpha
+    return 0.0  # no step keeps the pairs central: stand still, the stall logic takes over
 
 
 def solve(
@@ -277,37 +299,46 @@ def solve(
     start = time.perf_counter()
     n_fix, rho, p = problem.n_fix, float(problem.rho), problem.rank * problem.d_in
     lam = np.asarray(problem.prices(), dtype=np.float64)
-    rows = _RowsInPlay(problem, np.sort(np.asarray(start_rows, dtype=np.int64)))
+    start_rows = np.unique(np.asarray(start_rows, dtype=np.int64))
+    if start_rows.size and (start_rows[0] < 0 or start_rows[-1] >= problem.n):
+        raise ValueError(f"qp_ipm.solve: start_rows must be rows of the problem (0 to {problem.n - 1})")
+    scale = 1.0 + float(np.max(np.abs(problem.rhs), initial=0.0))
+    limit = tolerance * scale
+    if start_rows.size == 0:  # no soft rows and no hard row near its bound: start from the violated
+        start_rows = np.flatnonzero(problem.rhs > limit)[: int(JOIN_AT_MOST_P * p)]
+        if start_rows.size == 0:  # β = 0 satisfies every row and is the smallest β
+            B = np.zeros((problem.rank, problem.d_in))
+            empty = np.zeros(0, dtype=np.int64)
+            return IPMResult(B, IPMOutcome.SOLVED, 0, empty, "β = 0 satisfies every row")
+    rows = _RowsInPlay(problem, start_rows)
     in_play = np.zeros(problem.n, dtype=bool)
     in_play[rows.index] = True
     if not np.all(in_play[:n_fix]):
         raise ValueError("qp_ipm.solve: start_rows must include every soft row")
-    scale = 1.0 + float(np.max(np.abs(problem.rhs), initial=0.0))
-    limit = tolerance * scale
 
-    # Start: B = 0, slacks at the bound's distance (at least 1), multipliers 1 (λ/2 on soft rows).
-    it = _Iterate(
-        B=np.zeros((problem.rank, problem.d_in)),
-        Kb=np.zeros(rows.m),
-        s=np.maximum(-rows.h, 0.0) + 1.0,
-        z=np.concatenate([0.5 * lam, np.ones(rows.m - n_fix)]),
-        xi=np.maximum(rows.h[:n_fix], 0.0) + 1.0,
-        w=0.5 * lam,  # ξ's multiplier as its own variable: λ − z loses its digits near 0
-    )
+    it = _fresh_start(np.zeros((problem.rank, problem.d_in)), rows, lam)
 
-    def join_violated() -> int:
+    def join_violated(strength: float | None = RECENTRE_ON_JOIN) -> int:
+        """Put the most violated hard rows outside the set into it; how many joined.
+
+        ``strength`` None: start afresh from the current B instead of re-centring."""
+        nonlocal it
         """Put the most violated hard rows outside the set into it; how many joined."""
         values = problem.constraint_values(it.B)
         outside = ~in_play
         outside[:n_fix] = False
         new = np.flatnonzero(outside & (values - problem.rhs < -limit))
-        cap = int(JOIN_AT_MOST * p)
+        cap = int(JOIN_AT_MOST_P * p)
         if new.size > cap:
             new = np.sort(new[np.argsort(values[new] - problem.rhs[new], kind="stable")[:cap]])
-        if new.size:
+        if new.size and strength is None:
             rows.add(new)
             in_play[new] = True
-            target = _recentre(it, float(np.max(problem.rhs[new] - values[new])), RECENTRE_ON_JOIN)
+            it = _fresh_start(it.B, rows, lam)
+        elif new.size:
+            rows.add(new)
+            in_play[new] = True
+            target = _recentre(it, float(np.max(problem.rhs[new] - values[new])), strength)
             entering = math.sqrt(target)
             it.Kb = np.concatenate([it.Kb, values[new]])
             it.s = np.concatenate([it.s, np.full(new.size, entering)])
@@ -316,10 +347,10 @@ def solve(
 
     outcome, detail, iterations, residuals = IPMOutcome.MAX_ITER, "", 0, math.inf
     best, best_at, recentred = math.inf, 0, False
-    kept = _Kept(it.B, it.s, it.z, math.inf)  # the iterate with the smallest residuals
+    kept = _Kept.none()  # the iterate with the smallest residuals since rows last joined
     for iteration in range(max_iter + 1):
         if iteration and iteration % CHECK_EVERY == 0 and join_violated():
-            best, best_at = math.inf, iteration
+            best, best_at, kept = math.inf, iteration, _Kept.none()
         system = _NewtonSystem(rows, it, lam, rho)
         mu = it.mu()
         objective = 0.5 * rho * float(np.sum(it.B * it.B)) + float(lam @ it.xi)
@@ -327,6 +358,7 @@ def solve(
             float(np.max(np.abs(system.r_primal))) / scale,
             float(np.max(np.abs(system.r_dual))) / (1.0 + rho * float(np.max(np.abs(it.B)))),
             mu * (rows.m + n_fix) / (1.0 + abs(objective)),
+            float(np.max(np.abs(system.r_price), initial=0.0)) / (1.0 + float(np.max(lam, initial=0.0))),
         )
         residuals = max(parts)
         if trace is not None:
@@ -335,13 +367,24 @@ def solve(
                 f"dual {parts[1]:.2e} gap {parts[2]:.2e}, objective {objective:.9g}"
             )
         if residuals < kept.residuals:
-            kept = _Kept(it.B.copy(), it.s.copy(), it.z.copy(), residuals)
+            kept = _Kept(it.B.copy(), residuals)
         if residuals <= tolerance:
-            if join_violated() == 0:
+            # Rows joining now meet an iterate whose pairs are all near 0 or ∞: re-centring
+            # cannot undo that (the rows-join-only-at-convergence probe stalled 21 of 36
+            # feasible problems), a fresh start from this B does.
+            if join_violated(None) == 0:
                 outcome = IPMOutcome.SOLVED
                 break
-            best, best_at = math.inf, iteration
+            best, best_at, kept = math.inf, iteration, _Kept.none()
             continue  # the joined rows change the residuals: recompute them first
+        ray = _farkas_ray(rows, it, n_fix)
+        if ray is not None:
+            outcome = IPMOutcome.INFEASIBLE if ray <= FARKAS_INFEASIBLE else IPMOutcome.INFEASIBLE_INACCURATE
+            detail = (
+                f"the must_keep multipliers point along a Farkas ray: every β that keeps those rows "
+                f"is ≥ {1 / ray:.3g} × max(1, ‖B‖) long"
+            )
+            break
         if residuals < 0.5 * best:
             best, best_at = residuals, iteration
         elif kept.residuals <= 10 * tolerance and iteration - best_at >= 2:
@@ -362,9 +405,6 @@ def solve(
             break
         if iteration == max_iter:
             break
-        if _farkas_certificate(rows, it.z, n_fix, lam, float(np.linalg.norm(it.B))):
-            outcome, detail = IPMOutcome.INFEASIBLE, "the must_keep multipliers diverge along a Farkas ray"
-            break
 
         if not system.factorise(rho):
             outcome, detail = IPMOutcome.STALLED, f"iteration {iteration}: Cholesky failed after every shift"
@@ -383,16 +423,16 @@ def solve(
         if not (np.all(np.isfinite(it.B)) and np.all(np.isfinite(it.z))):
             outcome, detail = IPMOutcome.STALLED, f"iteration {iterations}: a non-finite iterate"
             break
-    answer = _Kept(it.B, it.s, it.z, residuals)
-    if outcome in (IPMOutcome.MAX_ITER, IPMOutcome.STALLED) and kept.residuals <= 10 * tolerance:
+    answer = _Kept(it.B, residuals)
+    stopped_short = (IPMOutcome.MAX_ITER, IPMOutcome.STALLED, IPMOutcome.TIME_LIMIT)
+    if outcome in stopped_short and kept.residuals <= 10 * tolerance:
         # Near the end a shorter stop is still an answer, if every row holds to 10× the tolerance.
         values = problem.constraint_values(kept.B)
         if np.all(values[n_fix:] - problem.rhs[n_fix:] >= -10 * limit):
             detail = f"{outcome.value}: {detail or 'out of iterations'}; kept the residual {kept.residuals:.2g}"
             outcome, answer = IPMOutcome.SOLVED_INACCURATE, kept
     detail = detail or f"{iterations} iterations, {rows.m} rows in play"
-    binding = np.sort(rows.index[: answer.z.size][answer.z > answer.s])
-    return IPMResult(answer.B, outcome, iterations, np.sort(rows.index), binding, detail)
+    return IPMResult(answer.B, outcome, iterations, np.sort(rows.index), detail)
 
 
 def _cholesky(M: np.ndarray):
@@ -409,20 +449,20 @@ def _cholesky(M: np.ndarray):
     return None
 
 
-def _farkas_certificate(rows: _RowsInPlay, z: np.ndarray, n_fix: int, lam: np.ndarray, size: float) -> bool:
-    """Do the hard multipliers point along y ≥ 0 with Kᵀy ≈ 0 and hᵀy > 0?
+def _farkas_ray(rows: _RowsInPlay, it: _Iterate, n_fix: int) -> float | None:
+    """How short a β the hard multipliers rule out, if they point along a Farkas ray.
 
-    Any β with Kβ ≥ h has yᵀh ≤ ‖Kᵀy‖·‖β‖: a ray with ‖Kᵀy‖·max(1, ‖B‖) below 1e-6·hᵀy says
-    the hard rows hold only for a β a million times longer than the iterate — no common point
-    the repair could use.
+    With y = z_hard / max z_hard: any β with Kβ ≥ h on the hard rows has hᵀy ≤ ‖Kᵀy‖·‖β‖, so
+    ‖β‖ ≥ hᵀy / ‖Kᵀy‖. Returns ‖Kᵀy‖·max(1, ‖B‖) / hᵀy when that is at most
+    FARKAS_INFEASIBLE_INACCURATE (every such β is ≥ its inverse × max(1, ‖B‖) long), else None.
     """
-    hard = z[n_fix:]
+    hard = it.z[n_fix:]
     if hard.size == 0:
-        return False
-    largest = float(np.max(hard))
-    if largest <= DIVERGING_MULTIPLIER * (1.0 + float(np.max(lam, initial=0.0))):
-        return False
+        return None
     y = np.zeros(rows.m)
-    y[n_fix:] = hard / largest
+    y[n_fix:] = hard / float(np.max(hard))
     pull = float(rows.h[n_fix:] @ y[n_fix:])
-    return pull > 0 and float(np.linalg.norm(rows.KT(y))) * max(1.0, size) < 1e-6 * pull
+    if pull <= 0:
+        return None
+    ratio = float(np.linalg.norm(rows.KT(y))) * max(1.0, float(np.linalg.norm(it.B))) / pull
+    return ratio if ratio <= FARKAS_INFEASIBLE_INACCURATE else None

@@ -320,19 +320,13 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     # next time, instead of creeping up on its margin geometrically.
     extra_aim = np.zeros_like(targets)
     Z = work_head.with_weight(W).pre_activation(V)  # exact for the current W, one product per step
-    binding_cases: np.ndarray | None = None
     for t in range(1, settings.max_iter + 1):
         t_start = time.perf_counter()
         U = top_left_singular_vectors(W, settings.rank)
         problem, row_case, row_margin = _linearised_problem(
             work_head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings
         )
-        # The rows whose cases bound the previous QP start in play (interior-point backend
-        # only): the binding set moves little between iterations, and rows that join late
-        # cost the IPM iterations.
-        start_rows = None if binding_cases is None else np.flatnonzero(np.isin(row_case, binding_cases))
-        solution = qp.solve(problem, settings.solver, start_rows=start_rows)
-        binding_cases = None if solution.binding is None else np.unique(row_case[solution.binding])
+        solution = qp.solve(problem, settings.solver)
         if not solution.status.has_solution:
             records.append(_record(t, solution, problem.n, 1.0, 0.0, gap, targets, n_fix, t_start))
             status, msg = _solver_failure(t, solution, settings)
