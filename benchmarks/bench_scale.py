@@ -25,7 +25,8 @@ repair with every row in every QP (``working_set=False``): ``full_seconds``, ``f
 ``lazy_speedup_qp`` and ``same_head`` (max |W_lazy − W_full| ≤ 1e-5 and the same status).
 Goal (issue 6): at 100k, peak RSS < 4 GB and QP time < 60 s.
 
-Run: ``python benchmarks/bench_scale.py --json`` (one JSON line with every size). Exit 1 unless
+Run: ``python benchmarks/bench_scale.py --json`` (one JSON line with every size; ``--max-iter 1``: the
+first QP of each size alone; ``--backend``: the QP solver). Exit 1 unless
 every repair converged with Cert 2 on every must_keep case.
 """
 
@@ -115,6 +116,7 @@ def run_size(
     threads: int | None = 1,
     distribution: str = "isotropic",
     backend: str = "auto",
+    max_iter: int | None = None,
 ) -> dict[str, object]:
     """One repair at one must_keep size, in this process (call it in a fresh one for the RSS)."""
     synthetic = _synthetic.build(seed, activation, distribution)
@@ -122,6 +124,8 @@ def run_size(
     keep_set = keep_cases(synthetic, n_keep, seed, keep)
     settings = RepairSettings(rank=rank, blas_threads=threads)
     settings = replace(settings, solver=replace(settings.solver, backend=backend))
+    if max_iter is not None:  # stop the loop early: --max-iter 1 measures the first QP alone
+        settings = replace(settings, max_iter=max_iter)
     if not lazy:
         settings = replace(settings, solver=replace(settings.solver, working_set=False))
     import osqp  # noqa: F401  (one-off imports are the process's cost, not the repair's)
@@ -203,6 +207,8 @@ def in_subprocess(n_keep: int, args: argparse.Namespace, lazy: bool = True) -> d
         "--backend",
         args.backend,
     ]
+    if args.max_iter is not None:
+        command += ["--max-iter", str(args.max_iter)]
     if not lazy:
         command.append("--full")
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -250,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="QP solver (SolverSettings.backend; auto: the interior-point method from 20k must_keep rows)",
     )
+    parser.add_argument(
+        "--max-iter", type=int, default=None, help="stop each repair after this many loop iterations (1: the first QP)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the subprocess's job
     parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
@@ -266,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             args.blas_threads,
             args.distribution,
             args.backend,
+            args.max_iter,
         )
         W = result.pop("_W_after")
         if W is not None:

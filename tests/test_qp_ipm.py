@@ -151,20 +151,45 @@ def test_soft_rows_in_contradiction_are_paid_for_not_infeasible():
     assert result.objective == pytest.approx(100.0, rel=1e-6)
 
 
-def test_iteration_limit_is_its_own_outcome_and_near_misses_are_inaccurate():
+def test_iteration_limit_is_its_own_outcome_and_near_misses_are_inaccurate(monkeypatch):
+    import warp_check.qp as qp_module
+
+    monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the IPM's own outcome
     problem = random_problem(1, 30, 200, 2, 50)
     starved = solve(problem, SolverSettings(backend="ipm", ipm_max_iter=2))
     assert starved.status is QPStatus.MAX_ITER and starved.B is None
     assert "iteration limit" in starved.solver_status
-    # The same iterations with the tolerance met only 10× looser: usable, and flagged as such.
+    # Stopped one iteration short, the best iterate meets the tolerance only 10× looser.
     full = solve(problem, IPM)
     near = solve(problem, SolverSettings(backend="ipm", ipm_max_iter=full.iterations - 1))
-    assert near.status in (QPStatus.SOLVED_INACCURATE, QPStatus.MAX_ITER)
+    assert near.status is QPStatus.SOLVED_INACCURATE, near.solver_status
+    values = problem.constraint_values(near.B)
+    assert np.all(values[problem.n_fix :] >= problem.rhs[problem.n_fix :] - 1e-5 * (1 + np.abs(problem.rhs).max()))
+
+
+def test_an_undecided_ipm_hands_its_rows_to_osqp():
+    # Found by a random probe: a small degenerate problem the IPM stalls on short of 1e-6.
+    problem = problem_over_cases(22306, 2, 18, 1, 9, 2)
+    result = solve(problem, SolverSettings(backend="ipm", working_set_window=0.0))
+    assert result.status is QPStatus.SOLVED and result.backend == "osqp"
+    assert result.solver_status.startswith("OSQP on the") and "interior point: stalled" in result.solver_status
+    osqp = solve(problem, SolverSettings(backend="osqp", working_set=False))
+    assert result.objective == pytest.approx(osqp.objective, rel=1e-6)
 
 
 def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
+    import warp_check.qp as qp_module
+
     monkeypatch.setattr(qp_ipm, "_cholesky", lambda M: None)
-    result = solve(random_problem(2, 5, 40, 2, 16), IPM)
+    problem = random_problem(2, 5, 40, 2, 16)
+    # Every row in play, and few of them: OSQP answers instead.
+    rescued = solve(problem, SolverSettings(backend="ipm", working_set=False))
+    assert rescued.status is QPStatus.SOLVED and rescued.backend == "osqp" and "Cholesky" in rescued.solver_status
+    # Rows in play whose OSQP answer breaks a row outside them: no rescue.
+    unrescued = solve(problem, IPM)
+    assert unrescued.status is QPStatus.STALLED
+    monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)
+    result = solve(problem, IPM)
     assert result.status is QPStatus.STALLED and result.B is None
     assert "Cholesky" in result.solver_status
 

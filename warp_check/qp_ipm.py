@@ -255,17 +255,20 @@ def _fresh_start(B: np.ndarray, rows: _RowsInPlay, lam: np.ndarray) -> _Iterate:
 
 
 def _recentre(it: _Iterate, violation: float, strength: float) -> float:
-    """Lift every complementarity pair to a product ≥ μ_t, keeping its ratio; return μ_t.
+    """Lift every complementarity pair to a product ≥ μ_t by raising its smaller member; return μ_t.
 
     A row violated by v needs other slacks to move by ~v, and a Newton step moves a slack by
     at most ~μ/(its multiplier): μ_t = strength·v·(mean multiplier), at least the current μ.
+    Only the member near 0 moves: scaling both (keeping the ratio) turned a must_fix slack of
+    ~3 with a multiplier of ~1e-7 into one of thousands, and the 100k QP never recovered.
     """
     target = max(it.mu(), strength * violation * float(np.mean(np.concatenate([it.z, it.w]))), 1e-12)
     for x, y in ((it.s, it.z), (it.xi, it.w)):
         low = x * y < target
-        lift = np.sqrt(target / (x[low] * y[low]))
-        x[low] *= lift
-        y[low] *= lift
+        x_smaller = low & (x <= y)
+        y_smaller = low & (x > y)
+        x[x_smaller] = target / y[x_smaller]
+        y[y_smaller] = target / x[y_smaller]
     return target
 
 
