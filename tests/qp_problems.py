@@ -32,6 +32,21 @@ def problem_over_cases(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int,
     return LinearisedProblem(C, V, rhs, n_fix, rho=2.0, lam=50.0, cases=cases)
 
 
+def contradictory_keep_problem(bound: float = 1.0) -> LinearisedProblem:
+    """Two must_keep rows ask for ⟨a, β⟩ ≥ bound and ⟨−a, β⟩ ≥ bound: no β satisfies both."""
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(1, 10))
+    C = np.array([[1.0, 0.5], [1.0, 0.5], [0.3, 0.2]])
+    V = np.vstack([v, -v, rng.normal(size=(1, 10))])
+    return LinearisedProblem(C, V, np.array([bound, bound, 0.5]), n_fix=0, rho=2.0, lam=50.0)
+
+
+def contradictory_fix_problem() -> LinearisedProblem:
+    """The same contradiction between two must_fix rows: soft, so β = 0 with both slacks 1."""
+    v = np.random.default_rng(0).normal(size=(1, 10))
+    return LinearisedProblem(np.ones((2, 1)), np.vstack([v, -v]), np.array([1.0, 1.0]), n_fix=2, rho=2.0, lam=50.0)
+
+
 # The shape of a problem over cases, for @given (n_keep and solver options are the test's).
 CASE_PROBLEM_SHAPE = {
     "seed": st.integers(0, 2**16),

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from qp_problems import CASE_PROBLEM_SHAPE, problem_over_cases, random_problem
+from qp_problems import (
+    CASE_PROBLEM_SHAPE,
+    contradictory_fix_problem,
+    contradictory_keep_problem,
+    problem_over_cases,
+    random_problem,
+)
 
 from warp_check.errors import SettingsError
 from warp_check.qp import _OSQP_STATUS, LinearisedProblem, QPForm, QPStatus, SolverSettings, solve
@@ -130,13 +136,7 @@ def test_a_working_set_that_does_not_settle_fails_or_solves_whole(monkeypatch):
 @pytest.mark.parametrize("form", ["primal", "dual"])
 @pytest.mark.parametrize("working_set", [True, False])
 def test_contradictory_must_keep_set_is_infeasible_not_a_wrong_answer(form, working_set):
-    # Two must_keep rows ask for ⟨a, β⟩ ≥ 1 and ⟨−a, β⟩ ≥ 1: no β satisfies both.
-    rng = np.random.default_rng(0)
-    v = rng.normal(size=(1, 10))
-    C = np.array([[1.0, 0.5], [1.0, 0.5], [0.3, 0.2]])
-    V = np.vstack([v, -v, rng.normal(size=(1, 10))])
-    problem = LinearisedProblem(C, V, np.array([1.0, 1.0, 0.5]), n_fix=0, rho=2.0, lam=50.0)
-    result = solve(problem, SolverSettings(form=form, working_set=working_set))
+    result = solve(contradictory_keep_problem(), SolverSettings(form=form, working_set=working_set))
     assert result.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE)
     assert result.B is None
 
@@ -163,10 +163,7 @@ def test_undecided_dual_falls_back_to_the_primal(monkeypatch):
 
 def test_infeasible_must_fix_rows_only_cost_slack():
     # The same contradiction among must_fix rows is soft: solved, with slack.
-    rng = np.random.default_rng(0)
-    v = rng.normal(size=(1, 10))
-    problem = LinearisedProblem(np.ones((2, 1)), np.vstack([v, -v]), np.array([1.0, 1.0]), n_fix=2, rho=2.0, lam=50.0)
-    result = solve(problem)
+    result = solve(contradictory_fix_problem())
     assert result.status is QPStatus.SOLVED
     assert result.objective == pytest.approx(50.0 * 2.0, rel=1e-6)  # β = 0, both slacks = 1
 

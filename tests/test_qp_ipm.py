@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from qp_problems import CASE_PROBLEM_SHAPE, problem_over_cases, random_problem
+from qp_problems import (
+    CASE_PROBLEM_SHAPE,
+    contradictory_fix_problem,
+    contradictory_keep_problem,
+    problem_over_cases,
+    random_problem,
+)
 
 import warp_check.qp_ipm as qp_ipm
 from warp_check.errors import SettingsError
@@ -116,12 +122,7 @@ def test_no_row_near_its_bound_and_no_soft_row():
 @pytest.mark.parametrize("bound", [0.5, 1.0])
 @pytest.mark.parametrize("working_set", [True, False])
 def test_contradictory_must_keep_rows_are_infeasible(working_set, bound):
-    rng = np.random.default_rng(0)
-    v = rng.normal(size=(1, 10))
-    C = np.array([[1.0, 0.5], [1.0, 0.5], [0.3, 0.2]])
-    V = np.vstack([v, -v, rng.normal(size=(1, 10))])
-    problem = LinearisedProblem(C, V, np.array([bound, bound, 0.5]), n_fix=0, rho=2.0, lam=50.0)
-    result = solve(problem, SolverSettings(backend="ipm", working_set=working_set))
+    result = solve(contradictory_keep_problem(bound), SolverSettings(backend="ipm", working_set=working_set))
     assert result.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE) and result.B is None
     assert "Farkas" in result.solver_status
 
@@ -143,10 +144,7 @@ def test_ipm_and_osqp_agree_on_which_crowded_must_keep_sets_are_infeasible():
 
 
 def test_soft_rows_in_contradiction_are_paid_for_not_infeasible():
-    rng = np.random.default_rng(0)
-    v = rng.normal(size=(1, 10))
-    problem = LinearisedProblem(np.ones((2, 1)), np.vstack([v, -v]), np.array([1.0, 1.0]), 2, 2.0, 50.0)
-    result = solve(problem, IPM)
+    result = solve(contradictory_fix_problem(), IPM)
     assert result.status is QPStatus.SOLVED
     assert result.objective == pytest.approx(100.0, rel=1e-6)
 

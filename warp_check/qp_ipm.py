@@ -188,7 +188,7 @@ class _NewtonSystem:
     """
 
     def __init__(self, rows: _RowsInPlay, it: _Iterate, lam: np.ndarray, rho: float) -> None:
-        self.rows, self.it = rows, it
+        self.rows, self.it, self.rho = rows, it, rho
         self.factor, self.weight = None, None  # set by factorise()
         n_fix = it.xi.size
         self.soft = slice(0, n_fix)
@@ -217,15 +217,15 @@ class _NewtonSystem:
         ds[soft] += dxi
         return _Iterate(dB, KdB, ds, dz, dxi, self.r_price - dz[soft])
 
-    def factorise(self, rho: float) -> bool:
+    def factorise(self) -> bool:
         """Form and factor the reduced normal matrix; False when Cholesky fails at every shift."""
         it, n_fix = self.it, self.it.xi.size
         weight = it.z / it.s
         weight[:n_fix] = 1.0 / (it.s[:n_fix] / it.z[:n_fix] + it.xi / it.w)
         p = it.B.size
-        Q = _reduced_rows(weight * self.rows.norm2, rho, min(self.rows.m, p), int(MAX_REDUCED_ROWS * p))
+        Q = _reduced_rows(weight * self.rows.norm2, self.rho, min(self.rows.m, p), int(MAX_REDUCED_ROWS * p))
         self.weight = weight
-        self.factor = _cholesky(self.rows.normal_matrix(Q, weight[Q], rho))
+        self.factor = _cholesky(self.rows.normal_matrix(Q, weight[Q], self.rho))
         return self.factor is not None
 
 
@@ -326,7 +326,6 @@ def solve(
 
         ``strength`` None: start afresh from the current B instead of re-centring."""
         nonlocal it
-        """Put the most violated hard rows outside the set into it; how many joined."""
         values = problem.constraint_values(it.B)
         outside = ~in_play
         outside[:n_fix] = False
@@ -334,13 +333,13 @@ def solve(
         cap = int(JOIN_AT_MOST_P * p)
         if new.size > cap:
             new = np.sort(new[np.argsort(values[new] - problem.rhs[new], kind="stable")[:cap]])
-        if new.size and strength is None:
-            rows.add(new)
-            in_play[new] = True
+        if new.size == 0:
+            return 0
+        rows.add(new)
+        in_play[new] = True
+        if strength is None:
             it = _fresh_start(it.B, rows, lam)
-        elif new.size:
-            rows.add(new)
-            in_play[new] = True
+        else:
             target = _recentre(it, float(np.max(problem.rhs[new] - values[new])), strength)
             entering = math.sqrt(target)
             it.Kb = np.concatenate([it.Kb, values[new]])
@@ -409,7 +408,7 @@ def solve(
         if iteration == max_iter:
             break
 
-        if not system.factorise(rho):
+        if not system.factorise():
             outcome, detail = IPMOutcome.STALLED, f"iteration {iteration}: Cholesky failed after every shift"
             break
 
