@@ -16,7 +16,7 @@ Measured, each ``--repeat`` times (median reported):
   run's repaired model removed.
 
 A plain run after a plain run finds the model folder unchanged and answers from the cache
-without importing torch or transformers (warp_check.warm); ``model_loaded`` says, per run,
+without importing torch, transformers or numpy (warp_check.warm); ``model_loaded`` says, per run,
 whether the model was loaded. The subprocesses run with Python's default bytecode cache (the
 script drops ``PYTHONDONTWRITEBYTECODE`` from their environment): with it set, every run
 recompiles every module, pytest's assertion rewriting included, which no user's machine does.

@@ -7,6 +7,7 @@ message and no traceback.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,11 @@ class CaseFailure(Exception):
 
 
 class SuiteFile(pytest.File):
+    @functools.cached_property
+    def suite_key(self) -> Path:
+        """The suite's key in the session state; resolved once, not once per case."""
+        return self.path.resolve()
+
     def collect(self):
         from warp_check.cases import Kind
         from warp_check.errors import SuiteError, WarpError

@@ -121,7 +121,7 @@ class WarpSession:
         return session.default_out_dir(suite)
 
     def result_for(self, node: SuiteFile) -> RunResult:
-        key = node.path.resolve()
+        key = node.suite_key
         if key not in self.results:
             suite = self.suites[key]
             selected = [item.name for item in node.session.items if item.parent is node]

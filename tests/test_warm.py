@@ -8,16 +8,21 @@ max_length, a library version, a case the cache has not seen — must send it ba
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from suite_builder import write_suite
 
 from warp_check import fingerprint, session, warm
 from warp_check.fingerprint import FileDigests, folder_sha256
+from warp_check.head import answers_from_logits
 from warp_check.suite import load_suite
 
 
@@ -138,19 +143,19 @@ def test_layer_max_length_and_library_versions_are_part_of_the_key(suite_dir: Pa
     assert warm_check(suite_dir, cache) is None
 
 
-def test_a_damaged_entry_or_missing_representation_is_a_miss(suite_dir: Path, tmp_path: Path):
+def test_a_damaged_entry_is_a_miss_and_an_entry_needs_no_representations(suite_dir: Path, tmp_path: Path):
     cache = tmp_path / "cache"
-    cold_check(suite_dir, cache)
-    (entry,) = (cache / warm.WARM_DIR).glob("[!.]*.safetensors")
-    shard_dirs = [p for p in cache.iterdir() if p.is_dir() and p.name != warm.WARM_DIR]
+    cold = cold_check(suite_dir, cache)
+    (entry,) = (cache / warm.WARM_DIR).glob(f"[!.]*{warm.ENTRY_SUFFIX}")
     data = entry.read_bytes()
     entry.write_bytes(data[: len(data) // 2])
     assert warm_check(suite_dir, cache) is None
+    entry.write_text(json.dumps(json.loads(data) | {"format": "warp-check-warm/0"}))
+    assert warm_check(suite_dir, cache) is None  # another format
     entry.write_bytes(data)
-    assert warm_check(suite_dir, cache) is not None
-    for folder in shard_dirs:
-        shutil.rmtree(folder)  # the representations are gone: v must be computed again
-    assert warm_check(suite_dir, cache) is None
+    for folder in [p for p in cache.iterdir() if p.is_dir() and p.name != warm.WARM_DIR]:
+        shutil.rmtree(folder)  # the representation cache is gone: the entry holds the logits
+    assert comparable(warm_check(suite_dir, cache)) == comparable(cold)
 
 
 def test_lookup_reads_only(suite_dir: Path, tmp_path: Path):
@@ -229,3 +234,31 @@ def test_folder_digest_covers_names_and_contents(tmp_path: Path):
     assert folder_sha256(folder, digests) not in (base, renamed)
     with pytest.raises(NotADirectoryError):
         folder_sha256(folder / "a", digests)
+
+
+# -- the pure-Python answer ------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(2, 5).flatmap(
+        lambda k: st.tuples(
+            st.lists(
+                st.sampled_from([0.0, 1.0, -1.0, 0.5, math.inf, -math.inf, math.nan])
+                | st.floats(allow_nan=True, allow_infinity=True),
+                min_size=k,
+                max_size=k,
+            ),
+            st.integers(0, k - 1),
+        )
+    )
+)
+def test_a_warm_answer_is_numpys_answer_bit_for_bit(case):
+    # Ties, infinities and NaN included: numpy.argmax takes the first largest and NaN as largest.
+    logits, label = case
+    with np.errstate(invalid="ignore", over="ignore"):  # inf − inf is NaN in both
+        predictions, gaps = answers_from_logits(np.array([logits], dtype=np.float64), np.array([label]))
+    predicted, gap = warm.answer(logits, label)
+    assert predicted == int(predictions[0])
+    assert np.array_equal(np.float64(gap), gaps[0], equal_nan=True)
+    assert math.isnan(gap) or gap == float(gaps[0])

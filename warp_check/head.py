@@ -70,13 +70,6 @@ class DenseHead:
     def predict(self, V: np.ndarray) -> np.ndarray:
         return np.argmax(self.logits(V), axis=1)
 
-    def answers(self, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(prediction, gap) per row from one logits pass: what a check reports of each case."""
-        if len(labels) == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        logits = self.logits(V)
-        return np.argmax(logits, axis=1), gaps_from_logits(logits, labels)[0]
-
     def linearise(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Gap, competitor and c_i = Uᵀ J_i (w_y − w_ĉ) (paper eq. 10) for every row."""
         Z = self.pre_activation(V)
@@ -93,6 +86,14 @@ class DenseHead:
             q = (S * (self.Wc[labels] - self.Wc[k])) @ U  # (n, r); zero where k == y
             total += np.sum(q * q, axis=1)
         return np.sqrt(total)
+
+
+def answers_from_logits(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(prediction, gap) per row: what a check reports of each case. warp_check.warm repeats
+    this arithmetic in pure Python on stored logits, so a warm check's numbers are these."""
+    if len(labels) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.argmax(logits, axis=1), gaps_from_logits(logits, labels)[0]
 
 
 def gaps_from_logits(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from .artefact import FORMAT, Destination, claim_destination, write_artefact
 from .cases import Case, Kind
 from .certify import AttackSettings, CaseCertificate, Lipschitz, certify_cases, summarise
 from .errors import ModelError, SettingsError
+from .head import answers_from_logits
 from .model import ClassifierAdapter
 from .repair import CaseSet, RepairResult, RepairSettings, repair
 from .representations import Encoded, encode_cases
@@ -32,6 +33,7 @@ class Evaluation:
     encoded: Encoded
     predictions: np.ndarray
     gaps: np.ndarray
+    logits: np.ndarray  # float64, (cases, classes): what a warm entry remembers (warp_check.warm)
 
     def passed(self, case_id: str) -> bool:
         return bool(self.gaps[self._index[case_id]] > 0)
@@ -70,8 +72,9 @@ def evaluate(
             f"({shown}): the model overflows on these inputs; nothing can be checked or repaired on them"
         )
     labels = np.array([c.label for c in cases], dtype=np.int64)
-    predictions, gaps = adapter.head().answers(encoded.V.astype(np.float64), labels)
-    return Evaluation(tuple(cases), encoded, predictions, gaps)
+    logits = adapter.head().logits(encoded.V.astype(np.float64)) if cases else np.zeros((0, num_classes))
+    predictions, gaps = answers_from_logits(logits, labels)
+    return Evaluation(tuple(cases), encoded, predictions, gaps, logits)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .errors import SettingsError
+from .settings import SolverSettings
 
 
 class QPStatus(str, enum.Enum):
@@ -91,95 +91,6 @@ _OSQP_STATUS: dict[QPForm, dict[int, QPStatus]] = {
         11: QPStatus.ERROR,
     },
 }
-
-
-@dataclass(frozen=True, kw_only=True)
-class SolverSettings:
-    """QP solver settings, all spelled out (OSQP's defaults, eps 1e-3, are far too loose here)."""
-
-    form: str = "auto"  # "auto" | "primal" | "dual"
-    eps_abs: float = 1e-7
-    eps_rel: float = 1e-7
-    eps_infeasible: float = 1e-7
-    max_iter: int = 20_000
-    time_limit_s: float = 600.0  # per solve; a backstop, not a tuning knob
-    polishing: bool = True
-    polish_refine_iter: int = 10
-    scaling: int = 10
-    sigma: float = 1e-6
-    # Lazy must_keep constraints (cutting planes): solve with the must_fix rows and the
-    # must_keep rows that are violated or near-active now, add every row the solution
-    # violates, repeat. The final answer is the optimum of the full problem; most must_keep
-    # rows never enter. The window is in the units of the rows (gap units in the loop): a
-    # hard row whose bound is within it of being violated at β = 0 starts in the set.
-    working_set: bool = True
-    working_set_rounds: int = 50
-    working_set_window: float = 0.05
-    # Rows added per round, most violated first. Adding every violated row at once grows the
-    # set with rows that later rows make slack (10k must_keep, first QP: 1,606 rows in 6 rounds,
-    # 24 s; 300 a round: 1,388 rows in 7 rounds, 8.5 s): a dense QP's cost grows as rows³.
-    working_set_batch: int = 300
-    # Which solver: OSQP, or the β-space interior-point method (warp_check.qp_ipm) that
-    # "auto" picks from ``ipm_min_rows`` hard rows up. Measured (d_in 768, r 2): OSQP's dense
-    # dual of the working set costs ~3 s a QP at 10k must_keep rows and does not settle at
-    # 100k (working sets of thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
-    backend: str = "auto"  # "auto" | "osqp" | "ipm"
-    ipm_min_rows: int = 20_000
-    # Relative residuals (qp_ipm.solve). Not OSQP's 1e-7: the reduced normal equations run out
-    # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
-    # objective is then within ~1e-10 of its optimum and every row holds to 1e-6·(1 + max |h|),
-    # far inside the loop's aim_above.
-    ipm_tolerance: float = 1e-6
-    ipm_max_iter: int = 200
-
-    def __post_init__(self) -> None:
-        if self.form not in ("auto", "primal", "dual"):
-            raise SettingsError("form", self.form, "must be 'auto', 'primal' or 'dual'")
-        if self.backend not in ("auto", "osqp", "ipm"):
-            raise SettingsError("backend", self.backend, "must be 'auto', 'osqp' or 'ipm'")
-        if self.backend == "ipm" and self.form == "dual":
-            raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
-        for name in ("ipm_min_rows", "ipm_max_iter"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
-                raise SettingsError(name, value, "must be an integer >= 1")
-        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
-                raise SettingsError(name, value, "must be a number in (0, 1)")
-        if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
-            raise SettingsError("max_iter", self.max_iter, "must be an integer >= 1")
-        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
-            raise SettingsError("time_limit_s", self.time_limit_s, "must be a positive number")
-        if not (isinstance(self.polish_refine_iter, int) and self.polish_refine_iter >= 0):
-            raise SettingsError("polish_refine_iter", self.polish_refine_iter, "must be >= 0")
-        if not (isinstance(self.scaling, int) and self.scaling >= 0):
-            raise SettingsError("scaling", self.scaling, "must be an integer >= 0")
-        if not (isinstance(self.working_set_rounds, int) and self.working_set_rounds >= 1):
-            raise SettingsError("working_set_rounds", self.working_set_rounds, "must be >= 1")
-        if isinstance(self.working_set_batch, bool) or not (
-            isinstance(self.working_set_batch, int) and self.working_set_batch >= 1
-        ):
-            raise SettingsError("working_set_batch", self.working_set_batch, "must be an integer >= 1")
-        window = self.working_set_window
-        if isinstance(window, bool) or not (isinstance(window, (int, float)) and math.isfinite(window) and window >= 0):
-            raise SettingsError("working_set_window", window, "must be a finite number >= 0")
-
-    def osqp_kwargs(self) -> dict[str, object]:
-        return {
-            "verbose": False,
-            "eps_abs": self.eps_abs,
-            "eps_rel": self.eps_rel,
-            "eps_prim_inf": self.eps_infeasible,
-            "eps_dual_inf": self.eps_infeasible,
-            "max_iter": self.max_iter,
-            "time_limit": self.time_limit_s,
-            "polishing": self.polishing,
-            "polish_refine_iter": self.polish_refine_iter,
-            "scaling": self.scaling,
-            "sigma": self.sigma,
-            "warm_starting": False,
-        }
 
 
 # The largest dual the form choice picks past r·d_in rows: its dense Gram is 288 MB there.

@@ -11,79 +11,14 @@ from __future__ import annotations
 import enum
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import qp
 from .errors import SettingsError
 from .head import DenseHead, gaps_from_logits, top_left_singular_vectors
-
-
-@dataclass(frozen=True, kw_only=True)
-class RepairSettings:
-    """Paper defaults (Appendix C). Validated on construction; errors name the field."""
-
-    rank: int = 2  # r
-    gamma_s: float = 1.0  # must_fix margin
-    gamma_h: float = 0.3  # must_keep margin
-    lam: float = 50.0  # λ, slack price
-    rho: float = 2.0  # ρ, step regularisation
-    max_iter: int = 300  # T
-    aim_above: float = 1e-3  # the QP targets γ + this; certificates check γ
-    gsn_threshold: float = 1e-2  # run GSN-FT when mean κ over must_fix is below this
-    gsn_ft_steps: int = 30
-    gsn_ft_lr: float = 1e-3
-    gsn_ft_batch_size: int = 32
-    backtracking: int = 6  # halvings of a QP step that would raise the merit
-    patience: int = 30  # stop when the total shortfall has not improved for this many iterations
-    seed: int = 0
-    # BLAS threads inside the loop (None: leave the process's setting). Its products are
-    # small (n × d_in × r); on a few cores, threads cost more in hand-offs than they save.
-    blas_threads: int | None = 1
-    solver: qp.SolverSettings = field(default_factory=qp.SolverSettings)
-
-    def __post_init__(self) -> None:
-        def positive(name: str, allow_zero: bool = False) -> None:
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-            if not ok:
-                raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
-
-        def count(name: str, minimum: int) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise SettingsError(name, value, f"must be an integer >= {minimum}")
-
-        count("rank", 1)
-        count("max_iter", 1)
-        count("gsn_ft_steps", 0)
-        count("gsn_ft_batch_size", 1)
-        count("seed", 0)
-        count("backtracking", 0)
-        count("patience", 1)
-        for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr"):
-            positive(name)
-        for name in ("aim_above", "gsn_threshold"):
-            positive(name, allow_zero=True)
-        if self.blas_threads is not None:
-            count("blas_threads", 1)
-        if not isinstance(self.solver, qp.SolverSettings):
-            raise SettingsError("solver", self.solver, "must be a SolverSettings")
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, object]) -> RepairSettings:
-        values = dict(values)
-        solver = values.pop("solver", None)
-        if isinstance(solver, dict):
-            values["solver"] = qp.SolverSettings(**solver)
-        elif solver is not None:
-            values["solver"] = solver
-        return cls(**values)
+from .settings import RepairSettings
 
 
 @dataclass(frozen=True)

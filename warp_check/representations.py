@@ -128,11 +128,6 @@ def encode_cases(
     return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream, tuple(keys))
 
 
-def cached_rows(cache_dir: str | Path, upstream_sha256: str) -> dict[str, np.ndarray]:
-    """Every finite v cached for an upstream, by input key (damaged shards are skipped)."""
-    return _ShardStore(Path(cache_dir) / upstream_sha256).load()
-
-
 def _progress(total: int, *, enabled: bool):
     from tqdm.auto import tqdm
 

@@ -275,7 +275,15 @@ def check(
     if cache_dir is not None:
         from . import warm
 
-        warm.record(adapter, cases, evaluation.encoded, cache_dir, layer=suite.layer, max_length=suite.model.max_length)
+        warm.record(
+            adapter.source,
+            adapter.spec.chain,
+            cases,
+            evaluation.logits,
+            cache_dir,
+            layer=suite.layer,
+            max_length=suite.model.max_length,
+        )
     details = {
         "head": adapter.spec.chain,
         "encoded": evaluation.encoded.encoded,
@@ -299,20 +307,16 @@ def check_warm(
     suite: Suite, entry: WarmEntry | None, *, ids: Iterable[str] | None = None, cache_dir: str | Path | None
 ) -> RunResult | None:
     """:func:`check` from the cache alone, the model never loaded; None (then call :func:`check`)
-    if there is no entry or cache, or a case is not cached."""
-    import numpy as np
-
+    if there is no entry or cache, or a case is not in the entry. Imports neither torch nor numpy."""
     if entry is None or cache_dir is None:
         return None
     cases = _checked_cases(suite, ids)
-    if any(c.label >= entry.head.num_classes for c in cases):
+    if any(c.label >= entry.num_classes for c in cases):
         return None  # check() says what is wrong with the label
     start = time.perf_counter()
-    encoded = entry.encoded(cases, cache_dir)
-    if encoded is None:
+    answers = entry.answers(cases)
+    if answers is None:
         return None
-    labels = np.array([c.label for c in cases], dtype=np.int64)
-    predictions, gaps = entry.head.answers(encoded.V.astype(np.float64), labels)
     details = {
         "head": entry.head_name,
         "encoded": 0,
@@ -320,6 +324,8 @@ def check_warm(
         "encode_seconds": time.perf_counter() - start,
         "model_loaded": False,
     }
+    predictions = [p for p, _ in answers]
+    gaps = [g for _, g in answers]
     return _check_result(suite, cases, predictions, gaps, details)
 
 

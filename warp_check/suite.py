@@ -42,7 +42,7 @@ from typing import Any
 
 from .cases import Case, Kind
 from .errors import SettingsError, SuiteError
-from .repair import RepairSettings
+from .settings import RepairSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -736,7 +736,7 @@ def _check_type(loader: _Loader, dotted: str, value: Any, type_name: str) -> Non
 
 
 def _repair_settings(loader: _Loader, data: dict[str, Any]) -> RepairSettings:
-    from .qp import SolverSettings
+    from .settings import SolverSettings
 
     table = data.get("repair", {})
     if not isinstance(table, dict):

@@ -1,46 +1,45 @@
-"""Warm checks: a plain check answered from the representation cache, without loading the model.
+"""Warm checks: a plain check answered from the cache, without loading the model.
 
-A check needs, per case, v (cached by :mod:`warp_check.representations`) and the head's
-weights. Finding v in the cache normally takes the loaded model: the cache key hashes the
-upstream parameters and the tokenised input. After a check that loaded the model, a *warm
-entry* is written beside the cache: the head's weights and, per case text, the key its v is
-stored under. A later check of the same suite finds that entry from the model folder's content
-digest (:mod:`warp_check.fingerprint`), the suite's ``layer`` and ``max_length``, and the
-versions of the libraries that tokenise and run the model, so it never imports torch or
-transformers. Any change to any of those, or a case the entry does not know, is a miss, and the
-check loads the model as before. The gaps are computed by the same float64 :class:`DenseHead`
-from the same float32 v, so a warm check's numbers are bit-identical to a cold one's.
+What a check reports of a case (prediction and gap) follows from the model's logits on it,
+and those follow from the model folder's content, the suite's ``layer`` and ``max_length``,
+the libraries that tokenise and run the model, and the case's text. After a check that
+loaded the model, a *warm entry* remembers the float64 logits of every case it checked, under
+a key made of all of those but the text (each case is found by the digest of its text). A
+later check of the same suite finds the entry from the folder's content digest
+(:mod:`warp_check.fingerprint`, a stat memo: unchanged files are not read again) and answers
+with the arithmetic of :func:`warp_check.head.answers_from_logits`, repeated here in plain
+Python, so a warm check's numbers are bit-identical to a cold one's and it imports neither
+torch nor numpy. Any change to any of those, or a case the entry does not know, is a miss,
+and the check loads the model as before.
 
-Layout: ``<cache_dir>/warm/<key>.safetensors`` (tensors W, b, Wc, bc; the rest in its metadata)
-and ``<cache_dir>/warm/digests.json`` (the file-digest memo). Written atomically.
+Layout: ``<cache_dir>/warm/<key>.json`` (one per folder content, layer, max_length and
+library versions) and ``<cache_dir>/warm/digests.json`` (the file-digest memo). Written
+atomically; a damaged entry is only a miss.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .cases import Case
-from .files import replaced_atomically
+from .files import write_text_atomically
 from .fingerprint import FileDigests, folder_sha256
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .head import DenseHead
-    from .model import ClassifierAdapter
-    from .representations import Encoded
+    import numpy as np
 
-FORMAT = "warp-check-warm/1"
+FORMAT = "warp-check-warm/2"
 WARM_DIR = "warm"
-# What turns a folder's files into v: tokenisation and the forward pass. A new version of any
-# of these may change either, so it is a different entry.
+ENTRY_SUFFIX = ".warm.json"
+# What turns a folder's files into logits: tokenisation and the forward pass. A new version of
+# any of these may change either, so it is a different entry.
 LIBRARIES = ("warp-check", "transformers", "tokenizers", "torch", "safetensors")
 
 
@@ -59,29 +58,42 @@ def case_sha256(case: Case) -> str:
     return hashlib.sha256(json.dumps([case.text, case.text_pair]).encode()).hexdigest()
 
 
+def answer(logits: Sequence[float], label: int) -> tuple[int, float]:
+    """(prediction, gap) for one case, exactly as ``head.answers_from_logits`` computes them:
+    the first largest logit (NaN counts as largest, as in ``numpy.argmax``), and the label's
+    logit minus the largest other one (NaN if any of them is NaN)."""
+    values = [float(z) for z in logits]
+
+    def first_largest(indices: Sequence[int]) -> int:
+        best = indices[0]
+        for i in indices:
+            if math.isnan(values[i]):
+                return i
+            if values[i] > values[best]:
+                best = i
+        return best
+
+    competitor = first_largest([i for i in range(len(values)) if i != label])
+    return first_largest(range(len(values))), values[label] - values[competitor]
+
+
 @dataclass(frozen=True)
 class WarmEntry:
-    """What a check needs from a loaded model, remembered for a model folder's exact content."""
+    """What checks on a model folder's exact content answered, case by case."""
 
     key: str
-    upstream_sha256: str
-    head: DenseHead
     head_name: str  # "repair_layer → activation → classifier"
-    inputs: Mapping[str, str]  # case_sha256 → the representation cache's input key
+    num_classes: int
+    logits: Mapping[str, Sequence[float]]  # case_sha256 → the model's logits on that case
 
-    def encoded(self, cases: Sequence[Case], cache_dir: str | Path) -> Encoded | None:
-        """v of every case from the cache, or None if any case is not there."""
-        from .representations import Encoded, cached_rows
-
-        keys = [self.inputs.get(case_sha256(c)) for c in cases]
-        if any(k is None for k in keys):
+    def answers(self, cases: Sequence[Case]) -> list[tuple[int, float]] | None:
+        """(prediction, gap) of every case, or None if any case is not in the entry."""
+        if self.num_classes < 2:
             return None
-        known = cached_rows(cache_dir, self.upstream_sha256)
-        rows = [known.get(k) for k in keys]  # type: ignore[arg-type]
-        if any(r is None or r.shape != (self.head.d_in,) for r in rows):
+        found = [self.logits.get(case_sha256(c)) for c in cases]
+        if any(z is None or len(z) != self.num_classes for z in found):
             return None
-        V = np.stack(rows).astype(np.float32) if rows else np.zeros((0, self.head.d_in), dtype=np.float32)
-        return Encoded(tuple(c.id for c in cases), V, len(cases), 0, self.upstream_sha256, tuple(keys))  # type: ignore[arg-type]
+        return [answer(z, c.label) for z, c in zip(found, cases, strict=True)]  # type: ignore[arg-type]
 
 
 def entry_key(model_dir: str | Path, layer: Any, max_length: int, digests: FileDigests) -> str:
@@ -103,7 +115,7 @@ def _entry_path(model_dir: str | Path, layer: Any, max_length: int, cache_dir: s
     """Where the entry for the folder as it is now lives (None: the folder cannot be read)."""
     digests = FileDigests(Path(cache_dir) / WARM_DIR / "digests.json")
     try:
-        return Path(cache_dir) / WARM_DIR / f"{entry_key(model_dir, layer, max_length, digests)}.safetensors"
+        return Path(cache_dir) / WARM_DIR / f"{entry_key(model_dir, layer, max_length, digests)}{ENTRY_SUFFIX}"
     except OSError:
         return None
     finally:
@@ -115,87 +127,68 @@ def lookup(model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | 
 
     Reads only: with no entry at all in the cache, nothing is hashed and nothing written.
     """
-    if not any((Path(cache_dir) / WARM_DIR).glob("[!.]*.safetensors")):
+    if not any((Path(cache_dir) / WARM_DIR).glob(f"[!.]*{ENTRY_SUFFIX}")):
         return None
     path = _entry_path(model_dir, layer, max_length, cache_dir)
     return None if path is None else _read(path)
 
 
 def _read(path: Path) -> WarmEntry | None:
-    from safetensors import SafetensorError, safe_open
-
-    from .activations import get_activation
-    from .head import DenseHead
-
-    if not path.is_file():
-        return None
-    key = path.stem
     try:
-        with safe_open(str(path), framework="numpy") as f:
-            meta = json.loads((f.metadata() or {}).get("entry", "null"))
-            tensors = {name: f.get_tensor(name) for name in ("W", "b", "Wc", "bc")}
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None  # absent, unreadable or damaged: a miss
+    try:
+        if data["format"] != FORMAT or data["key"] != path.name.removesuffix(ENTRY_SUFFIX):
             return None
-        head = DenseHead(
-            **tensors, activation=get_activation(meta["activation"]), storage_dtype=str(meta["storage_dtype"])
-        )
-        inputs = meta["inputs"]
-        if not isinstance(inputs, dict) or not isinstance(meta["upstream_sha256"], str):
+        logits = data["logits"]
+        if not isinstance(logits, dict):
             return None
-        return WarmEntry(key, meta["upstream_sha256"], head, str(meta["head_name"]), inputs)
-    except (SafetensorError, OSError, ValueError, KeyError, TypeError):
-        return None  # a damaged entry is only a miss
+        return WarmEntry(data["key"], str(data["head_name"]), int(data["num_classes"]), logits)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def record(
-    adapter: ClassifierAdapter,
+    model_dir: str | Path | None,
+    head_name: str,
     cases: Sequence[Case],
-    encoded: Encoded,
+    logits: np.ndarray,
     cache_dir: str | Path,
     *,
     layer: Any,
     max_length: int,
 ) -> Path | None:
-    """Remember, for the folder the adapter was loaded from, the head and where each case's v is.
+    """Remember, for the model folder a check loaded, the logits of every case it checked.
 
-    ``layer`` and ``max_length`` are what the suite asked for (the adapter may have capped
-    ``max_length`` at the tokenizer's): the lookup knows only those.
-
-    Called after a check that encoded (or found) every case. Entries of earlier runs on the same
-    folder are merged (a suite that grows keeps its older cases warm). Returns the entry's path,
-    or None when the adapter has no folder or the cache cannot be written (never an error).
+    ``logits`` are the check's own (float64, one row per case). ``layer`` and ``max_length``
+    are what the suite asked for (the adapter may have capped ``max_length`` at the
+    tokenizer's): the lookup knows only those. An entry of earlier runs on the same folder is
+    merged (a suite that grows keeps its older cases warm). Returns the entry's path, or None
+    when there is no folder or the cache cannot be written (never an error).
     """
-    from safetensors.numpy import save_file
-
-    if adapter.source is None or not os.path.isdir(adapter.source):
+    if model_dir is None or not Path(model_dir).is_dir():
         return None
-    path = _entry_path(adapter.source, layer, max_length, cache_dir)
-    if path is None or len(encoded.input_keys) != len(cases):
+    path = _entry_path(model_dir, layer, max_length, cache_dir)
+    if path is None or len(logits) != len(cases):
         return None
-    inputs = {case_sha256(c): k for c, k in zip(cases, encoded.input_keys, strict=True)}
+    answers = {case_sha256(c): [float(z) for z in row] for c, row in zip(cases, logits, strict=True)}
     earlier = _read(path)
-    if earlier is not None and earlier.upstream_sha256 == encoded.upstream_sha256:
-        if all(earlier.inputs.get(k) == v for k, v in inputs.items()):
+    if earlier is not None and earlier.num_classes == logits.shape[1]:
+        if all(earlier.logits.get(k) == v for k, v in answers.items()):
             return path  # nothing new
-        inputs = dict(earlier.inputs) | inputs
-    head = adapter.head()
-    meta = {
+        answers = dict(earlier.logits) | answers
+    entry = {
         "format": FORMAT,
-        "key": path.stem,
-        "model_dir": str(adapter.source),
-        "upstream_sha256": encoded.upstream_sha256,
-        "activation": head.activation.name,
-        "storage_dtype": head.storage_dtype,
-        "head_name": adapter.spec.chain,
-        "inputs": inputs,
+        "key": path.name.removesuffix(ENTRY_SUFFIX),
+        "model_dir": str(model_dir),
+        "head_name": head_name,
+        "num_classes": int(logits.shape[1]),
+        "logits": answers,
     }
-    tensors = {"W": head.W, "b": head.b, "Wc": head.Wc, "bc": head.bc}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with replaced_atomically(path, suffix=".safetensors") as tmp:
-            save_file(
-                {k: np.ascontiguousarray(v) for k, v in tensors.items()}, tmp, metadata={"entry": json.dumps(meta)}
-            )
+        write_text_atomically(path, json.dumps(entry))
     except OSError:
         return None
     return path

@@ -1,0 +1,68 @@
+"""The package's public names load their modules on first use (warp_check/__init__.py).
+
+``import warp_check`` must stay standard-library only (a warm check is pure Python), every
+public name must still resolve, and ``warp_check.repair`` / ``warp_check.verify`` must stay the
+functions whatever imports their same-named modules first.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import warp_check
+
+INIT = Path(warp_check.__file__)
+
+
+def run_python(code: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_package_and_loading_a_suite_import_no_numpy():
+    imported = run_python(
+        "import json, sys\n"
+        "import warp_check, warp_check.session, warp_check.suite, warp_check.warm\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'numpy', 'scipy', 'torch', 'transformers', 'osqp', 'safetensors', 'hypothesis'})))"
+    )
+    assert imported == []
+
+
+def test_every_public_name_resolves_and_all_lists_them():
+    eager = {"Case", "Kind", "RepairSettings", "SolverSettings", "__version__"}
+    eager |= {name for name in dir(warp_check) if name.endswith("Error")}
+    assert set(warp_check.__all__) == set(warp_check._LAZY) | eager
+    for name in warp_check.__all__:
+        assert getattr(warp_check, name) is not None, name
+    assert set(warp_check.__all__) <= set(dir(warp_check))
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        warp_check.nothing_here  # noqa: B018
+
+
+def test_what_type_checkers_see_is_what_loads():
+    # The TYPE_CHECKING imports and the run-time table must name the same things.
+    tree = ast.parse(INIT.read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    seen = {(node.module, alias.name) for node in guarded.body for alias in node.names}  # type: ignore[attr-defined]
+    assert seen == {(module, name) for name, module in warp_check._LAZY.items()}
+
+
+@pytest.mark.parametrize("first", ["submodule", "name"])
+def test_repair_and_verify_stay_functions_whatever_loads_first(first: str):
+    load = (
+        "import warp_check.repair, warp_check.verify\nimport warp_check as wc\n"
+        if first == "submodule"
+        else "import warp_check as wc\nwc.repair, wc.verify\nimport warp_check.repair, warp_check.verify\n"
+    )
+    kinds = run_python(
+        "import json, types\n" + load + "from warp_check import repair, verify\n"
+        "print(json.dumps([type(x).__name__ for x in (wc.repair, wc.verify, repair, verify)]))"
+    )
+    assert kinds == ["function"] * 4

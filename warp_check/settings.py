@@ -1,0 +1,169 @@
+"""The settings of a repair: the loop's (:class:`RepairSettings`) and its QP solver's
+(:class:`SolverSettings`), validated on construction with errors that name the field.
+
+Their own module, with nothing heavier than the standard library, because a suite's
+``[repair]`` table is validated whenever the suite loads, and a warm check (warp_check.warm)
+loads suites without importing numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from .errors import SettingsError
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverSettings:
+    """QP solver settings, all spelled out (OSQP's defaults, eps 1e-3, are far too loose here)."""
+
+    form: str = "auto"  # "auto" | "primal" | "dual"
+    eps_abs: float = 1e-7
+    eps_rel: float = 1e-7
+    eps_infeasible: float = 1e-7
+    max_iter: int = 20_000
+    time_limit_s: float = 600.0  # per solve; a backstop, not a tuning knob
+    polishing: bool = True
+    polish_refine_iter: int = 10
+    scaling: int = 10
+    sigma: float = 1e-6
+    # Lazy must_keep constraints (cutting planes): solve with the must_fix rows and the
+    # must_keep rows that are violated or near-active now, add every row the solution
+    # violates, repeat. The final answer is the optimum of the full problem; most must_keep
+    # rows never enter. The window is in the units of the rows (gap units in the loop): a
+    # hard row whose bound is within it of being violated at β = 0 starts in the set.
+    working_set: bool = True
+    working_set_rounds: int = 50
+    working_set_window: float = 0.05
+    # Rows added per round, most violated first. Adding every violated row at once grows the
+    # set with rows that later rows make slack (10k must_keep, first QP: 1,606 rows in 6 rounds,
+    # 24 s; 300 a round: 1,388 rows in 7 rounds, 8.5 s): a dense QP's cost grows as rows³.
+    working_set_batch: int = 300
+    # Which solver: OSQP, or the β-space interior-point method (warp_check.qp_ipm) that
+    # "auto" picks from ``ipm_min_rows`` hard rows up. Measured (d_in 768, r 2): OSQP's dense
+    # dual of the working set costs ~3 s a QP at 10k must_keep rows and does not settle at
+    # 100k (working sets of thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
+    backend: str = "auto"  # "auto" | "osqp" | "ipm"
+    ipm_min_rows: int = 20_000
+    # Relative residuals (qp_ipm.solve). Not OSQP's 1e-7: the reduced normal equations run out
+    # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
+    # objective is then within ~1e-10 of its optimum and every row holds to 1e-6·(1 + max |h|),
+    # far inside the loop's aim_above.
+    ipm_tolerance: float = 1e-6
+    ipm_max_iter: int = 200
+
+    def __post_init__(self) -> None:
+        if self.form not in ("auto", "primal", "dual"):
+            raise SettingsError("form", self.form, "must be 'auto', 'primal' or 'dual'")
+        if self.backend not in ("auto", "osqp", "ipm"):
+            raise SettingsError("backend", self.backend, "must be 'auto', 'osqp' or 'ipm'")
+        if self.backend == "ipm" and self.form == "dual":
+            raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
+        for name in ("ipm_min_rows", "ipm_max_iter"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
+                raise SettingsError(name, value, "must be an integer >= 1")
+        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
+                raise SettingsError(name, value, "must be a number in (0, 1)")
+        if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
+            raise SettingsError("max_iter", self.max_iter, "must be an integer >= 1")
+        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
+            raise SettingsError("time_limit_s", self.time_limit_s, "must be a positive number")
+        if not (isinstance(self.polish_refine_iter, int) and self.polish_refine_iter >= 0):
+            raise SettingsError("polish_refine_iter", self.polish_refine_iter, "must be >= 0")
+        if not (isinstance(self.scaling, int) and self.scaling >= 0):
+            raise SettingsError("scaling", self.scaling, "must be an integer >= 0")
+        if not (isinstance(self.working_set_rounds, int) and self.working_set_rounds >= 1):
+            raise SettingsError("working_set_rounds", self.working_set_rounds, "must be >= 1")
+        if isinstance(self.working_set_batch, bool) or not (
+            isinstance(self.working_set_batch, int) and self.working_set_batch >= 1
+        ):
+            raise SettingsError("working_set_batch", self.working_set_batch, "must be an integer >= 1")
+        window = self.working_set_window
+        if isinstance(window, bool) or not (isinstance(window, (int, float)) and math.isfinite(window) and window >= 0):
+            raise SettingsError("working_set_window", window, "must be a finite number >= 0")
+
+    def osqp_kwargs(self) -> dict[str, object]:
+        return {
+            "verbose": False,
+            "eps_abs": self.eps_abs,
+            "eps_rel": self.eps_rel,
+            "eps_prim_inf": self.eps_infeasible,
+            "eps_dual_inf": self.eps_infeasible,
+            "max_iter": self.max_iter,
+            "time_limit": self.time_limit_s,
+            "polishing": self.polishing,
+            "polish_refine_iter": self.polish_refine_iter,
+            "scaling": self.scaling,
+            "sigma": self.sigma,
+            "warm_starting": False,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairSettings:
+    """Paper defaults (Appendix C). Validated on construction; errors name the field."""
+
+    rank: int = 2  # r
+    gamma_s: float = 1.0  # must_fix margin
+    gamma_h: float = 0.3  # must_keep margin
+    lam: float = 50.0  # λ, slack price
+    rho: float = 2.0  # ρ, step regularisation
+    max_iter: int = 300  # T
+    aim_above: float = 1e-3  # the QP targets γ + this; certificates check γ
+    gsn_threshold: float = 1e-2  # run GSN-FT when mean κ over must_fix is below this
+    gsn_ft_steps: int = 30
+    gsn_ft_lr: float = 1e-3
+    gsn_ft_batch_size: int = 32
+    backtracking: int = 6  # halvings of a QP step that would raise the merit
+    patience: int = 30  # stop when the total shortfall has not improved for this many iterations
+    seed: int = 0
+    # BLAS threads inside the loop (None: leave the process's setting). Its products are
+    # small (n × d_in × r); on a few cores, threads cost more in hand-offs than they save.
+    blas_threads: int | None = 1
+    solver: SolverSettings = field(default_factory=SolverSettings)
+
+    def __post_init__(self) -> None:
+        def positive(name: str, allow_zero: bool = False) -> None:
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+            if not ok:
+                raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
+
+        def count(name: str, minimum: int) -> None:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise SettingsError(name, value, f"must be an integer >= {minimum}")
+
+        count("rank", 1)
+        count("max_iter", 1)
+        count("gsn_ft_steps", 0)
+        count("gsn_ft_batch_size", 1)
+        count("seed", 0)
+        count("backtracking", 0)
+        count("patience", 1)
+        for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr"):
+            positive(name)
+        for name in ("aim_above", "gsn_threshold"):
+            positive(name, allow_zero=True)
+        if self.blas_threads is not None:
+            count("blas_threads", 1)
+        if not isinstance(self.solver, SolverSettings):
+            raise SettingsError("solver", self.solver, "must be a SolverSettings")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, object]) -> RepairSettings:
+        values = dict(values)
+        solver = values.pop("solver", None)
+        if isinstance(solver, dict):
+            values["solver"] = SolverSettings(**solver)
+        elif solver is not None:
+            values["solver"] = solver
+        return cls(**values)
