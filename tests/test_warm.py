@@ -152,6 +152,10 @@ def test_a_damaged_entry_is_a_miss_and_an_entry_needs_no_representations(suite_d
     assert warm_check(suite_dir, cache) is None
     entry.write_text(json.dumps(json.loads(data) | {"format": "warp-check-warm/0"}))
     assert warm_check(suite_dir, cache) is None  # another format
+    damaged = json.loads(data)
+    damaged["logits"] = {k: ["x", None] for k in damaged["logits"]}
+    entry.write_text(json.dumps(damaged))
+    assert warm_check(suite_dir, cache) is None  # logits that are not numbers
     entry.write_bytes(data)
     for folder in [p for p in cache.iterdir() if p.is_dir() and p.name != warm.WARM_DIR]:
         shutil.rmtree(folder)  # the representation cache is gone: the entry holds the logits

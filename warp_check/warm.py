@@ -91,9 +91,12 @@ class WarmEntry:
         if self.num_classes < 2:
             return None
         found = [self.logits.get(case_sha256(c)) for c in cases]
-        if any(z is None or len(z) != self.num_classes for z in found):
-            return None
-        return [answer(z, c.label) for z, c in zip(found, cases, strict=True)]  # type: ignore[arg-type]
+        try:
+            if any(not isinstance(z, list) or len(z) != self.num_classes for z in found):
+                return None
+            return [answer(z, c.label) for z, c in zip(found, cases, strict=True)]  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None  # a damaged entry (a logit that is not a number) is only a miss
 
 
 def entry_key(model_dir: str | Path, layer: Any, max_length: int, digests: FileDigests) -> str:
