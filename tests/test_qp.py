@@ -200,7 +200,12 @@ def test_form_is_picked_by_size():
         ("eps_abs", 0.0),
         ("eps_rel", float("nan")),
         ("max_iter", 0),
+        ("max_iter", True),  # a bool is not a count
         ("time_limit_s", -1.0),
+        ("time_limit_s", "60"),  # a SettingsError, not a TypeError from math.isfinite
+        ("polish_refine_iter", -1),
+        ("scaling", True),
+        ("working_set_rounds", 0),
         ("working_set_batch", 0),
         ("working_set_window", -0.1),
         ("working_set_window", float("inf")),

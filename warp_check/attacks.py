@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cases import Case, Kind
 from .errors import SettingsError, WarpError
+from .settings import require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import ClassifierAdapter
@@ -249,8 +250,7 @@ class RecipeSettings:
             value = getattr(self, name)
             if value is None and name in ("max_cases", "query_budget", "threads"):
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise SettingsError(name, value, f"must be an integer >= {low}")
+            require_integer(name, value, low)
         try:
             kind = Kind(self.source_kind)
         except ValueError:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cases import Case, Kind
 from .errors import SettingsError
+from .settings import require_integer, require_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import ClassifierAdapter
@@ -46,16 +47,10 @@ class TrainSettings:
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_epochs", "patience", "lora_rank"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SettingsError(name, value, "must be an integer >= 1")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise SettingsError("seed", self.seed, "must be an integer >= 0")
+            require_integer(name, getattr(self, name), 1)
+        require_integer("seed", self.seed, 0)
         for name, allow_zero in (("lr", False), ("lora_alpha", False), ("threshold", True)):
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            if not ok or value < 0 or (value == 0 and not allow_zero):
-                raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
+            require_number(name, getattr(self, name), allow_zero=allow_zero)
 
 
 @dataclass(frozen=True)

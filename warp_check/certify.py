@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import SettingsError
 from .head import DenseHead
+from .settings import require_integer
 
 RADIUS_SAFETY = 1e-6  # relative shrink of the local radius; see local_radius
 
@@ -106,11 +106,8 @@ class AttackSettings:
 
     def __post_init__(self) -> None:
         for name in ("pgd_steps", "flip_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise SettingsError(name, value, "must be an integer >= 1")
-        if isinstance(self.pgd_restarts, bool) or not isinstance(self.pgd_restarts, int) or self.pgd_restarts < 0:
-            raise SettingsError("pgd_restarts", self.pgd_restarts, "must be an integer >= 0")
+            require_integer(name, getattr(self, name), 1)
+        require_integer("pgd_restarts", self.pgd_restarts, 0)
 
 
 def _torch_gap(head: DenseHead):

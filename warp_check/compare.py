@@ -37,6 +37,7 @@ import numpy as np
 from .baselines import TrainSettings
 from .cases import Case, Kind
 from .errors import SettingsError, WarpError
+from .settings import is_integer, require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .head import DenseHead
@@ -77,29 +78,23 @@ class CompareSettings:
             if isinstance(ranks, (str, int)) or not isinstance(ranks, (tuple, list)) or not ranks:
                 raise SettingsError("ranks", ranks, "must be a non-empty sequence of integers >= 1")
             object.__setattr__(self, "ranks", tuple(ranks))
-            if not all(_is_int(r, 1) for r in self.ranks):
+            if not all(is_integer(r, 1) for r in self.ranks):
                 raise SettingsError("ranks", ranks, "must be a non-empty sequence of integers >= 1")
             if len(set(self.ranks)) != len(self.ranks):
                 raise SettingsError("ranks", ranks, "names a rank twice")
-        if self.fix_size is not None and not _is_int(self.fix_size, 1):
+        if self.fix_size is not None and not is_integer(self.fix_size, 1):
             raise SettingsError("fix_size", self.fix_size, "must be an integer >= 1 (or None for all)")
-        if self.keep_size is not None and not _is_int(self.keep_size, 0):
+        if self.keep_size is not None and not is_integer(self.keep_size, 0):
             raise SettingsError("keep_size", self.keep_size, "must be an integer >= 0 (or None for all)")
-        if not _is_int(self.seed, 0):
-            raise SettingsError("seed", self.seed, "must be an integer >= 0")
-        if self.threads is not None and not _is_int(self.threads, 1):
+        require_integer("seed", self.seed, 0)
+        if self.threads is not None and not is_integer(self.threads, 1):
             raise SettingsError("threads", self.threads, "must be an integer >= 1 (or None)")
-        if not _is_int(self.batch_size, 1):
-            raise SettingsError("batch_size", self.batch_size, "must be an integer >= 1")
+        require_integer("batch_size", self.batch_size, 1)
         if not isinstance(self.train, TrainSettings):
             raise SettingsError("train", self.train, "must be a TrainSettings")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def _is_int(value: object, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
 
 
 # -- results ----------------------------------------------------------------------------------

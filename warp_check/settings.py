@@ -14,6 +14,24 @@ from dataclasses import asdict, dataclass, field
 from .errors import SettingsError
 
 
+def is_integer(value: object, minimum: int) -> bool:
+    """An int (a bool is not one) that is at least ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def require_integer(name: str, value: object, minimum: int) -> None:
+    """The check every settings class makes of its counts; the error names the field."""
+    if not is_integer(value, minimum):
+        raise SettingsError(name, value, f"must be an integer >= {minimum}")
+
+
+def require_number(name: str, value: object, *, allow_zero: bool = False) -> None:
+    """A finite number (not a bool) > 0, or ≥ 0 with ``allow_zero``; the error names the field."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):  # type: ignore[operator]
+        raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
+
+
 @dataclass(frozen=True, kw_only=True)
 class SolverSettings:
     """QP solver settings, all spelled out (OSQP's defaults, eps 1e-3, are far too loose here)."""
@@ -60,31 +78,22 @@ class SolverSettings:
             raise SettingsError("backend", self.backend, "must be 'auto', 'osqp' or 'ipm'")
         if self.backend == "ipm" and self.form == "dual":
             raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
-        for name in ("ipm_min_rows", "ipm_max_iter"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
-                raise SettingsError(name, value, "must be an integer >= 1")
+        for name, minimum in (
+            ("max_iter", 1),
+            ("polish_refine_iter", 0),
+            ("scaling", 0),
+            ("working_set_rounds", 1),
+            ("working_set_batch", 1),
+            ("ipm_min_rows", 1),
+            ("ipm_max_iter", 1),
+        ):
+            require_integer(name, getattr(self, name), minimum)
         for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
                 raise SettingsError(name, value, "must be a number in (0, 1)")
-        if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
-            raise SettingsError("max_iter", self.max_iter, "must be an integer >= 1")
-        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
-            raise SettingsError("time_limit_s", self.time_limit_s, "must be a positive number")
-        if not (isinstance(self.polish_refine_iter, int) and self.polish_refine_iter >= 0):
-            raise SettingsError("polish_refine_iter", self.polish_refine_iter, "must be >= 0")
-        if not (isinstance(self.scaling, int) and self.scaling >= 0):
-            raise SettingsError("scaling", self.scaling, "must be an integer >= 0")
-        if not (isinstance(self.working_set_rounds, int) and self.working_set_rounds >= 1):
-            raise SettingsError("working_set_rounds", self.working_set_rounds, "must be >= 1")
-        if isinstance(self.working_set_batch, bool) or not (
-            isinstance(self.working_set_batch, int) and self.working_set_batch >= 1
-        ):
-            raise SettingsError("working_set_batch", self.working_set_batch, "must be an integer >= 1")
-        window = self.working_set_window
-        if isinstance(window, bool) or not (isinstance(window, (int, float)) and math.isfinite(window) and window >= 0):
-            raise SettingsError("working_set_window", window, "must be a finite number >= 0")
+        require_number("time_limit_s", self.time_limit_s)
+        require_number("working_set_window", self.working_set_window, allow_zero=True)
 
     def osqp_kwargs(self) -> dict[str, object]:
         return {
@@ -127,31 +136,22 @@ class RepairSettings:
     solver: SolverSettings = field(default_factory=SolverSettings)
 
     def __post_init__(self) -> None:
-        def positive(name: str, allow_zero: bool = False) -> None:
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-            if not ok:
-                raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
-
-        def count(name: str, minimum: int) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise SettingsError(name, value, f"must be an integer >= {minimum}")
-
-        count("rank", 1)
-        count("max_iter", 1)
-        count("gsn_ft_steps", 0)
-        count("gsn_ft_batch_size", 1)
-        count("seed", 0)
-        count("backtracking", 0)
-        count("patience", 1)
+        for name, minimum in (
+            ("rank", 1),
+            ("max_iter", 1),
+            ("gsn_ft_steps", 0),
+            ("gsn_ft_batch_size", 1),
+            ("seed", 0),
+            ("backtracking", 0),
+            ("patience", 1),
+        ):
+            require_integer(name, getattr(self, name), minimum)
         for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr"):
-            positive(name)
+            require_number(name, getattr(self, name))
         for name in ("aim_above", "gsn_threshold"):
-            positive(name, allow_zero=True)
+            require_number(name, getattr(self, name), allow_zero=True)
         if self.blas_threads is not None:
-            count("blas_threads", 1)
+            require_integer("blas_threads", self.blas_threads, 1)
         if not isinstance(self.solver, SolverSettings):
             raise SettingsError("solver", self.solver, "must be a SolverSettings")
 
