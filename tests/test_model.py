@@ -239,6 +239,9 @@ def test_multiclass_gap_is_against_the_strongest_other_class(multiclass_dir):
     assert set(competitors.tolist()) == {0, 1, 2}
     with pytest.raises(ValueError, match="label 3 out of range for 3 classes"):
         evaluate(adapter, [Case(id="x", text="it was good", label=3, kind=Kind.MUST_KEEP)], progress=False)
+    # No cases (a selection that leaves none): empty answers of the right shapes, no error.
+    nothing = evaluate(adapter, [], progress=False)
+    assert nothing.predictions.shape == nothing.gaps.shape == (0,) and nothing.logits.shape == (0, 3)
 
 
 def test_text_pairs_reach_the_model_as_pairs(pair_dir):

@@ -277,6 +277,8 @@ class ClassifierAdapter:
     # -- encoding -----------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> list[dict[str, list[int]]]:
         """One encoding per text (no padding), limited to the keys the model's forward takes."""
+        if not texts:
+            return []  # Hugging Face tokenizers fail on an empty batch (IndexError)
         pairs = list(pairs) if pairs is not None else [None] * len(texts)
         if any(p is not None for p in pairs) and not all(p is not None for p in pairs):
             return [self.tokenize([t], [p])[0] for t, p in zip(texts, pairs, strict=True)]

@@ -72,7 +72,7 @@ def evaluate(
             f"({shown}): the model overflows on these inputs; nothing can be checked or repaired on them"
         )
     labels = np.array([c.label for c in cases], dtype=np.int64)
-    logits = adapter.head().logits(encoded.V.astype(np.float64)) if cases else np.zeros((0, num_classes))
+    logits = adapter.head().logits(encoded.V.astype(np.float64))
     predictions, gaps = answers_from_logits(logits, labels)
     return Evaluation(tuple(cases), encoded, predictions, gaps, logits)
 
