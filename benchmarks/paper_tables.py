@@ -330,7 +330,7 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
     cache = work / "cache"
     info["sizes"] = {"must_keep": len(keep), "must_fix": len(fix), "general": len(dev), "heldout": len(held)}
     log(f"{task}/{name}: compare (epochs ≤ {args.epochs})")
-    train_settings = TrainSettings(max_epochs=args.epochs, seed=args.seed)
+    train_settings = TrainSettings(max_epochs=args.epochs, seed=args.seed, restore_best=args.restore_best)
     settings = CompareSettings(train=train_settings, seed=args.seed, batch_size=64)
     main = compare_suite(suite, settings, general=general, heldout=heldout, cache_dir=cache, progress=log)
     info["compare"] = main.to_dict()
@@ -492,6 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=300, help="attack queries per row")
     parser.add_argument("--epochs", type=int, default=20, help="baselines' epoch cap (paper: 300)")
     parser.add_argument("--rte-epochs", type=int, default=2)
+    parser.add_argument(
+        "--restore-best", action="store_true", help="baselines keep their lowest-loss epoch's weights"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--attack-python", default="/tmp/ta-venv/bin/python")
     parser.add_argument("--out", help="Markdown fragment")

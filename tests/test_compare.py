@@ -262,3 +262,36 @@ def _cases(wrong: list[dict], right: list[dict]):
         for rows, kind in ((wrong, Kind.MUST_FIX), (right, Kind.MUST_KEEP))
         for r in rows
     ]
+
+
+def test_restore_best_keeps_the_lowest_loss_epoch(distilbert_dir, split):
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    cases = _cases(*split)
+    # A learning rate this high makes the training loss jump about, so its lowest epoch is not the last.
+    rough = {"lr": 0.5, "max_epochs": 6, "patience": 6}
+    last = train_lora(adapter, cases, TrainSettings(**rough))
+    best = train_lora(adapter, cases, TrainSettings(**rough, restore_best=True))
+    lowest = 1 + min(range(len(best.losses)), key=best.losses.__getitem__)
+    assert best.losses == last.losses and lowest < len(best.losses), best.losses  # same run, a non-final best
+    assert (last.kept_epoch, best.kept_epoch) == (len(last.losses), lowest)
+    # the weights returned are those the run had after that epoch: a run stopped there has them too
+    stopped_there = train_lora(adapter, cases, TrainSettings(**{**rough, "max_epochs": lowest}))
+    assert torch.equal(best.model.pre_classifier.weight, stopped_there.model.pre_classifier.weight)
+    assert not torch.equal(best.model.pre_classifier.weight, last.model.pre_classifier.weight)
+    with pytest.raises(SettingsError, match="restore_best"):
+        TrainSettings(restore_best="yes")
+
+
+def test_cli_compare_restore_best_is_reported(suite, capsys):
+    argv = ["compare", str(suite), "--methods", "original,lora", "--epochs", "3", "-q"]
+    assert main([*argv, "--restore-best", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["train"]["restore_best"] is True
+    lora = data["methods"][1]["details"]
+    lowest = 1 + min(range(len(lora["losses"])), key=lora["losses"].__getitem__)
+    assert lora["kept_epoch"] == lowest and lora["epochs"] == 3
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "threshold 1e-06; weights of the last epoch; seed 0):" in text
+    assert "| Epochs | Stopped by | Weights of epoch | Final loss |" in text
+    assert "| 3 | max epochs | 3 |" in text

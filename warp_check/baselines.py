@@ -10,8 +10,11 @@ baselines train on the union of the repair and remain sets, so what is monitored
 the training loss, the mean cross-entropy over that union in each epoch (with dropout, as
 trained). Training stops when it has not fallen by more than ``threshold`` for
 ``patience`` epochs in a row, or after ``max_epochs``. The weights of the last epoch are
-kept. The optimiser is AdamW (no weight decay) at a constant learning rate: the paper names
-no schedule.
+kept, as the paper describes (and as Keras' ``EarlyStopping`` does by default); with
+``restore_best`` those of the epoch with the lowest training loss are, which can differ when
+the loss rose in the last ``patience`` epochs (benchmarks/RESULTS.md: full fine-tuning on SST-2
+with the tanh model). The optimiser is AdamW (no weight decay) at a constant learning rate:
+the paper names no schedule.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class TrainSettings:
     lora_rank: int = 2
     lora_alpha: float = 4.0
     seed: int = 0
+    restore_best: bool = False  # return the weights of the lowest-loss epoch, not the last one's
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_epochs", "patience", "lora_rank"):
@@ -51,6 +55,8 @@ class TrainSettings:
         require_integer("seed", self.seed, 0)
         for name, allow_zero in (("lr", False), ("lora_alpha", False), ("threshold", True)):
             require_number(name, getattr(self, name), allow_zero=allow_zero)
+        if not isinstance(self.restore_best, bool):
+            raise SettingsError("restore_best", self.restore_best, "must be true or false")
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,7 @@ class Trained:
     stop_reason: str  # "early_stopping" | "max_epochs"
     losses: tuple[float, ...]  # training loss per epoch
     seconds: float
+    kept_epoch: int = 0  # whose weights the model has: the last epoch, or the best with restore_best
 
 
 Progress = Callable[[str], None]
@@ -100,9 +107,9 @@ def train_lora(
             warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
             peft_model = get_peft_model(model, config)
         params = [p for p in peft_model.parameters() if p.requires_grad]
-        epochs, reason, losses = _fit(adapter, peft_model, params, cases, settings, "lora", progress)
+        fit = _fit(adapter, peft_model, params, cases, settings, "lora", progress)
         merged = peft_model.merge_and_unload().eval()
-    return Trained("lora", merged, sum(p.numel() for p in params), epochs, reason, losses, _since(start))
+    return Trained("lora", merged, sum(p.numel() for p in params), *fit.outcome(), _since(start), fit.kept_epoch)
 
 
 def train_full(
@@ -120,8 +127,9 @@ def train_full(
         for parameter in model.parameters():
             parameter.requires_grad_(True)
         params = list(model.parameters())
-        epochs, reason, losses = _fit(adapter, model, params, cases, settings, "full_ft", progress)
-    return Trained("full_ft", model.eval(), sum(p.numel() for p in params), epochs, reason, losses, _since(start))
+        fit = _fit(adapter, model, params, cases, settings, "full_ft", progress)
+    trainable = sum(p.numel() for p in params)
+    return Trained("full_ft", model.eval(), trainable, *fit.outcome(), _since(start), fit.kept_epoch)
 
 
 def training_cases(cases: Sequence[Case]) -> list[Case]:
@@ -129,7 +137,17 @@ def training_cases(cases: Sequence[Case]) -> list[Case]:
     return [c for c in cases if c.kind in (Kind.MUST_FIX, Kind.MUST_KEEP)]
 
 
-def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, progress: Progress | None):
+@dataclass(frozen=True)
+class _Fit:
+    losses: tuple[float, ...]
+    stop_reason: str
+    kept_epoch: int
+
+    def outcome(self) -> tuple[int, str, tuple[float, ...]]:
+        return len(self.losses), self.stop_reason, self.losses
+
+
+def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, progress: Progress | None) -> _Fit:
     import torch
     import torch.nn.functional as F
 
@@ -142,6 +160,7 @@ def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, prog
     generator = torch.Generator().manual_seed(settings.seed)
     losses: list[float] = []
     best, stale, reason = math.inf, 0, "max_epochs"
+    lowest, best_state, best_epoch = math.inf, None, 0  # for restore_best: a copy of params only
     for epoch in range(1, settings.max_epochs + 1):
         model.train()
         order = torch.randperm(len(cases), generator=generator).tolist()
@@ -158,6 +177,9 @@ def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, prog
         losses.append(total / len(cases))
         if progress is not None:
             progress(f"{name}: epoch {epoch}/{settings.max_epochs}, training loss {losses[-1]:.6f}")
+        if settings.restore_best and losses[-1] < lowest:
+            lowest, best_epoch = losses[-1], epoch
+            best_state = [p.detach().clone() for p in params]
         if losses[-1] < best - settings.threshold:
             best, stale = losses[-1], 0
         else:
@@ -165,8 +187,14 @@ def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, prog
             if stale >= settings.patience:
                 reason = "early_stopping"
                 break
+    kept = len(losses)
+    if best_state is not None and best_epoch != kept:
+        with torch.no_grad():
+            for parameter, saved in zip(params, best_state, strict=True):
+                parameter.copy_(saved)
+        kept = best_epoch
     model.eval()
-    return len(losses), reason, tuple(losses)
+    return _Fit(tuple(losses), reason, kept)
 
 
 class _forked_rng:

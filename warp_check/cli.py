@@ -115,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--methods", type=_name_list, metavar="M,M,...", help="of original,lora,full_ft,warp (default: all)"
     )
     compare.add_argument("--epochs", type=int, metavar="N", help="baselines' epoch limit (default 300)")
+    compare.add_argument(
+        "--restore-best",
+        action="store_true",
+        help="baselines keep the weights of their lowest-loss epoch (default: the last epoch's, as the paper)",
+    )
     compare.add_argument("--seed", type=int, default=0, metavar="N", help="subsampling and training seed (default 0)")
     compare.add_argument("--threads", type=int, metavar="N", help="torch CPU threads for the run")
     compare.add_argument("--cache", metavar="DIR", help="representation cache folder (default: none, nothing written)")
@@ -327,6 +332,7 @@ COMPARE_FLAGS = {
     "fix_size": "--fix-size",
     "keep_size": "--keep-size",
     "max_epochs": "--epochs",
+    "restore_best": "--restore-best",
     "seed": "--seed",
     "threads": "--threads",
     "rank": "--ranks",
@@ -361,7 +367,8 @@ def _compare(args: argparse.Namespace) -> int:
             print(f"compare: {message}", file=sys.stderr, flush=True)
 
     try:
-        train = TrainSettings(seed=args.seed, **({} if args.epochs is None else {"max_epochs": args.epochs}))
+        epochs = {} if args.epochs is None else {"max_epochs": args.epochs}
+        train = TrainSettings(seed=args.seed, restore_best=args.restore_best, **epochs)
         settings = CompareSettings(
             methods=args.methods if args.methods is not None else METHODS,
             ranks=args.ranks,

@@ -382,6 +382,7 @@ def _baseline(method, adapter, cases, settings: CompareSettings, scorer: _Scorer
         "trainable_parameters": trained.trainable_parameters,
         "epochs": trained.epochs,
         "stop_reason": trained.stop_reason,
+        "kept_epoch": trained.kept_epoch,
         "final_loss": trained.losses[-1],
         "losses": list(trained.losses),
         "changed_tensors": len(changed),
@@ -585,16 +586,18 @@ def render_markdown(comparison: Comparison, *, heading: str = "##") -> str:
         lines += [
             "",
             f"Baselines (lr {t.lr:g}, batch {t.batch_size}, ≤ {t.max_epochs} epochs, early stopping on the training "
-            f"loss: patience {t.patience}, threshold {t.threshold:g}; seed {t.seed}):",
+            f"loss: patience {t.patience}, threshold {t.threshold:g}; "
+            f"{'weights of the lowest-loss epoch' if t.restore_best else 'weights of the last epoch'}; seed {t.seed}):",
             "",
-            "| Method | Trainable parameters | Tensors changed | Epochs | Stopped by | Final loss |",
-            "|---|---|---|---|---|---|",
+            "| Method | Trainable parameters | Tensors changed | Epochs | Stopped by | Weights of epoch | Final loss |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in baselines:
             d = r.details
             lines.append(
                 f"| {r.title} | {d['trainable_parameters']:,} | {d['changed_tensors']}/{d['tensors']} | "
-                f"{d['epochs']} | {d['stop_reason'].replace('_', ' ')} | {d['final_loss']:.4g} |"
+                f"{d['epochs']} | {d['stop_reason'].replace('_', ' ')} | {d.get('kept_epoch', d['epochs'])} | "
+                f"{d['final_loss']:.4g} |"
             )
     sources = sorted({s for r in comparison.rows for s in r.attack_by_source})
     if sources:
