@@ -3,7 +3,10 @@
 What is measured, per must_keep size n: ``warp_check.repair.repair(head, fix, keep,
 settings=RepairSettings(rank=R))`` on the synthetic head and 108 must_fix cases of
 ``_synthetic`` (d_in = d_out = 768, float32 weights, paper defaults) with n must_keep
-representations v ~ N(0, I) labelled with the head's own prediction. ``--keep margin`` (the
+representations v ~ N(0, I) labelled with the head's own prediction (``--distribution
+measured``: shaped like real ones; ``--head measured``: a repair layer with the spectrum spike
+and class alignment of real fine-tuned heads, where the default random W has neither; see
+``_synthetic``). ``--keep margin`` (the
 default) keeps only cases that already meet γ_h = 0.3, as a clean regression set that passes
 its gate before repair does; ``--keep natural`` keeps every correct case, with the ~5% tail
 below γ_h that the repair must then lift too (the harder problem: its elastic rows all enter
@@ -117,9 +120,10 @@ def run_size(
     distribution: str = "isotropic",
     backend: str = "auto",
     max_iter: int | None = None,
+    head: str = "random",
 ) -> dict[str, object]:
     """One repair at one must_keep size, in this process (call it in a fresh one for the RSS)."""
-    synthetic = _synthetic.build(seed, activation, distribution)
+    synthetic = _synthetic.build(seed, activation, distribution, head)
     fix = synthetic.fix
     keep_set = keep_cases(synthetic, n_keep, seed, keep)
     settings = RepairSettings(rank=rank, blas_threads=threads)
@@ -144,6 +148,8 @@ def run_size(
         "d_in": synthetic.head.d_in,
         "keep": keep,
         "distribution": distribution,
+        "head": head,
+        "class_alignment_r": round(_synthetic.class_alignment(synthetic.head, rank), 3),
         "lazy": lazy,
         "backend": backend,
         "qp_backends": sorted({r.qp_backend for r in result.iterations}),
@@ -167,6 +173,10 @@ def run_size(
         "qp_working_set": [r.qp_working_set for r in result.iterations],
         "qp_rounds": [r.qp_rounds for r in result.iterations],
         "qp_seconds_per_iteration": [round(s.seconds, 3) for s in solutions],
+        # How the loop moved: the share of each QP step taken (< 1: the full step made the true
+        # gaps worse) and the smallest must_fix gap after it.
+        "step_fraction": [r.step_fraction for r in result.iterations],
+        "min_gap_fix_per_iteration": [round(r.min_gap_fix, 4) for r in result.iterations],
         "message": result.message,
         "W_after_sha": _digest(result.head_after.W),
         "_W_after": result.head_after.W if n_keep <= 5_000 else None,
@@ -206,6 +216,8 @@ def in_subprocess(n_keep: int, args: argparse.Namespace, lazy: bool = True) -> d
         args.distribution,
         "--backend",
         args.backend,
+        "--head",
+        args.head,
     ]
     if args.max_iter is not None:
         command += ["--max-iter", str(args.max_iter)]
@@ -248,6 +260,12 @@ def main(argv: list[str] | None = None) -> int:
         default="isotropic",
         help="representations: isotropic N(0, I) (worst case) or shaped like measured MiniLM ones",
     )
+    parser.add_argument(
+        "--head",
+        choices=_synthetic.HEADS,
+        default="random",
+        help="repair layer: random W (worst case) or with the spike and class alignment measured on real heads",
+    )
     parser.add_argument("--compare-full", type=int, default=1000, help="also solve with every row up to this size")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
     parser.add_argument(
@@ -276,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             args.distribution,
             args.backend,
             args.max_iter,
+            args.head,
         )
         W = result.pop("_W_after")
         if W is not None:
@@ -316,7 +335,7 @@ def _w_path(args: argparse.Namespace, n: int | None = None, full: bool | None = 
     n = args.one if n is None else n
     full = args.full if full is None else full
     mode = "full" if full else "lazy"
-    tag = f"{args.activation}-{args.distribution}-{args.keep}-r{args.rank}-s{args.seed}-n{n}-{mode}"
+    tag = f"{args.activation}-{args.head}-{args.distribution}-{args.keep}-r{args.rank}-s{args.seed}-n{n}-{mode}"
     return Path(tempfile.gettempdir()) / f"bench_scale-{tag}.npy"
 
 

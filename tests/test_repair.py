@@ -242,20 +242,23 @@ def test_settings_from_before_the_working_set_fields_still_load():
     assert RepairSettings.from_dict(tuned.to_dict()) == tuned
 
 
-@pytest.mark.parametrize("backend", ["auto", "ipm"])
-def test_scale_benchmark_runs_at_a_small_size(monkeypatch, backend):
+@pytest.mark.parametrize(("backend", "head"), [("auto", "random"), ("ipm", "random"), ("auto", "measured")])
+def test_scale_benchmark_runs_at_a_small_size(monkeypatch, backend, head):
     # benchmarks/bench_scale.py at 500 must_keep (d_in = 768): the function CI can afford,
-    # with the QP backend auto picks there (OSQP) and the one it picks at 100k.
+    # with the QP backend auto picks there (OSQP) and the one it picks at 100k, and the
+    # head shaped like real ones.
     from pathlib import Path
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import bench_scale
 
-    row = bench_scale.run_size(500, seed=0, activation="relu", rank=2, keep="margin", backend=backend)
+    row = bench_scale.run_size(500, seed=0, activation="relu", rank=2, keep="margin", backend=backend, head=head)
     assert row["converged"] and row["cert2"] == "500/500" and row["cert1"] == "108/108", row["message"]
     assert row["qp_backends"] == (["ipm"] if backend == "ipm" else ["osqp"])
     assert row["peak_rss_mb"] >= row["data_rss_mb"] > 0
     assert max(w for w in row["qp_working_set"] if w is not None) < row["qp_rows"][0]
+    assert len(row["step_fraction"]) == len(row["min_gap_fix_per_iteration"]) == row["iterations"]
+    assert row["min_gap_fix_per_iteration"][-1] == pytest.approx(row["min_gap_fix"], abs=1e-4)
 
 
 def test_measured_representation_shape_in_the_scale_benchmark(monkeypatch):
@@ -280,3 +283,44 @@ def test_measured_representation_shape_in_the_scale_benchmark(monkeypatch):
     assert np.array_equal(isotropic, np.random.default_rng(1).normal(size=(4, _synthetic.D)))
     with pytest.raises(ValueError, match="distribution"):
         _synthetic.Sampler.make("uniform", seed=0)
+
+
+def test_measured_head_shape_in_the_scale_benchmark(monkeypatch):
+    # bench_scale --head measured: the spectrum spike and class alignment measured on the real
+    # MiniLM heads (σ₁ / median σ, share of w₁ − w₀ in W's top singular directions); the
+    # random head has neither, and the rest of the problem is drawn the same for both.
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import _synthetic
+
+    random, measured = (_synthetic.build(0, "relu", "isotropic", shape) for shape in _synthetic.HEADS)
+    singular = np.linalg.svd(measured.head.W, compute_uv=False)
+    assert abs(singular[0] / np.median(singular) - _synthetic.MEASURED_SPIKE_OVER_MEDIAN) < 0.5
+    assert abs(_synthetic.class_alignment(measured.head, 1) - _synthetic.MEASURED_CLASS_ALIGNMENT) < 0.01
+    assert _synthetic.class_alignment(random.head, 2) < 0.1
+    assert 0.4 < float(np.mean(measured.keep.labels)) < 0.6  # both classes, as on a real head
+    assert np.array_equal(random.head.W, _synthetic.build(0, "relu").head.W)
+    assert np.array_equal(random.keep.V, measured.keep.V)  # only the head differs
+    with pytest.raises(ValueError, match="head_shape"):
+        _synthetic.build(0, "relu", "isotropic", "spiky")
+
+
+def test_head_shape_benchmark_measures_spike_and_class_alignment(monkeypatch, distilbert_dir):
+    # benchmarks/head_shape.py: the numbers behind _synthetic's measured head, on any model folder.
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import head_shape
+
+    W = np.diag([10.0, 2.0] + [1.0] * 6)
+    Wc = np.zeros((2, 8))
+    Wc[1, :2] = [0.6, 0.8]  # w₁ − w₀ = 0.6 e₀ + 0.8 e₁: 60 % along σ₁'s direction, all of it in the top two
+    row = head_shape.shape_of(W, Wc)
+    assert (row["spike_over_median"], row["spike_over_second"]) == (10.0, 5.0)
+    assert (row["alignment_r1"], row["alignment_r2"], row["alignment_r8"]) == (0.6, 1.0, 1.0)
+    with pytest.raises(ValueError, match="two-class"):
+        head_shape.shape_of(W, np.zeros((3, 8)))
+    rows = head_shape.measure([distilbert_dir])
+    assert [r["head"] for r in rows] == [str(distilbert_dir), "synthetic random", "synthetic measured"]
+    assert rows[0]["d_in"] == rows[0]["d_out"] == 32 and 0.0 <= rows[0]["alignment_r2"] <= 1.0
