@@ -324,3 +324,33 @@ def test_head_shape_benchmark_measures_spike_and_class_alignment(monkeypatch, di
     rows = head_shape.measure([distilbert_dir])
     assert [r["head"] for r in rows] == [str(distilbert_dir), "synthetic random", "synthetic measured"]
     assert rows[0]["d_in"] == rows[0]["d_out"] == 32 and 0.0 <= rows[0]["alignment_r2"] <= 1.0
+
+
+def test_attack_shape_benchmark_measures_how_must_fix_sit_among_must_keep(
+    monkeypatch, tmp_path, distilbert_dir, tiny_split
+):
+    # benchmarks/attack_shape.py: displacement, shared part and separability of attacked cases.
+    from pathlib import Path
+
+    from suite_builder import write_suite
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import attack_shape
+
+    rng = np.random.default_rng(0)
+    keep = rng.normal(size=(400, 16))
+    original = keep[:50]
+    shift = np.zeros(16)
+    shift[0] = 8.0
+    same = attack_shape.shape_of(original + shift, original, keep)  # every attack moves the same way
+    assert (same["shared"], same["mean_cosine"]) == (1.0, 1.0) and same["auc"] > 0.99
+    assert same["displacement"] == pytest.approx(8.0 / np.sqrt(16), rel=0.05)
+    scattered = attack_shape.shape_of(original + rng.normal(size=(50, 16)), original, keep)
+    assert scattered["shared"] < 0.1 and abs(scattered["mean_cosine"]) < 0.05
+    # on a suite: must_fix records name their original must_keep case; one without an original is skipped
+    wrong, right = tiny_split
+    fix = [{**w, "original": right[i]["id"]} for i, w in enumerate(wrong)] + [{**wrong[0], "id": "orphan"}]
+    folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=fix, keep=right)
+    row = attack_shape.measure(folder)
+    assert row["pairs"] == len(wrong) and row["d_in"] == 32
+    assert row["displacement"] > 0 and 0.0 <= row["shared"] <= 1.0 and 0.0 <= row["auc"] <= 1.0

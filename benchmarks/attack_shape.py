@@ -1,0 +1,110 @@
+"""Measure how a suite's must_fix cases sit among its must_keep cases, in the repair layer's input v.
+
+For every must_fix case whose JSONL record names the case it was derived from (``original``,
+as ``warp-check attack`` writes it), δ = v(attacked) − v(original). Printed per suite:
+
+* ``displacement``: RMS ‖δ‖ over the RMS distance of the must_keep cases from their mean: how
+  far an attack moves a sentence, against how far apart clean sentences are;
+* ``shared``: ‖mean δ‖² / mean ‖δ‖², the part of the displacement all attacks have in common,
+  and the mean cosine between two cases' δ;
+* ``auc``: how well the mean-δ direction alone tells must_fix from must_keep cases (0.5: not
+  at all, 1: perfectly).
+
+Featureless must_fix cases (no shared part, as ``_synthetic`` draws them) have shared ≈ 1/pairs
+(the mean of that many random δ) and auc near 0.5 (a little above: the direction is fitted on
+the same cases). Run: ``python benchmarks/attack_shape.py [SUITE ...] [--json]`` (default: the two
+example suites). Reads the suites and encodes their cases; writes nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+SUITES = (ROOT / "example_suites" / "reviews-distilbert", ROOT / "example_suites" / "reviews-bert")
+
+
+def originals(cases, folder: Path) -> dict[str, str]:
+    """must_fix id → the id its record names as ``original`` (read back from the case's file:line,
+    which is relative to the suite folder)."""
+    from warp_check.cases import Kind
+
+    found = {}
+    for case in cases:
+        if case.kind is not Kind.MUST_FIX or not case.origin:
+            continue
+        path, _, line = case.origin.rpartition(":")
+        record = json.loads((folder / path).read_text(encoding="utf-8").splitlines()[int(line) - 1])
+        if isinstance(record.get("original"), str):
+            found[case.id] = record["original"]
+    return found
+
+
+def shape_of(fix: np.ndarray, original: np.ndarray, keep: np.ndarray) -> dict[str, float]:
+    """The three measures above from paired (attacked, original) rows and the must_keep rows."""
+    delta = fix - original
+    spread = float(np.sqrt(np.mean(np.sum((keep - keep.mean(axis=0)) ** 2, axis=1))))
+    energy = float(np.mean(np.sum(delta * delta, axis=1)))
+    mean = delta.mean(axis=0)
+    unit = delta / np.linalg.norm(delta, axis=1, keepdims=True)
+    cosines = unit @ unit.T
+    off_diagonal = cosines[~np.eye(len(delta), dtype=bool)]
+    direction = mean / np.linalg.norm(mean)
+    on_fix, on_keep = fix @ direction, keep @ direction
+    return {
+        "pairs": len(delta),
+        "displacement": round(float(np.sqrt(energy)) / spread, 3),
+        "shared": round(float(mean @ mean) / energy, 3),
+        "mean_cosine": round(float(off_diagonal.mean()), 3) if off_diagonal.size else float("nan"),
+        "auc": round(float(np.mean(on_fix[:, None] > on_keep[None, :])), 3),
+    }
+
+
+def measure(folder: Path) -> dict[str, object]:
+    from warp_check.cases import Kind
+    from warp_check.model import ClassifierAdapter
+    from warp_check.pipeline import evaluate
+    from warp_check.suite import load_suite
+
+    suite = load_suite(folder)
+    adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
+    V = evaluate(adapter, suite.cases, batch_size=suite.model.batch_size, progress=False).encoded.V
+    V = V.astype(np.float64)
+    row = {c.id: i for i, c in enumerate(suite.cases)}
+    pairs = [(row[f], row[o]) for f, o in originals(suite.cases, suite.root).items() if o in row]
+    if len(pairs) < 2:
+        raise SystemExit(f"attack_shape: {folder}: fewer than two must_fix cases name an original case in the suite")
+    keep = V[[i for i, c in enumerate(suite.cases) if c.kind is Kind.MUST_KEEP]]
+    fix_rows, original_rows = (list(x) for x in zip(*pairs, strict=True))
+    return {"suite": str(folder), "d_in": int(V.shape[1]), **shape_of(V[fix_rows], V[original_rows], keep)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suites", nargs="*", type=Path, help="suite folders (default: the two example suites)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args(argv)
+    rows = [measure(folder) for folder in (args.suites or SUITES)]
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print("| suite | pairs | ‖δ‖ / spread of must_keep | shared part of δ | mean cos(δᵢ, δⱼ) | AUC along mean δ |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['suite']} | {r['pairs']} | {r['displacement']:.2f} | {r['shared']:.1%} | "
+            f"{r['mean_cosine']:.3f} | {r['auc']:.2f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
