@@ -6,7 +6,7 @@ settings=RepairSettings(rank=R))`` on the synthetic head and 108 must_fix cases 
 representations v ~ N(0, I) labelled with the head's own prediction (``--distribution
 measured``: shaped like real ones; ``--head measured``: a repair layer with the spectrum spike
 and class alignment of real fine-tuned heads, where the default random W has neither; see
-``_synthetic``). ``--keep margin`` (the
+``_synthetic``; ``--source sst2``: a real problem instead, see ``_sst2_scale``). ``--keep margin`` (the
 default) keeps only cases that already meet γ_h = 0.3, as a clean regression set that passes
 its gate before repair does; ``--keep natural`` keeps every correct case, with the ~5% tail
 below γ_h that the repair must then lift too (the harder problem: its elastic rows all enter
@@ -121,11 +121,26 @@ def run_size(
     backend: str = "auto",
     max_iter: int | None = None,
     head: str = "random",
+    source: str = "synthetic",
 ) -> dict[str, object]:
-    """One repair at one must_keep size, in this process (call it in a fresh one for the RSS)."""
-    synthetic = _synthetic.build(seed, activation, distribution, head)
-    fix = synthetic.fix
-    keep_set = keep_cases(synthetic, n_keep, seed, keep)
+    """One repair at one must_keep size, in this process (call it in a fresh one for the RSS).
+
+    ``source="sst2"``: the real problem of ``_sst2_scale`` instead of a synthetic one (the
+    example model's head, its suite's attacked must_fix cases, SST-2 train as must_keep);
+    ``seed``, ``activation``, ``distribution`` and ``head`` do not apply to it.
+    """
+    if source == "sst2":
+        import _sst2_scale
+
+        repair_head, fix, keep_set, about = _sst2_scale.problem(n_keep, keep)
+        about |= {"distribution": None, "head": None, "class_alignment_r": None, "activation": "relu", "seed": None}
+    else:
+        synthetic = _synthetic.build(seed, activation, distribution, head)
+        repair_head, fix = synthetic.head, synthetic.fix
+        keep_set = keep_cases(synthetic, n_keep, seed, keep)
+        alignment = round(_synthetic.class_alignment(synthetic.head, rank), 3)
+        about = {"distribution": distribution, "head": head, "class_alignment_r": alignment}
+        about |= {"activation": activation, "seed": seed}
     settings = RepairSettings(rank=rank, blas_threads=threads)
     settings = replace(settings, solver=replace(settings.solver, backend=backend))
     if max_iter is not None:  # stop the loop early: --max-iter 1 measures the first QP alone
@@ -138,25 +153,22 @@ def run_size(
     data_rss = _peak_rss_mb()
     with recording_qp_solves() as solutions:
         start = time.perf_counter()
-        result = repair(synthetic.head, fix, keep_set, settings=settings)
+        result = repair(repair_head, fix, keep_set, settings=settings)
         seconds = time.perf_counter() - start
     peak_rss = _peak_rss_mb()
     qp_seconds = sum(s.seconds for s in solutions)
     return {
+        "source": source,
         "n_keep": n_keep,
         "n_fix": len(fix),
-        "d_in": synthetic.head.d_in,
+        "d_in": repair_head.d_in,
         "keep": keep,
-        "distribution": distribution,
-        "head": head,
-        "class_alignment_r": round(_synthetic.class_alignment(synthetic.head, rank), 3),
+        **about,
         "lazy": lazy,
         "backend": backend,
         "qp_backends": sorted({r.qp_backend for r in result.iterations}),
         "blas_threads": threads,
         "rank": rank,
-        "activation": activation,
-        "seed": seed,
         "status": result.status.value,
         "converged": result.status is RepairStatus.CONVERGED,
         "iterations": len(result.iterations),
@@ -218,6 +230,8 @@ def in_subprocess(n_keep: int, args: argparse.Namespace, lazy: bool = True) -> d
         args.backend,
         "--head",
         args.head,
+        "--source",
+        args.source,
     ]
     if args.max_iter is not None:
         command += ["--max-iter", str(args.max_iter)]
@@ -266,6 +280,12 @@ def main(argv: list[str] | None = None) -> int:
         default="random",
         help="repair layer: random W (worst case) or with the spike and class alignment measured on real heads",
     )
+    parser.add_argument(
+        "--source",
+        choices=("synthetic", "sst2"),
+        default="synthetic",
+        help="sst2: the example model's head and attacked cases, SST-2 train sentences as must_keep (needs the data)",
+    )
     parser.add_argument("--compare-full", type=int, default=1000, help="also solve with every row up to this size")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
     parser.add_argument(
@@ -295,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             args.backend,
             args.max_iter,
             args.head,
+            args.source,
         )
         W = result.pop("_W_after")
         if W is not None:
@@ -335,7 +356,8 @@ def _w_path(args: argparse.Namespace, n: int | None = None, full: bool | None = 
     n = args.one if n is None else n
     full = args.full if full is None else full
     mode = "full" if full else "lazy"
-    tag = f"{args.activation}-{args.head}-{args.distribution}-{args.keep}-r{args.rank}-s{args.seed}-n{n}-{mode}"
+    problem = f"{args.source}-{args.activation}-{args.head}-{args.distribution}-{args.keep}"
+    tag = f"{problem}-r{args.rank}-s{args.seed}-n{n}-{mode}"
     return Path(tempfile.gettempdir()) / f"bench_scale-{tag}.npy"
 
 

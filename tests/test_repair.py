@@ -354,3 +354,29 @@ def test_attack_shape_benchmark_measures_how_must_fix_sit_among_must_keep(
     row = attack_shape.measure(folder)
     assert row["pairs"] == len(wrong) and row["d_in"] == 32
     assert row["displacement"] > 0 and 0.0 <= row["shared"] <= 1.0 and 0.0 <= row["auc"] <= 1.0
+
+
+def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, tiny_split):
+    # bench_scale --source sst2: a model's head and its suite's must_fix, must_keep from a
+    # TSV of sentences (SST-2 train in the benchmark; here the tiny model's own cases).
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import _sst2_scale
+    import bench_scale
+
+    wrong, right = tiny_split
+    rows = ["sentence\tlabel"] + [f"{r['text']}\t{['negative', 'positive'].index(r['label'])}" for r in right + wrong]
+    data = tmp_path / "train.tsv"
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.setattr(_sst2_scale, "DATA", data)
+    monkeypatch.setattr(_sst2_scale, "SUITE", tiny_suite)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    n = len(right) - 1
+    row = bench_scale.run_size(n, seed=0, activation="relu", rank=2, keep="natural", source="sst2")
+    assert row["source"] == "sst2" and row["n_keep"] == n and row["n_fix"] == len(wrong)
+    assert row["converged"] and row["cert1"] == f"{len(wrong)}/{len(wrong)}" and row["cert2"] == f"{n}/{n}"
+    assert row["sentences_scanned"] == len(rows) - 1
+    assert any((tmp_path / "cache" / "warp-check" / "benchmarks" / "sst2-train-cache").iterdir())  # encoded once
+    with pytest.raises(SystemExit, match=f"only {len(right)} of the {len(rows) - 1} SST-2 train sentences"):
+        _sst2_scale.problem(len(right) + 1, "natural")

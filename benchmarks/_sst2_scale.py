@@ -1,0 +1,82 @@
+"""A real large repair problem for bench_scale (``--source sst2``): no synthetic representation.
+
+* head: the MiniLM DistilBERT example model's (pre_classifier 384×384 → ReLU → classifier);
+* must_fix: the 167 DeepWordBug cases of ``example_suites/reviews-distilbert`` (real attacks);
+* must_keep: SST-2 train sentences (``../shared/data/sst2/train.tsv``, 67,349 of them) in file
+  order, those the model gets right (``keep="natural"``) or right by γ_h = 0.3 or more
+  (``keep="margin"``), until n are found.
+
+Representations are encoded once into ``~/.cache/warp-check/benchmarks/sst2-train-cache`` (the
+representation cache warp-check uses for suites, keyed by model and text) and read from there
+afterwards; encoding all of SST-2 train takes ~10 minutes on one core. Needs the data folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "sst2" / "train.tsv"
+SUITE = ROOT / "example_suites" / "reviews-distilbert"
+GAMMA_H = 0.3
+BLOCK = 4096  # sentences encoded (or read from the cache) at a time
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "warp-check" / "benchmarks" / "sst2-train-cache"
+
+
+def sentences() -> list[tuple[str, int]]:
+    if not DATA.exists():
+        raise SystemExit(f"bench_scale --source sst2: needs the SST-2 data at {DATA}")
+    with open(DATA, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [(row["sentence"].strip(), int(row["label"])) for row in rows]
+
+
+def problem(n_keep: int, keep: str):
+    """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep."""
+    sys.path.insert(0, str(ROOT))
+    from warp_check.cases import Case, Kind
+    from warp_check.model import ClassifierAdapter
+    from warp_check.pipeline import evaluate
+    from warp_check.repair import CaseSet
+    from warp_check.suite import load_suite
+
+    suite = load_suite(SUITE)
+    adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
+    head = adapter.head()
+    fix_cases = [c for c in suite.cases if c.kind is Kind.MUST_FIX]
+    fixed = evaluate(adapter, fix_cases, batch_size=64, cache_dir=cache_dir(), progress=False)
+    fix = CaseSet(tuple(c.id for c in fix_cases), fixed.encoded.V, np.array([c.label for c in fix_cases]))
+
+    pool = sentences()
+    V = np.empty((n_keep, head.d_in))
+    labels = np.empty(n_keep, dtype=np.int64)
+    ids: list[str] = []
+    scanned = 0
+    while len(ids) < n_keep and scanned < len(pool):
+        block = [
+            Case(id=f"train-{i}", text=text, label=label, kind=Kind.MUST_KEEP)
+            for i, (text, label) in enumerate(pool[scanned : scanned + BLOCK], start=scanned)
+        ]
+        scanned += len(block)
+        done = evaluate(adapter, block, batch_size=64, cache_dir=cache_dir(), progress=False)
+        qualifies = done.gaps >= GAMMA_H if keep == "margin" else done.gaps > 0
+        chosen = np.flatnonzero(qualifies)[: n_keep - len(ids)]
+        V[len(ids) : len(ids) + chosen.size] = done.encoded.V[chosen]
+        labels[len(ids) : len(ids) + chosen.size] = [block[i].label for i in chosen]
+        ids += [block[i].id for i in chosen]
+    if len(ids) < n_keep:
+        raise SystemExit(
+            f"bench_scale --source sst2: only {len(ids)} of the {len(pool)} SST-2 train sentences "
+            f"qualify as must_keep (keep={keep!r}); ask for at most that many"
+        )
+    info = {"model": str(suite.model_dir), "sentences_scanned": scanned, "must_fix_suite": str(SUITE)}
+    return head, fix, CaseSet(tuple(ids), V, labels), info
