@@ -70,7 +70,7 @@ class Trained:
     stop_reason: str  # "early_stopping" | "max_epochs"
     losses: tuple[float, ...]  # training loss per epoch
     seconds: float
-    kept_epoch: int = 0  # whose weights the model has: the last epoch, or the best with restore_best
+    kept_epoch: int  # whose weights the model has: the last epoch, or the best with restore_best
 
 
 Progress = Callable[[str], None]
@@ -109,7 +109,7 @@ def train_lora(
         params = [p for p in peft_model.parameters() if p.requires_grad]
         fit = _fit(adapter, peft_model, params, cases, settings, "lora", progress)
         merged = peft_model.merge_and_unload().eval()
-    return Trained("lora", merged, sum(p.numel() for p in params), *fit.outcome(), _since(start), fit.kept_epoch)
+    return fit.trained("lora", merged, sum(p.numel() for p in params), _since(start))
 
 
 def train_full(
@@ -128,8 +128,7 @@ def train_full(
             parameter.requires_grad_(True)
         params = list(model.parameters())
         fit = _fit(adapter, model, params, cases, settings, "full_ft", progress)
-    trainable = sum(p.numel() for p in params)
-    return Trained("full_ft", model.eval(), trainable, *fit.outcome(), _since(start), fit.kept_epoch)
+    return fit.trained("full_ft", model.eval(), sum(p.numel() for p in params), _since(start))
 
 
 def training_cases(cases: Sequence[Case]) -> list[Case]:
@@ -143,8 +142,17 @@ class _Fit:
     stop_reason: str
     kept_epoch: int
 
-    def outcome(self) -> tuple[int, str, tuple[float, ...]]:
-        return len(self.losses), self.stop_reason, self.losses
+    def trained(self, method: str, model: Any, trainable_parameters: int, seconds: float) -> Trained:
+        return Trained(
+            method=method,
+            model=model,
+            trainable_parameters=trainable_parameters,
+            epochs=len(self.losses),
+            stop_reason=self.stop_reason,
+            losses=self.losses,
+            seconds=seconds,
+            kept_epoch=self.kept_epoch,
+        )
 
 
 def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, progress: Progress | None) -> _Fit:

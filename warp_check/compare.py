@@ -596,7 +596,7 @@ def render_markdown(comparison: Comparison, *, heading: str = "##") -> str:
             d = r.details
             lines.append(
                 f"| {r.title} | {d['trainable_parameters']:,} | {d['changed_tensors']}/{d['tensors']} | "
-                f"{d['epochs']} | {d['stop_reason'].replace('_', ' ')} | {d.get('kept_epoch', d['epochs'])} | "
+                f"{d['epochs']} | {d['stop_reason'].replace('_', ' ')} | {d['kept_epoch']} | "
                 f"{d['final_loss']:.4g} |"
             )
     sources = sorted({s for r in comparison.rows for s in r.attack_by_source})
