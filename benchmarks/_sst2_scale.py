@@ -2,9 +2,9 @@
 
 * head: the MiniLM DistilBERT example model's (pre_classifier 384×384 → ReLU → classifier);
 * must_fix: the 167 DeepWordBug cases of ``example_suites/reviews-distilbert`` (real attacks);
-* must_keep: SST-2 train sentences (``../shared/data/sst2/train.tsv``, 67,349 of them) in file
-  order, those the model gets right (``keep="natural"``) or right by γ_h = 0.3 or more
-  (``keep="margin"``), until n are found.
+* must_keep: SST-2 train sentences (``../shared/data/sst2/train.tsv``, 67,349 of them, read by
+  ``paper_tables.read_tsv``) in file order, those the model gets right (``keep="natural"``) or
+  right by γ_h = 0.3 or more (``keep="margin"``), until n are found.
 
 Representations are encoded once into ``~/.cache/warp-check/benchmarks/sst2-train-cache`` (the
 representation cache warp-check uses for suites, keyed by model and text) and read from there
@@ -13,15 +13,13 @@ afterwards; encoding all of SST-2 train takes ~10 minutes on one core. Needs the
 
 from __future__ import annotations
 
-import csv
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
+import paper_tables
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "sst2" / "train.tsv"
 SUITE = ROOT / "example_suites" / "reviews-distilbert"
 GAMMA_H = 0.3
 BLOCK = 4096  # sentences encoded (or read from the cache) at a time
@@ -32,17 +30,15 @@ def cache_dir() -> Path:
     return root / "warp-check" / "benchmarks" / "sst2-train-cache"
 
 
-def sentences() -> list[tuple[str, int]]:
-    if not DATA.exists():
-        raise SystemExit(f"bench_scale --source sst2: needs the SST-2 data at {DATA}")
-    with open(DATA, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    return [(row["sentence"].strip(), int(row["label"])) for row in rows]
+def sentences() -> list[dict]:
+    path = paper_tables.DATA / "sst2" / "train.tsv"
+    if not path.exists():
+        raise SystemExit(f"bench_scale --source sst2: needs the SST-2 data at {path}")
+    return paper_tables.read_tsv("sst2", "train")
 
 
 def problem(n_keep: int, keep: str):
     """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep."""
-    sys.path.insert(0, str(ROOT))
     from warp_check.cases import Case, Kind
     from warp_check.model import ClassifierAdapter
     from warp_check.pipeline import evaluate
@@ -63,8 +59,8 @@ def problem(n_keep: int, keep: str):
     scanned = 0
     while len(ids) < n_keep and scanned < len(pool):
         block = [
-            Case(id=f"train-{i}", text=text, label=label, kind=Kind.MUST_KEEP)
-            for i, (text, label) in enumerate(pool[scanned : scanned + BLOCK], start=scanned)
+            Case(id=row["id"], text=row["text"], label=row["label"], kind=Kind.MUST_KEEP)
+            for row in pool[scanned : scanned + BLOCK]
         ]
         scanned += len(block)
         done = evaluate(adapter, block, batch_size=64, cache_dir=cache_dir(), progress=False)

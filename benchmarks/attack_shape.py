@@ -32,17 +32,19 @@ import numpy as np  # noqa: E402
 SUITES = (ROOT / "example_suites" / "reviews-distilbert", ROOT / "example_suites" / "reviews-bert")
 
 
-def originals(cases, folder: Path) -> dict[str, str]:
-    """must_fix id → the id its record names as ``original`` (read back from the case's file:line,
-    which is relative to the suite folder)."""
+def originals(suite) -> dict[str, str]:
+    """must_fix id → the id its JSONL record names as ``original`` (each file read once)."""
     from warp_check.cases import Kind
 
+    lines: dict[Path, list[str]] = {}
     found = {}
-    for case in cases:
-        if case.kind is not Kind.MUST_FIX or not case.origin:
+    for case in suite.cases:
+        if case.kind is not Kind.MUST_FIX:
             continue
-        path, _, line = case.origin.rpartition(":")
-        record = json.loads((folder / path).read_text(encoding="utf-8").splitlines()[int(line) - 1])
+        where = suite.locations[case.id]
+        if where.path not in lines:
+            lines[where.path] = where.path.read_text(encoding="utf-8").splitlines()
+        record = json.loads(lines[where.path][where.line - 1])
         if isinstance(record.get("original"), str):
             found[case.id] = record["original"]
     return found
@@ -79,7 +81,7 @@ def measure(folder: Path) -> dict[str, object]:
     V = evaluate(adapter, suite.cases, batch_size=suite.model.batch_size, progress=False).encoded.V
     V = V.astype(np.float64)
     row = {c.id: i for i, c in enumerate(suite.cases)}
-    pairs = [(row[f], row[o]) for f, o in originals(suite.cases, suite.root).items() if o in row]
+    pairs = [(row[f], row[o]) for f, o in originals(suite).items() if o in row]
     if len(pairs) < 2:
         raise SystemExit(f"attack_shape: {folder}: fewer than two must_fix cases name an original case in the suite")
     keep = V[[i for i, c in enumerate(suite.cases) if c.kind is Kind.MUST_KEEP]]

@@ -133,14 +133,13 @@ def run_size(
         import _sst2_scale
 
         repair_head, fix, keep_set, about = _sst2_scale.problem(n_keep, keep)
-        about |= {"distribution": None, "head": None, "class_alignment_r": None, "activation": "relu", "seed": None}
+        about |= {"distribution": None, "head": None, "class_alignment_r": None, "seed": None}
     else:
         synthetic = _synthetic.build(seed, activation, distribution, head)
         repair_head, fix = synthetic.head, synthetic.fix
         keep_set = keep_cases(synthetic, n_keep, seed, keep)
         alignment = round(_synthetic.class_alignment(synthetic.head, rank), 3)
-        about = {"distribution": distribution, "head": head, "class_alignment_r": alignment}
-        about |= {"activation": activation, "seed": seed}
+        about = {"distribution": distribution, "head": head, "class_alignment_r": alignment, "seed": seed}
     settings = RepairSettings(rank=rank, blas_threads=threads)
     settings = replace(settings, solver=replace(settings.solver, backend=backend))
     if max_iter is not None:  # stop the loop early: --max-iter 1 measures the first QP alone
@@ -164,6 +163,7 @@ def run_size(
         "d_in": repair_head.d_in,
         "keep": keep,
         **about,
+        "activation": repair_head.activation.name,
         "lazy": lazy,
         "backend": backend,
         "qp_backends": sorted({r.qp_backend for r in result.iterations}),

@@ -364,12 +364,14 @@ def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, ti
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import _sst2_scale
     import bench_scale
+    import paper_tables
 
     wrong, right = tiny_split
     rows = ["sentence\tlabel"] + [f"{r['text']}\t{['negative', 'positive'].index(r['label'])}" for r in right + wrong]
-    data = tmp_path / "train.tsv"
-    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    monkeypatch.setattr(_sst2_scale, "DATA", data)
+    data = tmp_path / "data"
+    (data / "sst2").mkdir(parents=True)
+    (data / "sst2" / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.setattr(paper_tables, "DATA", data)
     monkeypatch.setattr(_sst2_scale, "SUITE", tiny_suite)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     n = len(right) - 1
