@@ -189,10 +189,19 @@ def run_size(
         # gaps worse) and the smallest must_fix gap after it.
         "step_fraction": [r.step_fraction for r in result.iterations],
         "min_gap_fix_per_iteration": [round(r.min_gap_fix, 4) for r in result.iterations],
+        # Why a step was cut: the QP's linear promise against the true gaps at the full step.
+        "promised_fix_shortfall": [_rounded(r.promised_fix_shortfall) for r in result.iterations],
+        "full_step_fix_shortfall": [_rounded(r.full_step_fix_shortfall) for r in result.iterations],
+        "promised_keep_missed": [r.promised_keep_missed for r in result.iterations],
+        "full_step_keep_missed": [r.full_step_keep_missed for r in result.iterations],
         "message": result.message,
         "W_after_sha": _digest(result.head_after.W),
         "_W_after": result.head_after.W if n_keep <= 5_000 else None,
     }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def _peak_rss_mb() -> float:

@@ -164,6 +164,13 @@ def test_certificate_file_has_the_documented_keys_and_true_hashes_and_radii(repa
     repair = cert["repair"]
     assert repair["converged"] is True and repair["iterations"] == len(repair["qp_status"]) >= 1
     assert {"gsn_kappa_before", "gsn_kappa_after", "seconds"} <= set(repair)
+    # Each iteration's history entry says how far the step was cut and why: the QP's linear
+    # promise against the true gaps at its full step (IterationRecord's fields).
+    assert len(repair["history"]) == repair["iterations"]
+    for entry in repair["history"]:
+        assert 0 < entry["step_fraction"] <= 1
+        assert entry["full_step_fix_shortfall"] >= 0 and entry["promised_fix_shortfall"] >= 0
+        assert entry["full_step_keep_missed"] >= 0 and entry["promised_keep_missed"] >= 0
     # L = ‖W̃‖₂ ‖W_c‖₂ L_σ from the saved weights; ε* = gap / (2L) per repaired case.
     weights = load_file(str(repaired.artefact / "model.safetensors"))
     W = weights[f"{model['repair_layer']}.weight"].double()

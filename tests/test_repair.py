@@ -197,6 +197,47 @@ def test_a_failed_run_reports_its_best_iterate_not_its_last():
     assert "at the best iterate" in result.message
 
 
+def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkeypatch):
+    # Recomputed here, iteration by iteration, from the QP's own problem and step: the
+    # linearised gaps it promised and the true gaps of W + U B (the full step, before any
+    # backtracking), then W advanced by the fraction the loop took. On this problem the first
+    # full step breaks must_keep cases that the linear model kept, so the loop halves it.
+    import warp_check.qp as qp_module
+
+    head, fix, keep = synthetic_problem(seed=0, n_keep=400, n_fix=12)
+    solved = []
+    solve = qp_module.solve
+
+    def recording(problem, settings=None):
+        solution = solve(problem, settings)
+        solved.append((problem, solution))
+        return solution
+
+    monkeypatch.setattr(qp_module, "solve", recording)
+    settings = RepairSettings(rank=2)
+    result = repair(head, fix, keep, settings=settings)
+    assert result.repaired and len(solved) == len(result.iterations)
+
+    V = np.vstack([fix.V, keep.V])
+    labels = np.concatenate([fix.labels, keep.labels])
+    n_fix = len(fix)
+    W = head.round_to_storage(head.W)
+    for record, (problem, solution) in zip(result.iterations, solved, strict=True):
+        U = top_left_singular_vectors(W, settings.rank)
+        gap_now, _ = head.with_weight(W).gaps(V, labels)
+        promised = np.full(len(labels), np.inf)  # two classes: one row per case
+        np.minimum.at(promised, problem.cases, gap_now[problem.cases] + problem.constraint_values(solution.B))
+        full, _ = head.with_weight(W + U @ solution.B).gaps(V, labels)
+        assert record.promised_fix_shortfall == pytest.approx(np.maximum(1.0 - promised[:n_fix], 0).sum(), abs=1e-6)
+        assert record.full_step_fix_shortfall == pytest.approx(np.maximum(1.0 - full[:n_fix], 0).sum(), abs=1e-6)
+        assert record.promised_keep_missed == int(np.sum(promised[n_fix:] < 0.3))
+        assert record.full_step_keep_missed == int(np.sum(full[n_fix:] < 0.3))
+        W = head.round_to_storage(W + record.step_fraction * (U @ solution.B))
+    np.testing.assert_array_equal(W, result.head_after.W)
+    first = result.iterations[0]
+    assert first.promised_keep_missed == 0 < first.full_step_keep_missed and first.step_fraction < 1
+
+
 @pytest.mark.parametrize(("activation", "classes", "seed"), [("relu", 2, 20), ("tanh", 2, 21), ("relu", 3, 3)])
 def test_lazy_must_keep_rows_give_the_same_repair_as_all_rows(activation, classes, seed):
     # Few must_keep rows enter each QP (window 0: only the ones a step breaks), yet every

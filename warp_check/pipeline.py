@@ -217,6 +217,10 @@ def build_certificate(
                     "keep_met": r.keep_met,
                     "step_norm": r.step_norm,
                     "step_fraction": r.step_fraction,
+                    "promised_fix_shortfall": r.promised_fix_shortfall,
+                    "full_step_fix_shortfall": r.full_step_fix_shortfall,
+                    "promised_keep_missed": r.promised_keep_missed,
+                    "full_step_keep_missed": r.full_step_keep_missed,
                     "seconds": r.seconds,
                 }
                 for r in result.iterations

@@ -80,6 +80,14 @@ class IterationRecord:
     qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
     qp_rounds: int = 1  # QPs solved this iteration (working-set rounds)
     qp_backend: str = "osqp"  # "osqp" | "ipm" (qp.SolverSettings.backend)
+    # The linear model against the true gaps at the full QP step (before any backtracking):
+    # what the QP promised and what the step would really give. Where they part, the
+    # activations switched or saturated under the step; the loop then cut it (step_fraction).
+    # None where no step was solved.
+    promised_fix_shortfall: float | None = None  # Σ max(γ_s − linearised gap, 0) over must_fix
+    full_step_fix_shortfall: float | None = None  # the same from the true gaps
+    promised_keep_missed: int | None = None  # must_keep cases the linearised step leaves below γ_h
+    full_step_keep_missed: int | None = None  # must_keep cases below γ_h at the true full step
 
 
 @dataclass(frozen=True)
@@ -279,6 +287,8 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
         tries = []
         for fraction in step_fractions(settings):
             gap_try = _gaps_after_step(work_head, Z, VB, U, fraction, labels)
+            if fraction == 1.0:
+                linear_check = _linear_check(predicted, gap_try, targets, n_fix)
             tries.append((fraction, merit(gap_try)))
             if tries[-1][1] < merit_now:
                 break
@@ -299,7 +309,7 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
             0.0,
         )
         W, gap, merit_now = W_next, gap_next, merit_next
-        records.append(_record(t, solution, problem.n, fraction, step, gap, targets, n_fix, t_start))
+        records.append(_record(t, solution, problem.n, fraction, step, gap, targets, n_fix, t_start, linear_check))
         if np.all(gap >= targets):
             msg = f"converged in {t} iteration{'s' if t > 1 else ''}"
             return finish(RepairStatus.CONVERGED, msg, work_head.with_weight(W), records, gsn, excluded=excluded)
@@ -336,7 +346,17 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
 KEEP_WEIGHT = 10.0
 
 
-def _record(t, solution, rows, fraction, step, gap, targets, n_fix, t_start) -> IterationRecord:
+def _linear_check(predicted, gap_full, targets, n_fix) -> dict[str, float | int]:
+    """The IterationRecord fields that set the QP's promise against the true full step."""
+    return {
+        "promised_fix_shortfall": _shortfall(predicted[:n_fix], targets[:n_fix]),
+        "full_step_fix_shortfall": _shortfall(gap_full[:n_fix], targets[:n_fix]),
+        "promised_keep_missed": int(np.sum(predicted[n_fix:] < targets[n_fix:])),
+        "full_step_keep_missed": int(np.sum(gap_full[n_fix:] < targets[n_fix:])),
+    }
+
+
+def _record(t, solution, rows, fraction, step, gap, targets, n_fix, t_start, linear_check=None) -> IterationRecord:
     return IterationRecord(
         iteration=t,
         qp_status=solution.status.value,
@@ -353,6 +373,7 @@ def _record(t, solution, rows, fraction, step, gap, targets, n_fix, t_start) -> 
         qp_working_set=solution.working_set_size,
         qp_rounds=solution.rounds,
         qp_backend=solution.backend,
+        **(linear_check or {}),
     )
 
 
