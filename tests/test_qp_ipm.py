@@ -199,7 +199,7 @@ def test_every_ipm_outcome_has_a_status():
     assert not _IPM_STATUS["stalled"].has_solution
 
 
-def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows():
+def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows_up_to_ipm_max_unknowns():
     problem = random_problem(0, 5, 50, 2, 16)
     assert pick_backend(problem, SolverSettings()) == "osqp"
     assert pick_backend(problem, SolverSettings(ipm_min_rows=50)) == "ipm"
@@ -207,11 +207,22 @@ def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows():
     assert pick_backend(problem, SolverSettings(backend="ipm")) == "ipm"
     assert solve(problem, SolverSettings(ipm_min_rows=50)).backend == "ipm"
     assert pick_backend(problem, SolverSettings(ipm_min_rows=50, form="dual")) == "osqp"  # only OSQP has it
+    # ... and only while β (r·d_in = 2·16 unknowns here) keeps the IPM's p×p normal matrix small.
+    assert problem.rank * problem.d_in == 32
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=32)) == "ipm"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "osqp"
+    assert pick_backend(problem, SolverSettings(ipm_max_unknowns=1, backend="ipm")) == "ipm"  # asked for
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("backend", "cvxpy"), ("ipm_min_rows", 0), ("ipm_max_iter", True), ("ipm_tolerance", 2.0)],
+    [
+        ("backend", "cvxpy"),
+        ("ipm_min_rows", 0),
+        ("ipm_max_unknowns", 0),
+        ("ipm_max_iter", True),
+        ("ipm_tolerance", 2.0),
+    ],
 )
 def test_ipm_settings_name_the_bad_field(field, value):
     with pytest.raises(SettingsError, match=field):

@@ -276,7 +276,15 @@ def test_interior_point_backend_gives_the_repair_osqp_gives(activation, classes,
 
 def test_settings_from_before_the_working_set_fields_still_load():
     old = RepairSettings().to_dict()
-    for name in ("working_set_window", "working_set_batch", "backend", "ipm_min_rows", "ipm_tolerance", "ipm_max_iter"):
+    for name in (
+        "working_set_window",
+        "working_set_batch",
+        "backend",
+        "ipm_min_rows",
+        "ipm_max_unknowns",
+        "ipm_tolerance",
+        "ipm_max_iter",
+    ):
         del old["solver"][name]
     assert RepairSettings.from_dict(old) == RepairSettings()
     tuned = RepairSettings(solver=SolverSettings(working_set_window=0.2, working_set_batch=50))

@@ -294,7 +294,8 @@ def pick_backend(problem: LinearisedProblem, settings: SolverSettings) -> str:
         return settings.backend
     if settings.form == "dual":  # only OSQP solves the dual
         return "osqp"
-    return "ipm" if problem.n - problem.n_fix >= settings.ipm_min_rows else "osqp"
+    many_rows = problem.n - problem.n_fix >= settings.ipm_min_rows
+    return "ipm" if many_rows and problem.rank * problem.d_in <= settings.ipm_max_unknowns else "osqp"
 
 
 # The interior-point method's outcomes → our meaning (explicit, as for OSQP's statuses).

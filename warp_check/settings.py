@@ -64,6 +64,12 @@ class SolverSettings:
     # 100k (working sets of thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
     backend: str = "auto"  # "auto" | "osqp" | "ipm"
     ipm_min_rows: int = 20_000
+    # ... and only while β has at most this many unknowns (p = r·d_in): the IPM's normal
+    # matrix is p×p, and from rank 8 on OSQP's dual of the working set is the cheaper one.
+    # Measured, first QP (1 BLAS thread): d_in 768 r 2, 100k rows: IPM 21 s, OSQP unfinished
+    # after 30 min; d_in 384 r 8 (p 3,072), 45k: IPM 18.5 s, OSQP 14.6 s; d_in 768 r 8
+    # (p 6,144), 30k: IPM 143 s, OSQP 7.1 s.
+    ipm_max_unknowns: int = 2048
     # Relative residuals (qp_ipm.solve). Not OSQP's 1e-7: the reduced normal equations run out
     # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
     # objective is then within ~1e-10 of its optimum and every row holds to 1e-6·(1 + max |h|),
@@ -85,6 +91,7 @@ class SolverSettings:
             ("working_set_rounds", 1),
             ("working_set_batch", 1),
             ("ipm_min_rows", 1),
+            ("ipm_max_unknowns", 1),
             ("ipm_max_iter", 1),
         ):
             require_integer(name, getattr(self, name), minimum)
