@@ -13,7 +13,6 @@ afterwards; encoding all of SST-2 train takes ~10 minutes on one core. Needs the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +25,7 @@ BLOCK = 4096  # sentences encoded (or read from the cache) at a time
 
 
 def cache_dir() -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "warp-check" / "benchmarks" / "sst2-train-cache"
+    return paper_tables.cache_root() / "sst2-train-cache"
 
 
 def sentences() -> list[dict]:

@@ -206,12 +206,8 @@ def aligned_direction(spike: np.ndarray, other: np.ndarray, mean_hidden: np.ndar
     return np.cos(angle) * spike + np.sin(angle) * other
 
 
-def class_alignment(head: DenseHead, rank: int = 2) -> float:
+def class_alignment(W: np.ndarray, Wc: np.ndarray, rank: int) -> float:
     """‖Uᵀ(w₁ − w₀)‖ / ‖w₁ − w₀‖ with U the top-``rank`` left singular vectors of W."""
-    return class_alignment_of(head.W, head.Wc, rank)
-
-
-def class_alignment_of(W: np.ndarray, Wc: np.ndarray, rank: int) -> float:
     direction = np.asarray(Wc[1] - Wc[0], dtype=np.float64)
     U = top_left_singular_vectors(np.asarray(W, dtype=np.float64), rank)
     return float(np.linalg.norm(U.T @ direction) / np.linalg.norm(direction))

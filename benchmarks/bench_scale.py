@@ -138,7 +138,7 @@ def run_size(
         synthetic = _synthetic.build(seed, activation, distribution, head)
         repair_head, fix = synthetic.head, synthetic.fix
         keep_set = keep_cases(synthetic, n_keep, seed, keep)
-        alignment = round(_synthetic.class_alignment(synthetic.head, rank), 3)
+        alignment = round(_synthetic.class_alignment(synthetic.head.W, synthetic.head.Wc, rank), 3)
         about = {"distribution": distribution, "head": head, "class_alignment_r": alignment, "seed": seed}
     settings = RepairSettings(rank=rank, blas_threads=threads)
     settings = replace(settings, solver=replace(settings.solver, backend=backend))

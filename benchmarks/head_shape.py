@@ -35,7 +35,7 @@ RANKS = (1, 2, 8)
 
 def shape_of(W: np.ndarray, Wc: np.ndarray) -> dict[str, float]:
     """Spike and class alignment of a head with repair weight W (d_out × d_in) and classifier Wc (2 × d_out)."""
-    from _synthetic import class_alignment_of
+    from _synthetic import class_alignment
 
     if Wc.shape[0] != 2:
         raise ValueError(f"head_shape: two-class heads only, this one has {Wc.shape[0]} classes")
@@ -47,7 +47,7 @@ def shape_of(W: np.ndarray, Wc: np.ndarray) -> dict[str, float]:
         "spike_over_second": round(float(singular[0] / singular[1]), 2),
     }
     for r in RANKS:
-        row[f"alignment_r{r}"] = round(class_alignment_of(W, Wc, r), 3)
+        row[f"alignment_r{r}"] = round(class_alignment(W, Wc, r), 3)
     return row
 
 

@@ -113,6 +113,11 @@ def sst2_model(name: str) -> Path:
     return models.assemble(name)
 
 
+def cache_root() -> Path:
+    """Where the benchmarks keep what they build once: ``$XDG_CACHE_HOME/warp-check/benchmarks``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "warp-check" / "benchmarks"
+
+
 def rte_model(name: str, epochs: int, log) -> tuple[Path, dict]:
     """The example model ``name`` fine-tuned on RTE train pairs; cached by a hash of the recipe."""
     import models
@@ -120,7 +125,7 @@ def rte_model(name: str, epochs: int, log) -> tuple[Path, dict]:
     base = models.assemble(name)
     recipe = {"format": RTE_FORMAT, "base": base.name, "epochs": epochs, "lr": 5e-5, "batch": 16, "seed": 0}
     key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "warp-check" / "benchmarks"
+    root = cache_root()
     final = root / f"rte-minilm-{name}-{key}"
     if (final / "training.json").is_file():
         return final, json.loads((final / "training.json").read_text())

@@ -346,8 +346,9 @@ def test_measured_head_shape_in_the_scale_benchmark(monkeypatch):
     random, measured = (_synthetic.build(0, "relu", "isotropic", shape) for shape in _synthetic.HEADS)
     singular = np.linalg.svd(measured.head.W, compute_uv=False)
     assert abs(singular[0] / np.median(singular) - _synthetic.MEASURED_SPIKE_OVER_MEDIAN) < 0.5
-    assert abs(_synthetic.class_alignment(measured.head, 1) - _synthetic.MEASURED_CLASS_ALIGNMENT) < 0.01
-    assert _synthetic.class_alignment(random.head, 2) < 0.1
+    alignment = _synthetic.class_alignment(measured.head.W, measured.head.Wc, 1)
+    assert abs(alignment - _synthetic.MEASURED_CLASS_ALIGNMENT) < 0.01
+    assert _synthetic.class_alignment(random.head.W, random.head.Wc, 2) < 0.1
     assert 0.4 < float(np.mean(measured.keep.labels)) < 0.6  # both classes, as on a real head
     assert np.array_equal(random.head.W, _synthetic.build(0, "relu").head.W)
     assert np.array_equal(random.keep.V, measured.keep.V)  # only the head differs
