@@ -299,9 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
     parser.add_argument(
         "--backend",
-        choices=("auto", "osqp", "ipm"),
+        choices=("auto", "osqp", "ipm", "active_set"),
         default="auto",
-        help="QP solver (SolverSettings.backend; auto: the interior-point method from 20k must_keep rows)",
+        help="QP solver (SolverSettings.backend; auto from 20k must_keep rows: the interior-point method "
+        "while rank·d_in <= 2048, else the dual active-set method)",
     )
     parser.add_argument(
         "--max-iter", type=int, default=None, help="stop each repair after this many loop iterations (1: the first QP)"
@@ -348,7 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "sizes": rows,
         "goal": {"n_keep": largest["n_keep"], "peak_rss_mb_max": GOAL_RSS_MB, "qp_seconds_max": GOAL_QP_SECONDS},
-        "goal_met": largest["peak_rss_mb"] < GOAL_RSS_MB and largest["qp_seconds"] < GOAL_QP_SECONDS,
+        # Met only by a repair that converged with Cert 2 on every case: a stalled loop's QP time says nothing.
+        "goal_met": bool(
+            largest["converged"]
+            and largest["cert2_all"]
+            and largest["peak_rss_mb"] < GOAL_RSS_MB
+            and largest["qp_seconds"] < GOAL_QP_SECONDS
+        ),
         "machine": _synthetic.machine_info(),
     }
     if args.json:

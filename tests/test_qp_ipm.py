@@ -170,7 +170,7 @@ def test_an_undecided_ipm_hands_its_rows_to_osqp():
     problem = problem_over_cases(22306, 2, 18, 1, 9, 2)
     result = solve(problem, SolverSettings(backend="ipm", working_set_window=0.0))
     assert result.status is QPStatus.SOLVED and result.backend == "osqp"
-    assert result.solver_status.startswith("OSQP on the") and "interior point: stalled" in result.solver_status
+    assert result.solver_status.startswith("OSQP from the") and "interior point: stalled" in result.solver_status
     osqp = solve(problem, SolverSettings(backend="osqp", working_set=False))
     assert result.objective == pytest.approx(osqp.objective, rel=1e-6)
 
@@ -183,9 +183,10 @@ def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
     # Every row in play, and few of them: OSQP answers instead.
     rescued = solve(problem, SolverSettings(backend="ipm", working_set=False))
     assert rescued.status is QPStatus.SOLVED and rescued.backend == "osqp" and "Cholesky" in rescued.solver_status
-    # Rows in play whose OSQP answer breaks a row outside them: no rescue.
-    unrescued = solve(problem, IPM)
-    assert unrescued.status is QPStatus.STALLED
+    # Rows in play whose OSQP answer breaks a row outside them: OSQP's working set adds it.
+    grown = solve(problem, IPM)
+    assert grown.status is QPStatus.SOLVED and grown.backend == "osqp" and grown.rounds > 1
+    assert grown.objective == pytest.approx(rescued.objective, rel=1e-6)
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)
     result = solve(problem, IPM)
     assert result.status is QPStatus.STALLED and result.B is None
@@ -210,7 +211,9 @@ def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows_up_to_ipm_max_unknowns()
     # ... and only while β (r·d_in = 2·16 unknowns here) keeps the IPM's p×p normal matrix small.
     assert problem.rank * problem.d_in == 32
     assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=32)) == "ipm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "osqp"
+    # Past it, the dual active-set method (unless a form is named: the IPM's is the primal).
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "active_set"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31, form="primal")) == "osqp"
     assert pick_backend(problem, SolverSettings(ipm_max_unknowns=1, backend="ipm")) == "ipm"  # asked for
 
 

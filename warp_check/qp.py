@@ -225,7 +225,8 @@ class QPSolution:
     # rows; None when every row was in it.
     rows: np.ndarray | None = field(default=None, repr=False)
     rounds: int = 1  # QPs solved: 1 + working-set rounds that added rows
-    backend: str = "osqp"  # "osqp" | "ipm"
+    backend: str = "osqp"  # "osqp" | "ipm" | "active_set"
+    handed_over_from: str | None = None  # the backend that could not decide and passed its rows to OSQP
 
     @property
     def working_set_size(self) -> int | None:
@@ -247,12 +248,21 @@ def solve(problem: LinearisedProblem, settings: SolverSettings | None = None) ->
     """
     settings = settings or SolverSettings()
     start = time.perf_counter()
-    if pick_backend(problem, settings) == "ipm":
+    backend = pick_backend(problem, settings)
+    if backend == "ipm":
         return _solve_ipm(problem, settings, start)
+    if backend == "active_set":
+        return _solve_active_set(problem, settings, start)
     if not settings.working_set or problem.n == problem.n_fix:
         solution = _solve_once(problem, settings)
         return replace(solution, seconds=time.perf_counter() - start)
-    rows = _initial_working_set(problem, settings.working_set_window)
+    return _solve_working_set(problem, settings, _initial_working_set(problem, settings.working_set_window), start)
+
+
+def _solve_working_set(
+    problem: LinearisedProblem, settings: SolverSettings, rows: np.ndarray, start: float
+) -> QPSolution:
+    """OSQP on ``rows`` (sorted, every soft row among them), adding violated hard rows in rounds."""
     iterations = 0
     tolerance = _row_tolerance(problem, settings)
     rounds = 0
@@ -292,10 +302,13 @@ def solve(problem: LinearisedProblem, settings: SolverSettings | None = None) ->
 def pick_backend(problem: LinearisedProblem, settings: SolverSettings) -> str:
     if settings.backend != "auto":
         return settings.backend
-    if settings.form == "dual":  # only OSQP solves the dual
+    # A form named in the settings is OSQP's form: the IPM solves the primal only, the
+    # active-set method the dual only, and neither is picked against the other's form.
+    if problem.n - problem.n_fix < settings.ipm_min_rows or settings.form == "dual":
         return "osqp"
-    many_rows = problem.n - problem.n_fix >= settings.ipm_min_rows
-    return "ipm" if many_rows and problem.rank * problem.d_in <= settings.ipm_max_unknowns else "osqp"
+    if problem.rank * problem.d_in <= settings.ipm_max_unknowns:
+        return "ipm"
+    return "active_set" if settings.form == "auto" else "osqp"
 
 
 # The interior-point method's outcomes → our meaning (explicit, as for OSQP's statuses).
@@ -308,10 +321,6 @@ _IPM_STATUS: dict[str, QPStatus] = {
     "time limit": QPStatus.TIME_LIMIT,
     "stalled": QPStatus.STALLED,
 }
-
-
-# IPM outcomes that may hide an infeasible problem (see _solve_ipm).
-_IPM_UNDECIDED = frozenset({QPStatus.STALLED, QPStatus.MAX_ITER, QPStatus.TIME_LIMIT})
 
 
 def _solve_ipm(problem: LinearisedProblem, settings: SolverSettings, start: float) -> QPSolution:
@@ -328,38 +337,94 @@ def _solve_ipm(problem: LinearisedProblem, settings: SolverSettings, start: floa
         max_iter=settings.ipm_max_iter,
         time_limit_s=settings.time_limit_s,
     )
-    status = _IPM_STATUS[result.outcome.value]
-    detail = f"interior point: {result.outcome.value} ({result.detail})"
-    if status in _IPM_UNDECIDED and result.rows.size <= FULL_SOLVE_MAX_ROWS:
-        # On an infeasible problem the IPM's iterates diverge and it may stall before its
-        # Farkas test fires, and on a rare feasible one it stalls short of the tolerance
-        # (1 in ~1,000 random small problems). OSQP then solves the rows it had in play:
-        # infeasible there is infeasible for the whole problem; a solution there is the
-        # whole problem's if every other row holds at it.
-        check = _solve_once(problem.subset(result.rows), replace(settings, backend="osqp", form="primal"))
-        after = f"OSQP on the {result.rows.size} rows in play, after the {detail}"
-        if check.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE):
-            status, detail = check.status, f"{after}: {check.solver_status}"
-        elif check.status.has_solution and _every_hard_row_holds(problem, check.B, settings):
-            return replace(
-                check,
-                objective=problem.primal_objective(check.B),
-                seconds=time.perf_counter() - start,
-                solver_status=f"{after}: {check.solver_status}",
-                rows=result.rows,
-            )
+    return _answer(problem, settings, start, result, "ipm")
+
+
+# Outcomes of the IPM and the active-set method that may hide an infeasible problem (see
+# _osqp_on_rows_in_play).
+_UNDECIDED = frozenset({QPStatus.STALLED, QPStatus.MAX_ITER, QPStatus.TIME_LIMIT})
+
+
+def _osqp_on_rows_in_play(
+    problem: LinearisedProblem,
+    settings: SolverSettings,
+    rows: np.ndarray,
+    status: QPStatus,
+    detail: str,
+    start: float,
+    backend: str,
+) -> QPSolution | tuple[QPStatus, str]:
+    """OSQP's working set, started from the rows an undecided backend had in play: its answer,
+    or (status, detail) to report.
+
+    On an infeasible problem the iterates diverge and a backend may stall before its Farkas
+    test fires, and on a rare feasible one (or, for the active-set method, one with more rows
+    in play than β has unknowns) it stalls short of the tolerance. OSQP decides infeasibility,
+    and its working set adds any row the answer on those rows violates.
+    """
+    if rows.size > FULL_SOLVE_MAX_ROWS:
+        return status, detail
+    check = _solve_working_set(problem, replace(settings, backend="osqp"), rows, start)
+    if check.status.has_solution or check.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE):
+        after = f"OSQP from the {rows.size} rows in play, after the {detail}"
+        return replace(check, solver_status=f"{after}: {check.solver_status}", handed_over_from=backend)
+    return status, detail
+
+
+# The active-set method's outcomes → our meaning.
+_ACTIVE_SET_STATUS: dict[str, QPStatus] = {
+    "solved": QPStatus.SOLVED,
+    "infeasible": QPStatus.INFEASIBLE,
+    "infeasible inaccurate": QPStatus.INFEASIBLE_INACCURATE,
+    "iteration limit": QPStatus.MAX_ITER,
+    "time limit": QPStatus.TIME_LIMIT,
+    "stalled": QPStatus.STALLED,
+}
+
+
+def _solve_active_set(problem: LinearisedProblem, settings: SolverSettings, start: float) -> QPSolution:
+    from . import qp_active_set
+
+    result = qp_active_set.solve(
+        problem,
+        tolerance=settings.active_set_tolerance,
+        max_iter=settings.active_set_max_iter,
+        time_limit_s=settings.time_limit_s,
+        join_at_most=qp_active_set.JOIN_AT_MOST if settings.working_set else None,
+        stall_after=qp_active_set.STALL_ITERATIONS,
+    )
+    return _answer(problem, settings, start, result, "active_set")
+
+
+# What each backend besides OSQP reports as: its outcome table, its words, the form it solves.
+_BACKENDS: dict[str, tuple[dict[str, QPStatus], str, QPForm]] = {
+    "ipm": (_IPM_STATUS, "interior point", QPForm.PRIMAL),
+    "active_set": (_ACTIVE_SET_STATUS, "active set", QPForm.DUAL),
+}
+
+
+def _answer(problem: LinearisedProblem, settings: SolverSettings, start: float, result, backend: str) -> QPSolution:
+    """The QPSolution of a qp_ipm or qp_active_set result: its outcome through the backend's
+    table; an undecided one goes to OSQP's working set, started from the rows it had in play."""
+    table, words, form = _BACKENDS[backend]
+    status = table[result.outcome.value]
+    detail = f"{words}: {result.outcome.value} ({result.detail})"
+    if status in _UNDECIDED:
+        checked = _osqp_on_rows_in_play(problem, settings, result.rows, status, detail, start, backend)
+        if isinstance(checked, QPSolution):
+            return checked
+        status, detail = checked
     B = result.B if status.has_solution else None
-    objective = problem.primal_objective(B) if B is not None else math.nan
     return QPSolution(
         B,
         status,
-        QPForm.PRIMAL,
-        objective,
+        form,
+        problem.primal_objective(B) if B is not None else math.nan,
         result.iterations,
         time.perf_counter() - start,
         detail,
         rows=result.rows if result.rows.size < problem.n else None,
-        backend="ipm",
+        backend=backend,
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -263,13 +263,17 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     # next time, instead of creeping up on its margin geometrically.
     extra_aim = np.zeros_like(targets)
     Z = work_head.with_weight(W).pre_activation(V)  # exact for the current W, one product per step
+    solver = settings.solver
     for t in range(1, settings.max_iter + 1):
         t_start = time.perf_counter()
         U = top_left_singular_vectors(W, settings.rank)
         problem, row_case, row_margin = _linearised_problem(
             work_head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings
         )
-        solution = qp.solve(problem, settings.solver)
+        solution = qp.solve(problem, solver)
+        if solution.handed_over_from == "active_set" and solver.backend == "auto":
+            # Rows this correlated stall it in every QP (real representations): OSQP from here on.
+            solver = replace(solver, backend="osqp")
         if not solution.status.has_solution:
             records.append(_record(t, solution, problem.n, 1.0, 0.0, gap, targets, n_fix, t_start))
             status, msg = _solver_failure(t, solution, settings)
@@ -393,6 +397,11 @@ def _solver_failure(t: int, solution: qp.QPSolution, settings: RepairSettings) -
         helps = (
             f"raise solver ipm_max_iter (now {settings.solver.ipm_max_iter}) or loosen ipm_tolerance "
             f"(now {settings.solver.ipm_tolerance:g}), or set solver backend 'osqp'"
+        )
+    elif solution.backend == "active_set":
+        helps = (
+            f"raise solver active_set_max_iter (now {settings.solver.active_set_max_iter}), "
+            "or set solver backend 'osqp'"
         )
     else:
         helps = f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"

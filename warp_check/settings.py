@@ -58,17 +58,18 @@ class SolverSettings:
     # set with rows that later rows make slack (10k must_keep, first QP: 1,606 rows in 6 rounds,
     # 24 s; 300 a round: 1,388 rows in 7 rounds, 8.5 s): a dense QP's cost grows as rows³.
     working_set_batch: int = 300
-    # Which solver: OSQP, or the β-space interior-point method (warp_check.qp_ipm) that
-    # "auto" picks from ``ipm_min_rows`` hard rows up. Measured (d_in 768, r 2): OSQP's dense
-    # dual of the working set costs ~3 s a QP at 10k must_keep rows and does not settle at
-    # 100k (working sets of thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
-    backend: str = "auto"  # "auto" | "osqp" | "ipm"
+    # Which solver: OSQP, or from ``ipm_min_rows`` hard rows up ("auto") the β-space
+    # interior-point method (warp_check.qp_ipm) or the dual active-set method
+    # (warp_check.qp_active_set). Measured (d_in 768, r 2): OSQP's dense dual of the working
+    # set costs ~3 s a QP at 10k must_keep rows and does not settle at 100k (working sets of
+    # thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
+    backend: str = "auto"  # "auto" | "osqp" | "ipm" | "active_set"
     ipm_min_rows: int = 20_000
-    # ... and only while β has at most this many unknowns (p = r·d_in): the IPM's normal
-    # matrix is p×p, and from rank 8 on OSQP's dual of the working set is the cheaper one.
-    # Measured, first QP (1 BLAS thread): d_in 768 r 2, 100k rows: IPM 21 s, OSQP unfinished
-    # after 30 min; d_in 384 r 8 (p 3,072), 45k: IPM 18.5 s, OSQP 14.6 s; d_in 768 r 8
-    # (p 6,144), 30k: IPM 143 s, OSQP 7.1 s.
+    # The IPM only while β has at most this many unknowns (p = r·d_in): its normal matrix is
+    # p×p. Past it the active-set method, whose matrix is over the rows in play. Measured,
+    # first QP (1 BLAS thread): d_in 768 r 2, 100k rows: IPM 21 s, OSQP unfinished after
+    # 30 min; d_in 384 r 8 (p 3,072), 45k: IPM 18.5 s, OSQP 14.6 s; d_in 768 r 8 (p 6,144),
+    # 30k: IPM 143 s, OSQP 7.1 s, active set 0.6 s.
     ipm_max_unknowns: int = 2048
     # Relative residuals (qp_ipm.solve). Not OSQP's 1e-7: the reduced normal equations run out
     # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
@@ -76,14 +77,23 @@ class SolverSettings:
     # far inside the loop's aim_above.
     ipm_tolerance: float = 1e-6
     ipm_max_iter: int = 200
+    # The active-set method (qp_active_set.solve): every row's optimality condition to this,
+    # relative to 1 + max |h|. It ends exactly on the optimum's face, so round-off (~1e-15)
+    # is what it reaches; 1e-9 leaves room for ill-conditioned rows in play.
+    active_set_tolerance: float = 1e-9
+    active_set_max_iter: int = 100
 
     def __post_init__(self) -> None:
         if self.form not in ("auto", "primal", "dual"):
             raise SettingsError("form", self.form, "must be 'auto', 'primal' or 'dual'")
-        if self.backend not in ("auto", "osqp", "ipm"):
-            raise SettingsError("backend", self.backend, "must be 'auto', 'osqp' or 'ipm'")
+        if self.backend not in ("auto", "osqp", "ipm", "active_set"):
+            raise SettingsError("backend", self.backend, "must be 'auto', 'osqp', 'ipm' or 'active_set'")
         if self.backend == "ipm" and self.form == "dual":
             raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
+        if self.backend == "active_set" and self.form == "primal":
+            raise SettingsError(
+                "form", self.form, "the 'active_set' backend solves the dual: use form 'auto' or 'dual'"
+            )
         for name, minimum in (
             ("max_iter", 1),
             ("polish_refine_iter", 0),
@@ -93,9 +103,10 @@ class SolverSettings:
             ("ipm_min_rows", 1),
             ("ipm_max_unknowns", 1),
             ("ipm_max_iter", 1),
+            ("active_set_max_iter", 1),
         ):
             require_integer(name, getattr(self, name), minimum)
-        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance"):
+        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance", "active_set_tolerance"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
                 raise SettingsError(name, value, "must be a number in (0, 1)")
