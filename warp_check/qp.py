@@ -354,8 +354,8 @@ def _osqp_on_rows_in_play(
     start: float,
     backend: str,
 ) -> QPSolution | tuple[QPStatus, str]:
-    """OSQP's working set, started from the rows an undecided backend had in play: its answer,
-    or (status, detail) to report.
+    """OSQP's working set, started from the rows an undecided backend had in play and the rows
+    OSQP starts from itself: its answer, or (status, detail) to report.
 
     On an infeasible problem the iterates diverge and a backend may stall before its Farkas
     test fires, and on a rare feasible one (or, for the active-set method, one with more rows
@@ -364,6 +364,10 @@ def _osqp_on_rows_in_play(
     """
     if rows.size > FULL_SOLVE_MAX_ROWS:
         return status, detail
+    if settings.working_set:  # and the rows OSQP would have started from itself
+        rows = np.union1d(rows, _initial_working_set(problem, settings.working_set_window))
+    else:
+        rows = np.arange(problem.n)
     check = _solve_working_set(problem, replace(settings, backend="osqp"), rows, start)
     if check.status.has_solution or check.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE):
         after = f"OSQP from the {rows.size} rows in play, after the {detail}"
