@@ -165,6 +165,20 @@ class LinearisedProblem:
             VB = VB[self.cases]
         return np.einsum("ij,ij->i", self.C, VB)
 
+    def weighted_sum(self, weights: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Kᵀw = Σ_i w_i c_i v_iᵀ over ``rows`` (every row when None), as an (r, d_in) matrix.
+
+        Rows that share a case are summed first: one product per distinct case.
+        """
+        rows = np.arange(self.n) if rows is None else rows
+        weighted = self.C[rows] * weights[:, None]
+        if self.cases is None:
+            return weighted.T @ self.V[rows]
+        distinct, row_of = np.unique(self.cases[rows], return_inverse=True)
+        per_case = np.zeros((distinct.size, self.rank))
+        np.add.at(per_case, row_of, weighted)
+        return per_case.T @ self.V[distinct]
+
     def primal_objective(self, B: np.ndarray) -> float:
         slack = np.maximum(self.rhs[: self.n_fix] - self.constraint_values(B)[: self.n_fix], 0.0)
         return 0.5 * self.rho * float(np.sum(B * B)) + float(self.prices() @ slack)
@@ -358,8 +372,8 @@ def _osqp_on_rows_in_play(
     OSQP starts from itself: its answer, or (status, detail) to report.
 
     On an infeasible problem the iterates diverge and a backend may stall before its Farkas
-    test fires, and on a rare feasible one (or, for the active-set method, one with more rows
-    in play than β has unknowns) it stalls short of the tolerance. OSQP decides infeasibility,
+    test fires, and on a rare feasible one (or, for the active-set method, one with rows in
+    play that are nearly dependent) it stalls short of the tolerance. OSQP decides infeasibility,
     and its working set adds any row the answer on those rows violates.
     """
     if rows.size > FULL_SOLVE_MAX_ROWS:
@@ -435,11 +449,6 @@ def _answer(problem: LinearisedProblem, settings: SolverSettings, start: float, 
 def _row_tolerance(problem: LinearisedProblem, settings: SolverSettings) -> float:
     """How far below its bound a row may sit at OSQP's answer and still count as held."""
     return 10 * settings.eps_abs * max(1.0, float(np.max(np.abs(problem.rhs))))
-
-
-def _every_hard_row_holds(problem: LinearisedProblem, B: np.ndarray, settings: SolverSettings) -> bool:
-    values = problem.constraint_values(B)[problem.n_fix :]
-    return bool(np.all(values - problem.rhs[problem.n_fix :] >= -_row_tolerance(problem, settings)))
 
 
 def _initial_working_set(problem: LinearisedProblem, window: float) -> np.ndarray:
@@ -548,15 +557,7 @@ def _solve_dual(problem: LinearisedProblem, settings: SolverSettings):
     if result.x is None or result.x.shape != (n,) or not np.all(np.isfinite(result.x)):
         return None, result
     z = np.clip(result.x, 0.0, upper)  # ADMM iterates may sit a hair outside the box
-    weighted = problem.C * z[:, None]  # B = Σ_i z_i c_i v_iᵀ / ρ
-    if problem.cases is None:
-        B = weighted.T @ problem.V / problem.rho
-    else:  # sum the rows of a case first: one product per distinct case
-        distinct, row_of = np.unique(problem.cases, return_inverse=True)
-        per_case = np.zeros((distinct.size, problem.rank))
-        np.add.at(per_case, row_of, weighted)
-        B = per_case.T @ problem.V[distinct] / problem.rho
-    return B, result
+    return problem.weighted_sum(z) / problem.rho, result  # B = Σ_i z_i c_i v_iᵀ / ρ
 
 
 def _solve_primal(problem: LinearisedProblem, settings: SolverSettings):

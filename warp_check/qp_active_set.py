@@ -25,8 +25,8 @@ takes 9 iterations and 8 s, with 3,515 rows in play at the end (benchmarks/RESUL
 
 Where it cannot settle: Q over the rows in play is singular when more rows are in play than β
 has unknowns, or rows repeat; the factorisation is then shifted and the step approximate, and
-the method may stall (reported; qp.solve then starts OSQP's working set from the rows in
-play, as for the IPM).
+the method may stall; so it does on rows as correlated as real representations (reported;
+qp.solve then starts OSQP's working set from the rows holding multipliers, as for the IPM).
 Contradicting hard rows make the dual unbounded below: their multipliers grow along a Farkas
 ray, tested as in qp_ipm.
 """
@@ -169,7 +169,7 @@ def _step(problem, rows, Q, g, z, upper) -> tuple[np.ndarray, np.ndarray] | None
         slope = float(g @ direction)  # f'(0) along the direction
         if slope >= -DESCENT_ANGLE * float(np.linalg.norm(g) * np.linalg.norm(direction)):
             continue
-        dB = _delta_B(problem, rows, direction)
+        dB = problem.weighted_sum(direction, rows) / problem.rho
         curvature = problem.rho * float(np.sum(dB * dB))  # f''(0): ρ‖ΔB‖²
         alpha = 1.0 if curvature <= 0 else min(1.0, -slope / curvature)
         return alpha * direction, alpha * dB
@@ -271,12 +271,6 @@ def _solve(factor, rhs: np.ndarray) -> np.ndarray:
     return rhs.copy() if factor is None else sl.cho_solve(factor, rhs, check_finite=False)
 
 
-def _delta_B(problem, rows: np.ndarray, dz: np.ndarray) -> np.ndarray:
-    """Σ_i dz_i c_i v_iᵀ / ρ over ``rows`` (r, d_in)."""
-    cases = rows if problem.cases is None else problem.cases[rows]
-    return (problem.C[rows] * dz[:, None]).T @ problem.V[cases] / problem.rho
-
-
 def _farkas_ray(problem, z: np.ndarray, B: np.ndarray) -> float | None:
     """‖Kᵀy‖·max(1, ‖B‖) / hᵀy for y = the hard multipliers over their largest (see qp_ipm):
     every β with Kβ ≥ h on the hard rows is at least its inverse × max(1, ‖B‖) long."""
@@ -288,4 +282,4 @@ def _farkas_ray(problem, z: np.ndarray, B: np.ndarray) -> float | None:
     pull = float(problem.rhs[rows] @ y)
     if pull <= 0:
         return None
-    return float(np.linalg.norm(_delta_B(problem, rows, y))) * problem.rho * max(1.0, float(np.linalg.norm(B))) / pull
+    return float(np.linalg.norm(problem.weighted_sum(y, rows))) * max(1.0, float(np.linalg.norm(B))) / pull
