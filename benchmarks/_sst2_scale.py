@@ -38,10 +38,10 @@ def sentences() -> list[dict]:
 def problem(n_keep: int, keep: str):
     """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep."""
     from warp_check.cases import Case, Kind
-    from warp_check.model import ClassifierAdapter
-    from warp_check.pipeline import evaluate
-    from warp_check.repair import CaseSet
-    from warp_check.suite import load_suite
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.repair.loop import CaseSet
+    from warp_check.runs.pipeline import evaluate
+    from warp_check.suite.loader import load_suite
 
     suite = load_suite(SUITE)
     adapter = ClassifierAdapter.from_pretrained(suite.model_dir)

@@ -39,10 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
-from warp_check.activations import ACTIVATIONS
-from warp_check.head import DenseHead, top_left_singular_vectors
-from warp_check.qp import LinearisedProblem
-from warp_check.repair import CaseSet
+from warp_check.model.activations import ACTIVATIONS
+from warp_check.model.head import DenseHead, top_left_singular_vectors
+from warp_check.qp.solve import LinearisedProblem
+from warp_check.repair.loop import CaseSet
 
 D = 768  # d_in = d_out, as in DistilBERT's pre_classifier / BERT's pooler
 N_FIX = 108
@@ -252,9 +252,8 @@ def describe(synthetic: SyntheticProblem) -> dict[str, float | int]:
 def code_version() -> dict[str, str]:
     """Short SHA-256 of the core modules the timings depend on (they change between runs)."""
     root = Path(__file__).resolve().parent.parent / "warp_check"
-    return {
-        name: hashlib.sha256((root / name).read_bytes()).hexdigest()[:12] for name in ("qp.py", "repair.py", "head.py")
-    }
+    modules = ("qp/solve.py", "repair/loop.py", "model/head.py")
+    return {name: hashlib.sha256((root / name).read_bytes()).hexdigest()[:12] for name in modules}
 
 
 def machine_info() -> dict[str, object]:

@@ -72,9 +72,9 @@ def shape_of(fix: np.ndarray, original: np.ndarray, keep: np.ndarray) -> dict[st
 
 def measure(folder: Path) -> dict[str, object]:
     from warp_check.cases import Kind
-    from warp_check.model import ClassifierAdapter
-    from warp_check.pipeline import evaluate
-    from warp_check.suite import load_suite
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.runs.pipeline import evaluate
+    from warp_check.suite.loader import load_suite
 
     suite = load_suite(folder)
     adapter = ClassifierAdapter.from_pretrained(suite.model_dir)

@@ -39,7 +39,7 @@ from dataclasses import replace  # noqa: E402
 import _synthetic  # noqa: E402
 import numpy as np  # noqa: E402
 
-from warp_check import qp  # noqa: E402
+import warp_check.qp.solve as qp  # noqa: E402
 
 TOLERANCE = 1e-6  # max |B_primal − B_dual| for "same solution"
 

@@ -1,6 +1,6 @@
 """Benchmark: the whole WARP repair loop on a paper-size problem, from cached representations.
 
-What is measured: wall-clock seconds of ``warp_check.repair.repair(head, fix, keep,
+What is measured: wall-clock seconds of ``warp_check.repair.loop.repair_head(head, fix, keep,
 settings=RepairSettings(rank=R))`` on the synthetic head and cases of ``_synthetic`` (108
 must_fix, 800 must_keep, d_in = 768, float32 weights, paper defaults γ_s = 1.0, γ_h = 0.3,
 λ = 50, ρ = 2). No model runs: v is what a real run would have cached, so this is the time the
@@ -37,8 +37,9 @@ from contextlib import contextmanager  # noqa: E402
 import _synthetic  # noqa: E402
 import numpy as np  # noqa: E402
 
-from warp_check import qp  # noqa: E402
-from warp_check.repair import RepairSettings, RepairStatus, repair  # noqa: E402
+import warp_check.qp.solve as qp  # noqa: E402
+from warp_check.repair.loop import RepairStatus, repair_head
+from warp_check.repair.settings import RepairSettings
 
 
 @contextmanager
@@ -69,7 +70,7 @@ def run(rank: int, seed: int, activation: str, threads: int | None = None) -> di
 
     with _synthetic.blas_threads(threads), recording_qp_solves() as solutions:
         start = time.perf_counter()
-        result = repair(head, fix, keep, settings=settings)
+        result = repair_head(head, fix, keep, settings=settings)
         seconds = time.perf_counter() - start
         machine = _synthetic.machine_info()
 

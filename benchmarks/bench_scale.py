@@ -1,6 +1,6 @@
 """Benchmark: the WARP repair loop with 1k, 10k and 100k must_keep cases (lazy must_keep rows).
 
-What is measured, per must_keep size n: ``warp_check.repair.repair(head, fix, keep,
+What is measured, per must_keep size n: ``warp_check.repair.loop.repair_head(head, fix, keep,
 settings=RepairSettings(rank=R))`` on the synthetic head and 108 must_fix cases of
 ``_synthetic`` (d_in = d_out = 768, float32 weights, paper defaults) with n must_keep
 representations v ~ N(0, I) labelled with the head's own prediction (``--distribution
@@ -52,7 +52,8 @@ import _synthetic  # noqa: E402
 import numpy as np  # noqa: E402
 from bench_repair import recording_qp_solves  # noqa: E402
 
-from warp_check.repair import CaseSet, RepairSettings, RepairStatus, repair  # noqa: E402
+from warp_check.repair.loop import CaseSet, RepairStatus, repair_head
+from warp_check.repair.settings import RepairSettings
 
 SIZES = (1_000, 10_000, 100_000)
 GOAL_RSS_MB = 4096
@@ -104,7 +105,7 @@ def certificates(result, fix: CaseSet, keep: CaseSet, settings: RepairSettings) 
 
 
 def _synthetic_gaps(logits: np.ndarray, labels: np.ndarray):
-    from warp_check.head import gaps_from_logits
+    from warp_check.model.head import gaps_from_logits
 
     return gaps_from_logits(logits, labels)
 
@@ -132,11 +133,11 @@ def run_size(
     if source == "sst2":
         import _sst2_scale
 
-        repair_head, fix, keep_set, about = _sst2_scale.problem(n_keep, keep)
+        problem_head, fix, keep_set, about = _sst2_scale.problem(n_keep, keep)
         about |= {"distribution": None, "head": None, "class_alignment_r": None, "seed": None}
     else:
         synthetic = _synthetic.build(seed, activation, distribution, head)
-        repair_head, fix = synthetic.head, synthetic.fix
+        problem_head, fix = synthetic.head, synthetic.fix
         keep_set = keep_cases(synthetic, n_keep, seed, keep)
         alignment = round(_synthetic.class_alignment(synthetic.head.W, synthetic.head.Wc, rank), 3)
         about = {"distribution": distribution, "head": head, "class_alignment_r": alignment, "seed": seed}
@@ -152,7 +153,7 @@ def run_size(
     data_rss = _peak_rss_mb()
     with recording_qp_solves() as solutions:
         start = time.perf_counter()
-        result = repair(repair_head, fix, keep_set, settings=settings)
+        result = repair_head(problem_head, fix, keep_set, settings=settings)
         seconds = time.perf_counter() - start
     peak_rss = _peak_rss_mb()
     qp_seconds = sum(s.seconds for s in solutions)
@@ -160,10 +161,10 @@ def run_size(
         "source": source,
         "n_keep": n_keep,
         "n_fix": len(fix),
-        "d_in": repair_head.d_in,
+        "d_in": problem_head.d_in,
         "keep": keep,
         **about,
-        "activation": repair_head.activation.name,
+        "activation": problem_head.activation.name,
         "lazy": lazy,
         "backend": backend,
         "qp_backends": sorted({r.qp_backend for r in result.iterations}),

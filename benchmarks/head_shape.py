@@ -54,7 +54,7 @@ def shape_of(W: np.ndarray, Wc: np.ndarray) -> dict[str, float]:
 def measure(model_dirs: list[Path]) -> list[dict[str, object]]:
     import _synthetic
 
-    from warp_check.model import ClassifierAdapter
+    from warp_check.model.adapter import ClassifierAdapter
 
     rows = []
     for folder in model_dirs:

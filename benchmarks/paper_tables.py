@@ -232,7 +232,7 @@ def attack(python: str, model_dir: Path, task: str, sources: list[dict], work: P
 
 def certificate_table(suite, cache: Path) -> dict:
     from warp_check import evaluate, monte_carlo_flip_multiplier, repair_cases
-    from warp_check.session import load_adapter
+    from warp_check.runs.load import load_adapter
 
     adapter = load_adapter(suite)
     evaluation = evaluate(adapter, suite.cases, batch_size=64, cache_dir=cache, progress=False)
@@ -289,9 +289,9 @@ def certificate_table(suite, cache: Path) -> dict:
 
 def run_one(task: str, name: str, args, work: Path, log) -> dict:
     from warp_check import load_suite
-    from warp_check.baselines import TrainSettings
-    from warp_check.compare import CompareSettings, compare_suite
-    from warp_check.session import load_adapter
+    from warp_check.extras.baselines import TrainSettings
+    from warp_check.extras.compare import CompareSettings, compare_suite
+    from warp_check.runs.load import load_adapter
 
     started = time.perf_counter()
     info: dict = {"task": task, "model": name}

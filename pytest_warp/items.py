@@ -15,7 +15,7 @@ import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.cases import Case
-    from warp_check.suite import Location
+    from warp_check.suite.case_files import Location
 
 from .state import WarpSession
 

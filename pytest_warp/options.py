@@ -159,7 +159,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
         raise pytest.UsageError(f"--warp-record: {options.record} is a folder; name a JSONL file (new or existing)")
     if any(v is not None for v in options.overrides().values()):
         from warp_check.errors import SettingsError
-        from warp_check.repair import RepairSettings
+        from warp_check.repair.settings import RepairSettings
 
         try:
             RepairSettings(**{k: v for k, v in options.overrides().items() if v is not None})

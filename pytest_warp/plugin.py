@@ -80,7 +80,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         state.report_error = "no warp-check case ran"
         return
     from warp_check.errors import WarpError
-    from warp_check.report import write_report
+    from warp_check.runs.report import write_report
 
     try:
         state.report_path = write_report(state.options.report, state.report_runs())

@@ -37,7 +37,7 @@ class Recorder:
 
     def record(self, item: pytest.Item, error: BaseException) -> dict | None:
         from warp_check.errors import WarpError
-        from warp_check.invariance import record_counterexamples
+        from warp_check.extras.invariance import record_counterexamples
 
         prefix = getattr(item, "originalname", None) or item.name
         try:

@@ -23,13 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from warp_check.errors import WarpError
+from warp_check.runs.check import check, check_warm, warm_entry
+from warp_check.runs.load import load_adapter
+from warp_check.runs.result import Mode, RunResult
+from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
+from warp_check.suite.loader import load_suite
+
 from .options import WarpOptions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_check.model import ClassifierAdapter
-    from warp_check.session import RunResult
-    from warp_check.suite import Suite
-    from warp_check.warm import WarmEntry
+    from warp_check.cache.warm import WarmEntry
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.runs.result import RunResult
+    from warp_check.suite.loader import Suite
 
     from .items import SuiteFile
 
@@ -64,8 +71,6 @@ class WarpSession:
         A check whose model folder an earlier check recorded (same content, layer, libraries)
         does not load the model: its cases are answered from the cache (warp_check.warm).
         """
-        from warp_check import session
-        from warp_check.suite import load_suite
 
         key = toml.resolve()
         if key not in self.suites:
@@ -74,7 +79,7 @@ class WarpSession:
                 model = self.options.certificate.parent  # audit: the certified folder itself
             suite = load_suite(toml, model=model)
             self.suites[key] = suite
-            entry = session.warm_entry(suite, self._cache_path(suite)) if self.options.mode == "check" else None
+            entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode == "check" else None
             if entry is not None:
                 self.warm[key] = entry
             else:
@@ -83,42 +88,34 @@ class WarpSession:
 
     def adapter(self, suite: Suite) -> ClassifierAdapter:
         """The suite's model, loaded once per process (suites on one model share it)."""
-        from warp_check import session
-
         model_key = (str(suite.model_dir), repr(suite.layer), suite.model.max_length)
         if model_key not in self.adapters:
-            self.adapters[model_key] = session.load_adapter(suite)
+            self.adapters[model_key] = load_adapter(suite)
         return self.adapters[model_key]
 
     # -- running --------------------------------------------------------------------------
     def _cache_path(self, suite: Suite) -> Path | None:
         """Where the cache is, without creating anything (for reading it at collection)."""
-        from warp_check import session
-
         if self.options.no_cache:
             return None
-        return self.options.cache if self.options.cache is not None else session.default_cache_dir(suite)
+        return self.options.cache if self.options.cache is not None else default_cache_dir(suite)
 
     def cache_dir(self, suite: Suite) -> Path | None:
         """The cache to use for a run, ``<suite>/.warp`` created if it is the default."""
-        from warp_check import session
-
         path = self._cache_path(suite)
         if path is None or self.options.cache is not None:
             return path
         try:
-            session.workdir(suite)
+            workdir(suite)
         except OSError:  # a read-only suite folder: run without a cache rather than fail every case
             return None
         return path
 
     def out_dir(self, suite: Suite) -> Path:
-        from warp_check import session
-
         if self.options.out is not None:
             return self.options.out
-        session.workdir(suite)
-        return session.default_out_dir(suite)
+        workdir(suite)
+        return default_out_dir(suite)
 
     def result_for(self, node: SuiteFile) -> RunResult:
         key = node.suite_key
@@ -128,28 +125,28 @@ class WarpSession:
             try:
                 self.results[key] = self._shared(suite, lambda: self._compute(key, suite, selected), selected)
             except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
-                from warp_check import session
-
-                mode = session.Mode(self.options.mode)
+                mode = Mode(self.options.mode)
                 message = f"internal error while running the suite: {type(exc).__name__}: {exc}"
-                self.results[key] = session.RunResult.failed(suite, mode, message)
+                self.results[key] = RunResult.failed(suite, mode, message)
         return self.results[key]
 
     def _compute(self, key: Path, suite: Suite, selected: list[str]) -> RunResult:
-        from warp_check import session
-        from warp_check.errors import WarpError
 
-        mode = session.Mode(self.options.mode)
+        mode = Mode(self.options.mode)
         try:
-            if mode is session.Mode.CHECK:
+            if mode is Mode.CHECK:
                 cache = self.cache_dir(suite)
-                warm = session.check_warm(suite, self.warm.get(key), ids=selected, cache_dir=cache)
-                return warm or session.check(suite, self.adapter(suite), ids=selected, cache_dir=cache)
-            if mode is session.Mode.AUDIT:
+                warm = check_warm(suite, self.warm.get(key), ids=selected, cache_dir=cache)
+                return warm or check(suite, self.adapter(suite), ids=selected, cache_dir=cache)
+            # numpy, the solvers and the certifier load only in the modes that need them
+            from warp_check.runs.audit import audit
+            from warp_check.runs.repair import repair
+
+            if mode is Mode.AUDIT:
                 assert self.options.certificate is not None
-                return session.audit(suite, suite.model_dir, self.options.certificate, cache_dir=self.cache_dir(suite))
+                return audit(suite, suite.model_dir, self.options.certificate, cache_dir=self.cache_dir(suite))
             settings = suite.settings(**self.options.overrides())
-            return session.repair(
+            return repair(
                 suite,
                 self.adapter(suite),
                 settings,
@@ -158,7 +155,7 @@ class WarpSession:
                 flags=self.options.flags,
             )
         except (WarpError, OSError) as exc:  # a user's mistake or environment: a message, not a traceback
-            return session.RunResult.failed(suite, mode, f"{type(exc).__name__}: {exc}")
+            return RunResult.failed(suite, mode, f"{type(exc).__name__}: {exc}")
 
     def _shared(self, suite: Suite, compute, selected: list[str]) -> RunResult:
         """Compute once per test run: alone, or under xdist by the first worker to get here."""
@@ -167,9 +164,7 @@ class WarpSession:
             return _stamp(compute(), "main")
         from filelock import FileLock
 
-        from warp_check import session
-
-        runs = session.workdir(suite) / RUNS_DIR
+        runs = workdir(suite) / RUNS_DIR
         runs.mkdir(exist_ok=True)
         key = hashlib.sha256(
             "\n".join([workerinput["testrunuid"], str(suite.toml), self.options.mode, *sorted(selected)]).encode()
@@ -177,7 +172,7 @@ class WarpSession:
         target = runs / f"{key}.json"
         with FileLock(str(runs / f"{key}.lock")):
             if target.is_file():
-                return session.RunResult.read_json(target)
+                return RunResult.read_json(target)
             _prune(runs)
             result = _stamp(compute(), workerinput.get("workerid", "worker"))
             result.write_json(target)

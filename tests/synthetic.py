@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from warp_check.activations import ACTIVATIONS
-from warp_check.head import DenseHead
-from warp_check.repair import CaseSet
+from warp_check.model.activations import ACTIVATIONS
+from warp_check.model.head import DenseHead
+from warp_check.repair.loop import CaseSet
 
 
 def synthetic_problem(

@@ -8,8 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warp_check.activations import ACTIVATIONS, get_activation
-from warp_check.repair import _torch_activation
+from warp_check.model.activations import ACTIVATIONS, get_activation, torch_activation
 
 GRID = np.linspace(-8, 8, 20001)
 
@@ -28,7 +27,7 @@ def test_slope_is_the_derivative_and_lipschitz_bounds_it(name):
 def test_numpy_and_torch_activations_agree(name):
     act = ACTIVATIONS[name]
     x = np.linspace(-6, 6, 101)
-    torch_values = _torch_activation(act.torch_name)(torch.tensor(x, dtype=torch.float64)).numpy()
+    torch_values = torch_activation(act.torch_name)(torch.tensor(x, dtype=torch.float64)).numpy()
     np.testing.assert_allclose(act.fn(x), torch_values, atol=1e-12)
 
 

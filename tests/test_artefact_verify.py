@@ -14,9 +14,10 @@ import torch
 from tiny_models import repair_suite
 
 from warp_check import CERTIFICATE_NAME, Case, ClassifierAdapter, read_certificate, repair_cases, verify, write_artefact
-from warp_check.artefact import check_destination, folder_hashes, parameter_hashes
+from warp_check.certify.artefact import check_destination, folder_hashes
 from warp_check.errors import ArtefactError, CertificateError
-from warp_check.pipeline import RepairOutcome
+from warp_check.model.hashing import parameter_hashes
+from warp_check.runs.pipeline import RepairOutcome
 
 
 @dataclass(frozen=True)

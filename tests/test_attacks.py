@@ -23,8 +23,11 @@ import torch
 from suite_builder import exit_code, margins, split_cases, tree_digest, write_suite
 from tiny_models import LABELS, predict, synthetic_cases
 
-from warp_check import attacks
-from warp_check.attacks import (
+from warp_check.cases import Case, Kind
+from warp_check.cli import main
+from warp_check.errors import SettingsError
+from warp_check.extras import attacks
+from warp_check.extras.attacks import (
     NEEDS_NETWORK,
     NOT_FOR_MUST_FIX,
     RECIPES,
@@ -35,11 +38,8 @@ from warp_check.attacks import (
     confirm_wrong,
     resolve_recipe,
 )
-from warp_check.cases import Case, Kind
-from warp_check.cli import main
-from warp_check.errors import SettingsError
-from warp_check.model import ClassifierAdapter
-from warp_check.suite import load_suite
+from warp_check.model.adapter import ClassifierAdapter
+from warp_check.suite.loader import load_suite
 
 HAS_TEXTATTACK = importlib.util.find_spec("textattack") is not None
 needs_textattack = pytest.mark.skipif(not HAS_TEXTATTACK, reason="textattack not installed (warp-check[attack])")
@@ -406,7 +406,7 @@ def test_importing_textattack_leaves_the_environment_alone_and_every_recipe_is_c
         """
         import json, os, sys
         before = dict(os.environ)
-        import warp_check.attacks as a
+        import warp_check.extras.attacks as a
         textattack = a.import_textattack()
         after = dict(os.environ)
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from warp_check.cli import main
 from warp_check.errors import SuiteError
-from warp_check.suite import load_suite
+from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
@@ -163,7 +163,7 @@ def test_the_corpus_is_complete():
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
     """Load the model once outside pytester (which drops modules an in-process run imported)."""
-    from warp_check.model import ClassifierAdapter
+    from warp_check.model.adapter import ClassifierAdapter
 
     ClassifierAdapter.from_pretrained(distilbert_dir)
 

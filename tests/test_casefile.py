@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warp_check.casefile import NewCase, append_cases, case_id
 from warp_check.errors import SuiteError
+from warp_check.suite.casefile import NewCase, append_cases, case_id
 
 
 def records(path: Path) -> list[dict]:
@@ -96,7 +96,7 @@ def test_keeps_an_existing_files_mode_and_new_files_follow_the_umask(tmp_path):
 def test_the_written_file_loads_as_must_fix_cases_of_a_suite(tmp_path, distilbert_dir):
     from suite_builder import write_suite
 
-    from warp_check.suite import load_suite
+    from warp_check.suite.loader import load_suite
 
     keep = [{"id": "k", "text": "good", "label": "positive"}]
     folder = write_suite(tmp_path / "suite", model=distilbert_dir, keep=keep)

@@ -18,9 +18,9 @@ from suite_builder import exit_code, jsonl, margins, tree_digest, write_suite
 from tiny_models import LABELS, synthetic_cases
 
 from warp_check import ClassifierAdapter, Kind, SettingsError, load_suite
-from warp_check.baselines import TrainSettings, train_full, train_lora, training_cases
 from warp_check.cli import main
-from warp_check.compare import METHODS, CompareSettings, changed_tensors, compare_suite, select_cases
+from warp_check.extras.baselines import TrainSettings, train_full, train_lora, training_cases
+from warp_check.extras.compare import METHODS, CompareSettings, changed_tensors, compare_suite, select_cases
 
 FEW_EPOCHS = TrainSettings(max_epochs=2)
 

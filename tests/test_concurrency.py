@@ -41,7 +41,7 @@ PYTEST_CHILD = BARRIER + textwrap.dedent(
     import torch
     torch.set_num_threads(1)
     import pytest
-    import warp_check.artefact as artefact
+    import warp_check.certify.artefact as artefact
 
     claim = artefact.claim_destination
     def claim_then_wait(*args, **kwargs):
@@ -59,16 +59,16 @@ CACHE_CHILD = BARRIER + textwrap.dedent(
     import json
     import torch
     torch.set_num_threads(1)
-    import warp_check.representations as representations
+    import warp_check.cache.shards as shards
     from warp_check import Case, ClassifierAdapter, evaluate
     from warp_check.cases import Kind
 
     barrier_dir, model, cache, cases_file, out_file = sys.argv[1:6]
-    save = representations._ShardStore.save
+    save = shards.ShardStore.save
     def wait_then_save(self, keys, V):
         barrier(barrier_dir)
         save(self, keys, V)
-    representations._ShardStore.save = wait_then_save
+    shards.ShardStore.save = wait_then_save
     records = json.loads(Path(cases_file).read_text())
     cases = [Case(id=c["id"], text=c["text"], label=c["label"], kind=Kind.MUST_KEEP) for c in records]
     adapter = ClassifierAdapter.from_pretrained(model)

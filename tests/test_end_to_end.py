@@ -36,7 +36,7 @@ from warp_check import (
     repair_cases,
     verify,
 )
-from warp_check.artefact import folder_hashes
+from warp_check.certify.artefact import folder_hashes
 
 # fixture, task, the head the certificate must name
 MODELS = [

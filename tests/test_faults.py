@@ -24,7 +24,7 @@ import pytest
 from suite_builder import tree_digest, write_suite
 
 from warp_check import verify
-from warp_check.artefact import CERTIFICATE_NAME
+from warp_check.certify.artefact import CERTIFICATE_NAME
 from warp_check.cli import main
 
 pytest_plugins = ["pytester"]
@@ -88,7 +88,7 @@ def test_nan_or_inf_in_the_weights_is_a_model_error_and_nothing_is_written(
 
 
 def test_inf_representations_stop_before_the_repair(suite, distilbert_dir, tmp_path, capsys, monkeypatch):
-    from warp_check.model import ClassifierAdapter
+    from warp_check.model.adapter import ClassifierAdapter
 
     real = ClassifierAdapter.forward_batch
 
@@ -130,7 +130,7 @@ def test_a_cache_shard_poisoned_with_nan_is_a_miss_not_an_answer(suite, tmp_path
 
 
 def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_path, capsys, monkeypatch):
-    from warp_check.model import ClassifierAdapter
+    from warp_check.model.adapter import ClassifierAdapter
 
     monkeypatch.setattr(ClassifierAdapter, "forward_batch", lambda *a: pytest.fail("encoded before refusing"))
     monkeypatch.setattr(ClassifierAdapter, "check_equivalence", lambda *a: 0.0)
@@ -274,7 +274,7 @@ SERVER = textwrap.dedent(
     import torch
     torch.set_num_threads(1)
     import transformers
-    import warp_check.artefact as artefact
+    import warp_check.certify.artefact as artefact
     from warp_check.cli import main
 
     def patch(step, marker, out):
@@ -310,11 +310,11 @@ SERVER = textwrap.dedent(
 
     suite, work = sys.argv[1:3]
     # The repair itself, once: a named-step writer only saves it (what the kill points are about).
-    from warp_check import session
-    from warp_check.pipeline import repair_cases
-    from warp_check.suite import load_suite
+    from warp_check.runs.load import load_adapter
+    from warp_check.runs.pipeline import repair_cases
+    from warp_check.suite.loader import load_suite
     loaded = load_suite(suite)
-    adapter = session.load_adapter(loaded)
+    adapter = load_adapter(loaded)
     outcome = repair_cases(adapter, loaded.cases, loaded.repair, progress=False)
     assert outcome.result.repaired, outcome.result.message
 

@@ -19,7 +19,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from warp_check import HEAD_SPECS, Case, ClassifierAdapter, HeadSpec, Kind, evaluate
 from warp_check.errors import ModelError
-from warp_check.model import resolve_spec
+from warp_check.model.specs import resolve_spec
 
 TEXTS = ["the movie was not good", "we love this film", "the plot is amazing and the cast was long"]
 

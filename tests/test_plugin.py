@@ -15,7 +15,7 @@ import pytest
 from suite_builder import split_cases, tree_digest, write_suite
 
 from warp_check import verify
-from warp_check.artefact import CERTIFICATE_NAME
+from warp_check.certify.artefact import CERTIFICATE_NAME
 
 pytest_plugins = ["pytester"]
 # Inner runs skip two plugins that cost seconds each in a process holding torch: the
@@ -28,12 +28,13 @@ def _warm_imports(distilbert_dir: Path) -> None:
     """Import what the inner runs import: pytester drops modules a run imported, so without
     this every in-process run would import transformers' model code again."""
     import pytest_warp.summary  # noqa: F401
-    import warp_check.report  # noqa: F401
-    from warp_check import session
-    from warp_check.suite import load_suite
+    import warp_check.runs.repair  # noqa: F401
+    import warp_check.runs.report  # noqa: F401
+    from warp_check.runs.load import load_adapter
+    from warp_check.suite.loader import load_suite
 
     folder = write_suite(distilbert_dir.parent / "warm-suite", model=distilbert_dir, keep=[{"text": "a", "label": 0}])
-    session.load_adapter(load_suite(folder))
+    load_adapter(load_suite(folder))
 
 
 @pytest.fixture(scope="module")
@@ -340,7 +341,7 @@ def test_an_internal_error_fails_every_case_once_not_once_per_case(
 ):
     # A crash that is not a user mistake (here: the core raising RuntimeError) must not be
     # recomputed by every item: the run is attempted once and each case reports its message.
-    from warp_check import session
+    import pytest_warp.state
 
     calls = []
 
@@ -348,7 +349,7 @@ def test_an_internal_error_fails_every_case_once_not_once_per_case(
         calls.append(1)
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(session, "check", broken)
+    monkeypatch.setattr(pytest_warp.state, "check", broken)
     wrong, right = cases
     result = run(pytester, str(suite))
     result.assert_outcomes(failed=len(wrong) + len(right))

@@ -176,11 +176,10 @@ MISTAKES = {
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
     """Load the model once outside pytester (which drops modules an in-process run imported)."""
-    from warp_check import session
-    from warp_check.model import ClassifierAdapter
+    import warp_check.runs.check  # noqa: F401
+    from warp_check.model.adapter import ClassifierAdapter
 
     ClassifierAdapter.from_pretrained(distilbert_dir)
-    del session
 
 
 def test_every_suite_mistake_is_a_collection_error_with_file_line_and_field(pytester, distilbert_dir):

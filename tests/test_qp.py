@@ -15,7 +15,8 @@ from qp_problems import (
 )
 
 from warp_check.errors import SettingsError
-from warp_check.qp import _OSQP_STATUS, LinearisedProblem, QPForm, QPStatus, SolverSettings, solve
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solve import _OSQP_STATUS, LinearisedProblem, QPForm, QPStatus, solve
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -121,7 +122,7 @@ def test_rows_over_cases_match_rows_with_their_own_copy_of_v():
 
 
 def test_a_working_set_that_does_not_settle_fails_or_solves_whole(monkeypatch):
-    import warp_check.qp as qp_module
+    import warp_check.qp.solve as qp_module
 
     problem = problem_over_cases(2, 6, 40, 2, 10, 1)
     slow = SolverSettings(form="dual", working_set_batch=1, working_set_rounds=1, working_set_window=0.0)
@@ -145,7 +146,7 @@ def test_undecided_dual_falls_back_to_the_primal(monkeypatch):
     # Found by hypothesis in CI: on an infeasible problem the dual's ADMM can run out of
     # iterations before it detects the unbounded direction (how soon varies by machine);
     # the primal then says "infeasible". A starved dual makes that deterministic here.
-    import warp_check.qp as qp_module
+    import warp_check.qp.solve as qp_module
 
     problem = random_problem(4, 1, 17, 1, 8)
     original = qp_module._solve_dual

@@ -14,9 +14,10 @@ from qp_problems import (
     random_problem,
 )
 
-import warp_check.qp_active_set as qp_active_set
+import warp_check.qp.active_set as qp_active_set
 from warp_check.errors import SettingsError
-from warp_check.qp import _ACTIVE_SET_STATUS, LinearisedProblem, QPForm, QPStatus, SolverSettings, pick_backend, solve
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solve import _ACTIVE_SET_STATUS, LinearisedProblem, QPForm, QPStatus, pick_backend, solve
 
 ACTIVE_SET = SolverSettings(backend="active_set")
 EXACT = {"tolerance": 1e-9, "max_iter": 100, "time_limit_s": 60.0}
@@ -127,7 +128,7 @@ def test_crowded_rows_in_play_are_settled_by_osqp_from_them():
 
 
 def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
-    import warp_check.qp as qp_module
+    import warp_check.qp.solve as qp_module
 
     problem = random_problem(1, 30, 200, 2, 50)
     starved = solve(problem, SolverSettings(backend="active_set", active_set_max_iter=1))

@@ -14,9 +14,10 @@ from qp_problems import (
     random_problem,
 )
 
-import warp_check.qp_ipm as qp_ipm
+import warp_check.qp.ipm as qp_ipm
 from warp_check.errors import SettingsError
-from warp_check.qp import _IPM_STATUS, LinearisedProblem, QPForm, QPStatus, SolverSettings, pick_backend, solve
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solve import _IPM_STATUS, LinearisedProblem, QPForm, QPStatus, pick_backend, solve
 
 IPM = SolverSettings(backend="ipm")
 
@@ -150,7 +151,7 @@ def test_soft_rows_in_contradiction_are_paid_for_not_infeasible():
 
 
 def test_iteration_limit_is_its_own_outcome_and_near_misses_are_inaccurate(monkeypatch):
-    import warp_check.qp as qp_module
+    import warp_check.qp.solve as qp_module
 
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the IPM's own outcome
     problem = random_problem(1, 30, 200, 2, 50)
@@ -176,7 +177,7 @@ def test_an_undecided_ipm_hands_its_rows_to_osqp():
 
 
 def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
-    import warp_check.qp as qp_module
+    import warp_check.qp.solve as qp_module
 
     monkeypatch.setattr(qp_ipm, "_cholesky", lambda M: None)
     problem = random_problem(2, 5, 40, 2, 16)

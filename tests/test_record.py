@@ -21,8 +21,8 @@ SOURCE = "The food was great"
 INV_TEST = f"""
 import re
 from hypothesis import given, settings
-from warp_check.invariance import assert_moves_toward, assert_same_label
-from warp_check.strategies import case_and_punctuation, typos
+from warp_check import assert_moves_toward, assert_same_label
+from warp_check import case_and_punctuation, typos
 
 TEXT = {SOURCE!r}
 
@@ -39,8 +39,8 @@ def test_label_survives_typos(variant):
 
 PASSING_TEST = """
 from hypothesis import given, settings
-from warp_check.invariance import assert_same_label
-from warp_check.strategies import case_and_punctuation
+from warp_check import assert_same_label
+from warp_check import case_and_punctuation
 
 @settings(max_examples=20, deadline=None, database=None, derandomize=True)
 @given(case_and_punctuation("The food was great"))
@@ -165,11 +165,12 @@ def test_typos_keep_the_label(variant):
 def warm(distilbert_dir: Path) -> None:
     """Import what the inner runs import (pytester drops modules a run imported)."""
     import pytest_warp.summary  # noqa: F401
-    from warp_check import session
-    from warp_check.suite import load_suite
+    import warp_check.runs.repair  # noqa: F401
+    from warp_check.runs.load import load_adapter
+    from warp_check.suite.loader import load_suite
 
     folder = write_suite(distilbert_dir.parent / "warm-record", model=distilbert_dir, keep=[{"text": "a", "label": 0}])
-    session.load_adapter(load_suite(folder))
+    load_adapter(load_suite(folder))
 
 
 def test_recorded_counterexample_feeds_a_repair_that_fixes_it(pytester, distilbert_dir, warm):

@@ -8,17 +8,18 @@ import numpy as np
 import pytest
 from synthetic import synthetic_problem
 
-from warp_check.activations import ACTIVATIONS
 from warp_check.errors import SettingsError
-from warp_check.head import DenseHead, top_left_singular_vectors
-from warp_check.qp import SolverSettings
-from warp_check.repair import CaseSet, RepairSettings, RepairStatus, gsn_finetune, repair
+from warp_check.model.activations import ACTIVATIONS
+from warp_check.model.head import DenseHead, top_left_singular_vectors
+from warp_check.qp.settings import SolverSettings
+from warp_check.repair.loop import CaseSet, RepairStatus, gsn_finetune, repair_head
+from warp_check.repair.settings import RepairSettings
 
 
 @pytest.mark.parametrize(("activation", "classes"), [("relu", 2), ("tanh", 2), ("gelu", 2), ("relu", 3)])
 def test_repair_reaches_both_margins_on_every_case(activation, classes):
     head, fix, keep = synthetic_problem(activation=activation, classes=classes, seed=classes)
-    result = repair(head, fix, keep, settings=RepairSettings(rank=2))
+    result = repair_head(head, fix, keep, settings=RepairSettings(rank=2))
     assert result.status is RepairStatus.CONVERGED, result.message
     # Recomputed here from the returned weights, not taken from the loop's bookkeeping.
     after = result.head_after
@@ -41,7 +42,7 @@ def test_repair_converges_across_heads_and_seeds(activation, classes, seed):
     # A sweep, not a showcase: saturating σ (tanh, sigmoid), kinks (ReLU) and 4-class heads
     # all stalled or ended with a broken must_keep case in earlier versions of the loop.
     head, fix, keep = synthetic_problem(activation=activation, classes=classes, seed=100 + seed, n_keep=120)
-    result = repair(head, fix, keep, settings=RepairSettings(rank=2))
+    result = repair_head(head, fix, keep, settings=RepairSettings(rank=2))
     assert result.status is RepairStatus.CONVERGED, result.message
     gaps_fix, _ = result.head_after.gaps(fix.V, fix.labels)
     gaps_keep, _ = result.head_after.gaps(keep.V, keep.labels)
@@ -52,7 +53,7 @@ def test_loop_does_not_stop_before_must_keep_margins_hold():
     # The paper stops on must_fix alone; here the last iteration must have every margin met,
     # and no earlier iteration may have had both met (else it would have stopped there).
     head, fix, keep = synthetic_problem(seed=1, n_fix=12)
-    result = repair(head, fix, keep)
+    result = repair_head(head, fix, keep)
     assert result.repaired
     for record in result.iterations[:-1]:
         assert record.fix_met < len(fix) or record.keep_met < len(keep)
@@ -60,7 +61,7 @@ def test_loop_does_not_stop_before_must_keep_margins_hold():
 
 def test_nothing_to_repair_is_reported_and_changes_nothing():
     head, fix, keep = synthetic_problem(seed=1)
-    result = repair(head, CaseSet.empty(head.d_in), keep)
+    result = repair_head(head, CaseSet.empty(head.d_in), keep)
     assert result.status is RepairStatus.NOTHING_TO_REPAIR
     np.testing.assert_array_equal(result.head_after.W, head.W)
     assert result.iterations == ()
@@ -68,7 +69,7 @@ def test_nothing_to_repair_is_reported_and_changes_nothing():
 
 def test_non_convergence_names_the_cases_and_what_might_help():
     head, fix, keep = synthetic_problem(seed=2, n_fix=12)
-    result = repair(head, fix, keep, settings=RepairSettings(max_iter=1))
+    result = repair_head(head, fix, keep, settings=RepairSettings(max_iter=1))
     assert result.status is RepairStatus.NOT_CONVERGED
     assert not result.repaired
     assert result.misses and all(m.short_by > 0 for m in result.misses)
@@ -85,7 +86,7 @@ def test_unreachable_must_keep_margin_is_reported_and_says_what_helps():
     )
     keep = CaseSet(("k",), np.full((1, 8), 0.01), np.array([0]))
     fix = CaseSet(("f",), np.full((1, 8), -0.01), np.array([1]))
-    result = repair(head, fix, keep)
+    result = repair_head(head, fix, keep)
     assert result.status is RepairStatus.NOT_CONVERGED
     assert not result.repaired
     assert [(m.id, m.kind) for m in result.misses] == [("f", "must_fix"), ("k", "must_keep")]
@@ -96,7 +97,7 @@ def test_must_keep_cases_wrong_before_repair_are_excluded_and_listed():
     head, fix, keep = synthetic_problem(seed=4)
     wrong = CaseSet(("wrong",), keep.V[:1], 1 - keep.labels[:1])
     merged = CaseSet(keep.ids + wrong.ids, np.vstack([keep.V, wrong.V]), np.concatenate([keep.labels, wrong.labels]))
-    result = repair(head, fix, merged)
+    result = repair_head(head, fix, merged)
     assert result.repaired
     assert result.excluded_keep == ("wrong",)
 
@@ -105,7 +106,7 @@ def test_non_finite_representations_fail_cleanly():
     head, fix, keep = synthetic_problem(seed=5)
     V = fix.V.copy()
     V[0, 0] = np.nan
-    result = repair(head, CaseSet(fix.ids, V, fix.labels), keep)
+    result = repair_head(head, CaseSet(fix.ids, V, fix.labels), keep)
     assert result.status is RepairStatus.INVALID_INPUT
     assert "NaN" in result.message
 
@@ -113,13 +114,13 @@ def test_non_finite_representations_fail_cleanly():
 def test_rank_larger_than_the_layer_is_a_settings_error():
     head, fix, keep = synthetic_problem(d=16, seed=6)
     with pytest.raises(SettingsError, match="rank"):
-        repair(head, fix, keep, settings=RepairSettings(rank=17))
+        repair_head(head, fix, keep, settings=RepairSettings(rank=17))
 
 
 def test_repair_is_deterministic():
     head, fix, keep = synthetic_problem(seed=8)
-    a = repair(head, fix, keep)
-    b = repair(head, fix, keep)
+    a = repair_head(head, fix, keep)
+    b = repair_head(head, fix, keep)
     np.testing.assert_array_equal(a.head_after.W, b.head_after.W)
 
 
@@ -147,9 +148,9 @@ def test_gsn_finetune_keeps_the_step_of_largest_kappa():
 def test_gsn_ft_runs_only_below_threshold_and_with_aux():
     head, fix, keep = synthetic_problem(seed=11)
     aux = CaseSet(("x1", "x2"), keep.V[:2], keep.labels[:2])
-    low = repair(head, fix, keep, aux, RepairSettings(gsn_threshold=0.0))
+    low = repair_head(head, fix, keep, aux, RepairSettings(gsn_threshold=0.0))
     assert not low.gsn_ft.applied and "gsn_threshold" in low.gsn_ft.reason
-    high = repair(head, fix, keep, aux, RepairSettings(gsn_threshold=1e9, gsn_ft_steps=5))
+    high = repair_head(head, fix, keep, aux, RepairSettings(gsn_threshold=1e9, gsn_ft_steps=5))
     assert len(high.gsn_ft.kappa_per_step) == 6
     assert high.repaired
 
@@ -182,7 +183,7 @@ def test_a_failed_run_reports_its_best_iterate_not_its_last():
     # The misses and head_after of a run that does not converge describe the best state the
     # loop reached (lowest priced shortfall), so the advice is about that, not a worse last step.
     head, fix, keep = synthetic_problem(seed=2, n_fix=12)
-    result = repair(head, fix, keep, settings=RepairSettings(max_iter=2))
+    result = repair_head(head, fix, keep, settings=RepairSettings(max_iter=2))
     assert result.status is RepairStatus.NOT_CONVERGED
     gaps_fix, _ = result.head_after.gaps(fix.V, fix.labels)
     gaps_keep, _ = result.head_after.gaps(keep.V, keep.labels)
@@ -204,7 +205,7 @@ def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkey
     # linearised gaps it promised and the true gaps of W + U B (the full step, before any
     # backtracking), then W advanced by the fraction the loop took. On this problem the first
     # full step breaks must_keep cases that the linear model kept, so the loop halves it.
-    import warp_check.qp as qp_module
+    import warp_check.qp.solve as qp_module
 
     head, fix, keep = synthetic_problem(seed=0, n_keep=400, n_fix=12)
     solved = []
@@ -217,7 +218,7 @@ def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkey
 
     monkeypatch.setattr(qp_module, "solve", recording)
     settings = RepairSettings(rank=2)
-    result = repair(head, fix, keep, settings=settings)
+    result = repair_head(head, fix, keep, settings=settings)
     assert result.repaired and len(solved) == len(result.iterations)
 
     V = np.vstack([fix.V, keep.V])
@@ -247,8 +248,8 @@ def test_lazy_must_keep_rows_give_the_same_repair_as_all_rows(activation, classe
     head, fix, keep = synthetic_problem(activation=activation, classes=classes, seed=seed, n_keep=300)
     lazy_settings = RepairSettings(solver=SolverSettings(working_set_window=0.0, working_set_batch=5))
     full_settings = RepairSettings(solver=SolverSettings(working_set=False))
-    lazy = repair(head, fix, keep, settings=lazy_settings)
-    full = repair(head, fix, keep, settings=full_settings)
+    lazy = repair_head(head, fix, keep, settings=lazy_settings)
+    full = repair_head(head, fix, keep, settings=full_settings)
     assert lazy.status is full.status is RepairStatus.CONVERGED, (lazy.message, full.message)
     assert len(lazy.iterations) == len(full.iterations)
     np.testing.assert_allclose(lazy.head_after.W, full.head_after.W, atol=1e-6)
@@ -263,8 +264,8 @@ def test_lazy_must_keep_rows_give_the_same_repair_as_all_rows(activation, classe
 @pytest.mark.parametrize(("activation", "classes", "seed"), [("relu", 2, 20), ("tanh", 3, 21)])
 def test_the_other_backends_give_the_repair_osqp_gives(activation, classes, seed, backend):
     head, fix, keep = synthetic_problem(activation=activation, classes=classes, seed=seed, n_keep=300)
-    other = repair(head, fix, keep, settings=RepairSettings(solver=SolverSettings(backend=backend)))
-    osqp = repair(head, fix, keep, settings=RepairSettings(solver=SolverSettings(backend="osqp")))
+    other = repair_head(head, fix, keep, settings=RepairSettings(solver=SolverSettings(backend=backend)))
+    osqp = repair_head(head, fix, keep, settings=RepairSettings(solver=SolverSettings(backend="osqp")))
     assert other.status is osqp.status is RepairStatus.CONVERGED, (other.message, osqp.message)
     assert {r.qp_backend for r in other.iterations} == {backend}
     assert {r.qp_backend for r in osqp.iterations} == {"osqp"}
@@ -464,7 +465,7 @@ def test_scale_benchmark_meets_its_goal_only_with_a_converged_repair(monkeypatch
 def test_after_the_active_set_hands_a_qp_to_osqp_auto_stays_with_osqp(monkeypatch):
     # Where the active-set method stalls (correlated real representations), it stalls in
     # every QP: the loop keeps OSQP for the rest of the repair instead of paying twice.
-    import warp_check.qp_active_set as qp_active_set
+    import warp_check.qp.active_set as qp_active_set
 
     head, fix, keep = synthetic_problem(seed=3, n_keep=200)
     calls = []
@@ -477,10 +478,10 @@ def test_after_the_active_set_hands_a_qp_to_osqp_auto_stays_with_osqp(monkeypatc
 
     monkeypatch.setattr(qp_active_set, "solve", stalling)
     auto = SolverSettings(ipm_min_rows=1, ipm_max_unknowns=1)  # auto picks the active set here
-    result = repair(head, fix, keep, settings=RepairSettings(solver=auto))
+    result = repair_head(head, fix, keep, settings=RepairSettings(solver=auto))
     assert result.status is RepairStatus.CONVERGED and len(result.iterations) > 1
     assert len(calls) == 1 and {r.qp_backend for r in result.iterations} == {"osqp"}
     # Asked for by name, it is kept: every QP tries it first.
     calls.clear()
-    named = repair(head, fix, keep, settings=RepairSettings(solver=replace(auto, backend="active_set")))
+    named = repair_head(head, fix, keep, settings=RepairSettings(solver=replace(auto, backend="active_set")))
     assert named.status is RepairStatus.CONVERGED and len(calls) == len(named.iterations)

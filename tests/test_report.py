@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 from suite_builder import split_cases, write_suite
 
-from warp_check import session
-from warp_check.artefact import CERTIFICATE_NAME, read_certificate
+from warp_check.certify.artefact import CERTIFICATE_NAME, read_certificate
 from warp_check.errors import WarpError
-from warp_check.report import REPORT_JSON, REPORT_MD, run_from_certificate, write_report
-from warp_check.suite import load_suite
+from warp_check.runs.check import check
+from warp_check.runs.load import load_adapter
+from warp_check.runs.repair import repair
+from warp_check.runs.report import REPORT_JSON, REPORT_MD, run_from_certificate, write_report
+from warp_check.suite.loader import load_suite
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -26,8 +28,8 @@ def repaired(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     wrong, right = split_cases(distilbert_dir, 24, seed=2)
     folder = write_suite(tmp_path_factory.mktemp("report") / "suite", model=distilbert_dir, fix=wrong, keep=right)
     suite = load_suite(folder)
-    adapter = session.load_adapter(suite)
-    result = session.repair(suite, adapter, suite.settings(), out_dir=folder / "out", cache_dir=folder / "cache")
+    adapter = load_adapter(suite)
+    result = repair(suite, adapter, suite.settings(), out_dir=folder / "out", cache_dir=folder / "cache")
     assert result.ok and result.status == "converged", result.message
     return suite, adapter, result
 
@@ -79,7 +81,7 @@ def test_report_from_a_certificate_carries_its_numbers(repaired, tmp_path):
 
 def test_check_run_plots_gaps_only_and_says_what_is_missing(repaired, tmp_path):
     suite, adapter, _ = repaired
-    result = session.check(suite, adapter)
+    result = check(suite, adapter)
     path = write_report(tmp_path, [result.to_dict(), result.to_dict()])  # two runs of one name: no clash
     text = path.read_text()
     assert "_Not plotted (no data in this run): Certified radius, Convergence._" in text

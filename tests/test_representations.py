@@ -13,7 +13,7 @@ import torch
 from tiny_models import synthetic_cases
 
 from warp_check import Case, ClassifierAdapter, Kind, encode_cases
-from warp_check.head import DenseHead
+from warp_check.model.head import DenseHead
 
 
 @pytest.fixture

@@ -21,11 +21,11 @@ import torch
 
 from warp_check.cli import main
 from warp_check.errors import CertificateError, ModelError, SuiteError
-from warp_check.model import ClassifierAdapter
-from warp_check.suite import load_suite
+from warp_check.model.adapter import ClassifierAdapter
+from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
-SOURCES = sorted((Path(__file__).parents[1] / "warp_check").glob("*.py")) + sorted(
+SOURCES = sorted((Path(__file__).parents[1] / "warp_check").rglob("*.py")) + sorted(
     (Path(__file__).parents[1] / "pytest_warp").glob("*.py")
 )
 GOOD = '{"id": "a", "text": "the movie was good", "label": "positive"}\n'
@@ -91,7 +91,7 @@ def test_the_source_has_no_pickle_no_remote_code_and_no_eval():
             call = text[m.start() : text.index(")", m.end()) + 1]
             assert "trust_remote_code=False" in call, f"{path.name}: {call}"
     # The one place that imports user code: the suite's own factory.
-    assert [c.split(":")[0] for c in _calls(r"exec_module\(")] == ["suite.py"]
+    assert [c.split(":")[0] for c in _calls(r"exec_module\(")] == ["model_source.py"]
 
 
 # -- model folders are data ------------------------------------------------------------------------

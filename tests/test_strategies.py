@@ -25,9 +25,8 @@ from warp_check import (
     scorer,
     typos,
 )
-from warp_check.casefile import append_cases
-from warp_check.invariance import Counterexample, InvarianceFailure, counterexamples, record_counterexamples
-from warp_check.strategies import (
+from warp_check.extras.invariance import Counterexample, InvarianceFailure, counterexamples, record_counterexamples
+from warp_check.extras.strategies import (
     CONTRACTIONS,
     INTENSIFIERS,
     KEYBOARD_NEIGHBOURS,
@@ -39,6 +38,7 @@ from warp_check.strategies import (
     wordnet_available,
     wordnet_synonyms,
 )
+from warp_check.suite.casefile import append_cases
 
 FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SENTENCES = ["The service was great", "I don't like it, it's not good!", "Food: ok.", "a b"]

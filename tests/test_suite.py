@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from warp_check.cases import Kind
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.model import HeadSpec
-from warp_check.qp import SolverSettings
-from warp_check.repair import RepairSettings
-from warp_check.suite import load_suite
+from warp_check.model.specs import HeadSpec
+from warp_check.qp.settings import SolverSettings
+from warp_check.repair.settings import RepairSettings
+from warp_check.suite.loader import load_suite
 
 
 @pytest.fixture

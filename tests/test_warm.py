@@ -20,10 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from suite_builder import write_suite
 
-from warp_check import fingerprint, session, warm
-from warp_check.fingerprint import FileDigests, folder_sha256
-from warp_check.head import answers_from_logits
-from warp_check.suite import load_suite
+from warp_check.cache import fingerprint, warm
+from warp_check.cache.fingerprint import FileDigests, folder_sha256
+from warp_check.model.head import answers_from_logits
+from warp_check.runs import check as check_run
+from warp_check.runs.load import load_adapter
+from warp_check.suite.loader import load_suite
 
 
 @pytest.fixture
@@ -40,13 +42,13 @@ def suite_dir(tmp_path: Path, model_copy: Path, tiny_split) -> Path:
 
 def cold_check(suite_dir: Path, cache: Path, **kwargs):
     suite = load_suite(suite_dir / "warp.toml")
-    return session.check(suite, session.load_adapter(suite), cache_dir=cache, **kwargs)
+    return check_run.check(suite, load_adapter(suite), cache_dir=cache, **kwargs)
 
 
 def warm_check(suite_dir: Path, cache: Path, **kwargs):
     suite = load_suite(suite_dir / "warp.toml")
-    entry = session.warm_entry(suite, cache)
-    return None if entry is None else session.check_warm(suite, entry, cache_dir=cache, **kwargs)
+    entry = check_run.warm_entry(suite, cache)
+    return None if entry is None else check_run.check_warm(suite, entry, cache_dir=cache, **kwargs)
 
 
 def comparable(result) -> list[dict]:
@@ -73,7 +75,7 @@ def test_a_warm_check_says_exactly_what_the_cold_check_said(suite_dir: Path, tmp
 def test_the_warm_path_never_touches_the_encoder(suite_dir: Path, tmp_path: Path, monkeypatch):
     cache = tmp_path / "cache"
     cold_check(suite_dir, cache)
-    from warp_check import model as model_module
+    from warp_check.model import adapter as model_module
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded on a warm check")
@@ -165,9 +167,9 @@ def test_a_damaged_entry_is_a_miss_and_an_entry_needs_no_representations(suite_d
 def test_lookup_reads_only(suite_dir: Path, tmp_path: Path):
     cache = tmp_path / "cache"
     suite = load_suite(suite_dir / "warp.toml")
-    assert session.warm_entry(suite, cache) is None
+    assert check_run.warm_entry(suite, cache) is None
     assert not cache.exists()  # nothing hashed, nothing written with no entry to find
-    assert session.warm_entry(suite, None) is None
+    assert check_run.warm_entry(suite, None) is None
 
 
 def test_the_command_takes_the_warm_path(suite_dir: Path, tmp_path: Path, capsys):

@@ -2,41 +2,33 @@
 with guarantees (WARP: a convex QP over a low-rank update of the layer before the head).
 
 The core never imports pytest. Every public name below loads its module on first use
-(PEP 562), so ``import warp_check`` costs only the standard library: a warm check
-(warp_check.warm) loads a suite and answers from its cache without numpy (0.15 s), the
-solvers, hypothesis (half a second) or torch.
+(PEP 562), so ``import warp_check`` costs only the standard library: a warm check loads a
+suite and answers from its cache without numpy, the solvers, hypothesis or torch.
+
+The layers, bottom up: ``suite`` (warp.toml and case files), ``model`` (the classifier as
+encoder → v → head), ``cache``, ``qp`` (the repair QP and its backends), ``repair`` (the loop),
+``certify`` (certificates, verification, the saved artefact), ``runs`` (check, repair and audit
+of a suite, reports), ``extras`` (attacks, invariance strategies, baselines).
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING
 
-from .cases import Case, Kind
-from .errors import ArtefactError, CertificateError, ModelError, SettingsError, SolverError, SuiteError, WarpError
-from .settings import RepairSettings, SolverSettings
-
-__version__ = "0.1.0"
+from warp_check.cases import Case, Kind
+from warp_check.errors import ArtefactError, CertificateError, ModelError, SettingsError, SuiteError, WarpError
+from warp_check.qp.settings import SolverSettings
+from warp_check.repair.settings import RepairSettings
+from warp_check.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the same at run time)
-    from .activations import ACTIVATIONS, Activation, get_activation
-    from .artefact import CERTIFICATE_NAME, FORMAT, read_certificate, write_artefact
-    from .certify import (
-        AttackSettings,
-        CaseCertificate,
-        Lipschitz,
-        certify_cases,
-        eps_star,
-        flip_radius,
-        lipschitz,
-        local_radius,
-        monte_carlo_flip_multiplier,
-        pgd_worst_gap,
-    )
-    from .head import DenseHead, top_left_singular_vectors
-    from .invariance import (
+    from warp_check.certify.artefact import CERTIFICATE_NAME, FORMAT, read_certificate, write_artefact
+    from warp_check.certify.bounds import Lipschitz, eps_star, lipschitz, local_radius
+    from warp_check.certify.cases import CaseCertificate, certify_cases
+    from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
+    from warp_check.certify.verify import Verification, verify
+    from warp_check.extras.invariance import (
         Counterexample,
         InvarianceFailure,
         assert_moves_toward,
@@ -45,14 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         record_counterexamples,
         scorer,
     )
-    from .model import HEAD_SPECS, ClassifierAdapter, HeadSpec, resolve_spec
-    from .pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
-    from .qp import LinearisedProblem, QPForm, QPSolution, QPStatus, solve
-    from .repair import CaseSet, RepairResult, RepairStatus, repair
-    from .report import write_report
-    from .representations import Encoded, encode_cases
-    from .session import Mode, RunResult, Verdict
-    from .strategies import (
+    from warp_check.extras.strategies import (
         WordNetUnavailable,
         case_and_punctuation,
         contractions,
@@ -62,78 +47,89 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         wordnet_available,
         wordnet_synonyms,
     )
-    from .suite import Suite, load_suite
-    from .verify import Verification, verify
+    from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.model.encode import Encoded, encode_cases
+    from warp_check.model.head import DenseHead, top_left_singular_vectors
+    from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
+    from warp_check.qp.solve import LinearisedProblem, QPForm, QPSolution, QPStatus, solve
+    from warp_check.repair.loop import CaseSet, RepairResult, RepairStatus, repair_head
+    from warp_check.runs.pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
+    from warp_check.runs.report import write_report
+    from warp_check.runs.result import Mode, RunResult, Verdict
+    from warp_check.suite.loader import Suite, load_suite
 
-# Imported on first use: submodule → its public names.
-_LAZY_MODULES: dict[str, tuple[str, ...]] = {
-    "activations": ("ACTIVATIONS", "Activation", "get_activation"),
-    "artefact": ("CERTIFICATE_NAME", "FORMAT", "read_certificate", "write_artefact"),
-    "certify": (
-        "AttackSettings",
-        "CaseCertificate",
-        "Lipschitz",
-        "certify_cases",
-        "eps_star",
-        "flip_radius",
-        "lipschitz",
-        "local_radius",
-        "monte_carlo_flip_multiplier",
-        "pgd_worst_gap",
-    ),
-    "head": ("DenseHead", "top_left_singular_vectors"),
-    "invariance": (
-        "Counterexample",
-        "InvarianceFailure",
-        "assert_moves_toward",
-        "assert_same_label",
-        "predictor",
-        "record_counterexamples",
-        "scorer",
-    ),
-    "model": ("HEAD_SPECS", "ClassifierAdapter", "HeadSpec", "resolve_spec"),
-    "pipeline": ("Evaluation", "RepairOutcome", "evaluate", "repair_cases"),
-    "qp": ("LinearisedProblem", "QPForm", "QPSolution", "QPStatus", "solve"),
-    "repair": ("CaseSet", "RepairResult", "RepairStatus", "repair"),
-    "report": ("write_report",),
-    "representations": ("Encoded", "encode_cases"),
-    "session": ("Mode", "RunResult", "Verdict"),
-    "strategies": (
-        "WordNetUnavailable",
-        "case_and_punctuation",
-        "contractions",
-        "negation_preserving",
-        "perturbations",
-        "typos",
-        "wordnet_available",
-        "wordnet_synonyms",
-    ),
-    "suite": ("Suite", "load_suite"),
-    "verify": ("Verification", "verify"),
+# Public name → the module that defines it, imported on first use.
+_LAZY: dict[str, str] = {
+    "CERTIFICATE_NAME": "warp_check.certify.artefact",
+    "FORMAT": "warp_check.certify.artefact",
+    "read_certificate": "warp_check.certify.artefact",
+    "write_artefact": "warp_check.certify.artefact",
+    "eps_star": "warp_check.certify.bounds",
+    "Lipschitz": "warp_check.certify.bounds",
+    "lipschitz": "warp_check.certify.bounds",
+    "local_radius": "warp_check.certify.bounds",
+    "CaseCertificate": "warp_check.certify.cases",
+    "certify_cases": "warp_check.certify.cases",
+    "AttackSettings": "warp_check.certify.falsify",
+    "flip_radius": "warp_check.certify.falsify",
+    "monte_carlo_flip_multiplier": "warp_check.certify.falsify",
+    "pgd_worst_gap": "warp_check.certify.falsify",
+    "Verification": "warp_check.certify.verify",
+    "verify": "warp_check.certify.verify",
+    "assert_moves_toward": "warp_check.extras.invariance",
+    "assert_same_label": "warp_check.extras.invariance",
+    "Counterexample": "warp_check.extras.invariance",
+    "InvarianceFailure": "warp_check.extras.invariance",
+    "predictor": "warp_check.extras.invariance",
+    "record_counterexamples": "warp_check.extras.invariance",
+    "scorer": "warp_check.extras.invariance",
+    "case_and_punctuation": "warp_check.extras.strategies",
+    "contractions": "warp_check.extras.strategies",
+    "negation_preserving": "warp_check.extras.strategies",
+    "perturbations": "warp_check.extras.strategies",
+    "typos": "warp_check.extras.strategies",
+    "wordnet_available": "warp_check.extras.strategies",
+    "wordnet_synonyms": "warp_check.extras.strategies",
+    "WordNetUnavailable": "warp_check.extras.strategies",
+    "Activation": "warp_check.model.activations",
+    "ACTIVATIONS": "warp_check.model.activations",
+    "get_activation": "warp_check.model.activations",
+    "ClassifierAdapter": "warp_check.model.adapter",
+    "encode_cases": "warp_check.model.encode",
+    "Encoded": "warp_check.model.encode",
+    "DenseHead": "warp_check.model.head",
+    "top_left_singular_vectors": "warp_check.model.head",
+    "HEAD_SPECS": "warp_check.model.specs",
+    "HeadSpec": "warp_check.model.specs",
+    "resolve_spec": "warp_check.model.specs",
+    "LinearisedProblem": "warp_check.qp.solve",
+    "QPForm": "warp_check.qp.solve",
+    "QPSolution": "warp_check.qp.solve",
+    "QPStatus": "warp_check.qp.solve",
+    "solve": "warp_check.qp.solve",
+    "CaseSet": "warp_check.repair.loop",
+    "repair_head": "warp_check.repair.loop",
+    "RepairResult": "warp_check.repair.loop",
+    "RepairStatus": "warp_check.repair.loop",
+    "evaluate": "warp_check.runs.pipeline",
+    "Evaluation": "warp_check.runs.pipeline",
+    "repair_cases": "warp_check.runs.pipeline",
+    "RepairOutcome": "warp_check.runs.pipeline",
+    "write_report": "warp_check.runs.report",
+    "Mode": "warp_check.runs.result",
+    "RunResult": "warp_check.runs.result",
+    "Verdict": "warp_check.runs.result",
+    "load_suite": "warp_check.suite.loader",
+    "Suite": "warp_check.suite.loader",
 }
-_LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
-
-# Functions named like the module that defines them. The import system binds a submodule on
-# its package when it first loads it; loaded lazily, warp_check.verify would turn from the
-# function into the module at whatever moment something first imported warp_check.verify.
-_FUNCTIONS_OVER_MODULES = frozenset({"repair", "verify"})
-
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _FUNCTIONS_OVER_MODULES and isinstance(value, types.ModuleType):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'warp_check' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
@@ -176,7 +172,6 @@ __all__ = [
     "RepairStatus",
     "RunResult",
     "SettingsError",
-    "SolverError",
     "SolverSettings",
     "Suite",
     "SuiteError",
@@ -184,6 +179,7 @@ __all__ = [
     "Verification",
     "WarpError",
     "WordNetUnavailable",
+    "__version__",
     "assert_moves_toward",
     "assert_same_label",
     "case_and_punctuation",
@@ -204,17 +200,16 @@ __all__ = [
     "predictor",
     "read_certificate",
     "record_counterexamples",
-    "repair",
     "repair_cases",
+    "repair_head",
     "resolve_spec",
     "scorer",
     "solve",
     "top_left_singular_vectors",
-    "verify",
     "typos",
+    "verify",
     "wordnet_available",
     "wordnet_synonyms",
     "write_artefact",
     "write_report",
-    "__version__",
 ]

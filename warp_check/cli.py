@@ -27,6 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from warp_check.runs.check import check, check_warm, warm_entry
+from warp_check.runs.load import load_adapter
+from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FLAGS = {"rank": "--rank", "gamma_s": "--gamma-s", "gamma_h": "--gamma-h"}
 
@@ -45,7 +49,7 @@ def _finite_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from warp_check.version import __version__
 
     parser = _Parser(
         prog="warp-check",
@@ -158,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .errors import WarpError
+    from warp_check.errors import WarpError
 
     try:
         return {
@@ -185,31 +189,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace):
-    from . import session
-    from .suite import load_suite
+    from warp_check.suite.loader import load_suite
 
     suite = load_suite(args.suite, model=args.model)
     if args.cache is None:
-        session.workdir(suite)
-        cache = session.default_cache_dir(suite)
+        workdir(suite)
+        cache = default_cache_dir(suite)
     else:
         cache = None if args.cache.strip().lower() == "none" else Path(args.cache)
     return suite, cache
 
 
 def _check(args: argparse.Namespace) -> int:
-    from . import session
 
     suite, cache = _load(args)
     # An earlier check of this exact folder answers without loading the model.
-    warm = session.check_warm(suite, session.warm_entry(suite, cache), cache_dir=cache)
-    result = warm or session.check(suite, session.load_adapter(suite), cache_dir=cache, progress=not args.json)
+    warm = check_warm(suite, warm_entry(suite, cache), cache_dir=cache)
+    result = warm or check(suite, load_adapter(suite), cache_dir=cache, progress=not args.json)
     return _finish(args, result)
 
 
 def _repair(args: argparse.Namespace) -> int:
-    from . import session
-    from .errors import SettingsError
+    from warp_check.errors import SettingsError
 
     suite, cache = _load(args)
     try:
@@ -217,15 +218,17 @@ def _repair(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"warp-check repair: error: {FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    out = Path(args.out) if args.out else session.default_out_dir(suite)
-    adapter = session.load_adapter(suite)
-    result = session.repair(suite, adapter, settings, out_dir=out, cache_dir=cache, progress=not args.json, flags=FLAGS)
+    from warp_check.runs.repair import repair  # numpy and the solvers: only for a repair
+
+    out = Path(args.out) if args.out else default_out_dir(suite)
+    adapter = load_adapter(suite)
+    result = repair(suite, adapter, settings, out_dir=out, cache_dir=cache, progress=not args.json, flags=FLAGS)
     return _finish(args, result)
 
 
 def _finish(args: argparse.Namespace, result) -> int:
     if getattr(args, "report", None):
-        from .report import write_report
+        from warp_check.runs.report import write_report
 
         path = write_report(args.report, [result.to_dict()])
         if not args.json:
@@ -261,17 +264,17 @@ def _print_result(result, *, quiet: bool) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from . import session
-    from .verify import verify
+    from warp_check.certify.verify import verify
+    from warp_check.runs.audit import audit
 
     model_dir = Path(args.model_dir)
     certificate = Path(args.certificate) if args.certificate else None
     if args.suite:
-        from .artefact import CERTIFICATE_NAME
-        from .suite import load_suite
+        from warp_check.certify.artefact import CERTIFICATE_NAME
+        from warp_check.suite.loader import load_suite
 
         suite = load_suite(args.suite, model=model_dir)
-        result = session.audit(
+        result = audit(
             suite, model_dir, certificate or model_dir / CERTIFICATE_NAME, cache_dir=args.cache, progress=not args.json
         )
         if args.json:
@@ -296,11 +299,10 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from . import session
-    from .artefact import CERTIFICATE_NAME, read_certificate
-    from .errors import WarpError
-    from .report import REPORT_JSON, run_from_certificate, write_report
-    from .suite import SUITE_FILE
+    from warp_check.certify.artefact import CERTIFICATE_NAME, read_certificate
+    from warp_check.errors import WarpError
+    from warp_check.runs.report import REPORT_JSON, run_from_certificate, write_report
+    from warp_check.suite.loader import SUITE_FILE
 
     source = Path(args.source)
     if source.is_dir() and (source / CERTIFICATE_NAME).is_file() and not (source / SUITE_FILE).is_file():
@@ -314,7 +316,7 @@ def _report(args: argparse.Namespace) -> int:
         runs = [run_from_certificate(read_certificate(source), source=str(source))]
     else:
         suite, cache = _load(_suite_args(args))
-        runs = [session.check(suite, session.load_adapter(suite), cache_dir=cache).to_dict()]
+        runs = [check(suite, load_adapter(suite), cache_dir=cache).to_dict()]
     path = write_report(args.out, runs)
     print(f"report: {path}")
     return EXIT_OK
@@ -351,10 +353,10 @@ def _name_list(text: str) -> tuple[str, ...]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .baselines import TrainSettings
-    from .compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
-    from .errors import SettingsError
-    from .suite import load_suite
+    from warp_check.errors import SettingsError
+    from warp_check.extras.baselines import TrainSettings
+    from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
+    from warp_check.suite.loader import load_suite
 
     suite = load_suite(args.suite, model=args.model)
     if args.out:
@@ -414,10 +416,16 @@ EXIT_INTERRUPTED = 130
 def _attack(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from . import session
-    from .attacks import RecipeSettings, check_out, check_ready, default_out, resolve_recipe, run_attack
-    from .errors import SettingsError
-    from .suite import load_suite
+    from warp_check.errors import SettingsError
+    from warp_check.extras.attacks import (
+        RecipeSettings,
+        check_out,
+        check_ready,
+        default_out,
+        resolve_recipe,
+        run_attack,
+    )
+    from warp_check.suite.loader import load_suite
 
     recipe = resolve_recipe(args.recipe)  # refuses online-only and unknown recipes before any import
     try:
@@ -438,7 +446,7 @@ def _attack(args: argparse.Namespace) -> int:
     out = None if args.dry_run else Path(args.out) if args.out else default_out(suite)
     if out is not None:
         check_out(suite, out)  # a wrong --out is a usage error before the model loads, not after
-    run = run_attack(suite, session.load_adapter(suite), settings, out=out, progress=not (args.quiet or args.json))
+    run = run_attack(suite, load_adapter(suite), settings, out=out, progress=not (args.quiet or args.json))
     if args.json:
         print(json.dumps({"suite": str(suite.toml), **run.to_dict()}, indent=2))
     else:
@@ -447,7 +455,7 @@ def _attack(args: argparse.Namespace) -> int:
 
 
 def _print_attack(suite, run, *, quiet: bool) -> None:
-    from .attacks import STATUS_MEANING, STATUSES
+    from warp_check.extras.attacks import STATUS_MEANING, STATUSES
 
     kind, seed = run.settings.source_kind.value, run.settings.seed
     print(f"suite '{suite.name}' ({suite.toml}): {run.recipe} on {run.selected} {kind} case(s), seed {seed}")

@@ -48,14 +48,6 @@ class ModelError(WarpError):
     """The model cannot be loaded or its head is not of the form WARP repairs."""
 
 
-class SolverError(WarpError):
-    """The QP solver ended without a usable solution; carries the mapped status."""
-
-    def __init__(self, message: str, *, status: str) -> None:
-        self.status = status
-        super().__init__(message)
-
-
 class CertificateError(WarpError):
     """A certificate file is malformed or does not match the model it claims to describe."""
 

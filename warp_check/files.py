@@ -1,4 +1,4 @@
-"""File modes for what warp-check writes atomically.
+"""Writing files atomically (temporary name, then rename), with the modes an ordinary open() gives.
 
 ``mkstemp``/``mkdtemp`` create 0600 files and 0700 folders, and a rename keeps the mode, so an
 artefact or report would be unreadable to a CI upload step or another user. Written files get
@@ -7,11 +7,15 @@ the mode an ordinary ``open()`` would give them under the process's umask.
 
 from __future__ import annotations
 
+import enum
+import json
+import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 def _umask() -> int:
@@ -54,3 +58,27 @@ def write_text_atomically(path: str | Path, text: str) -> Path:
     with replaced_atomically(path, suffix=".tmp") as tmp, open(tmp, "w", encoding="utf-8") as handle:
         handle.write(text)
     return path
+
+
+def jsonable(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become None, paths strings, tuples lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return jsonable(value.item())
+    return value
+
+
+def write_json_atomic(path: str | Path, data: Any) -> Path:
+    """Write JSON to a temporary file beside ``path``, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomically(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")

@@ -69,7 +69,7 @@ def overlay_path(name: str) -> Path:
 
 
 def base_sha256() -> str:
-    from warp_check.fingerprint import file_sha256
+    from warp_check.cache.fingerprint import file_sha256
 
     return file_sha256(base_path() / "model.safetensors")
 
@@ -192,7 +192,7 @@ def content_hash(name: str, digests: Any = None) -> str:
     ``digests`` (a :class:`warp_check.fingerprint.FileDigests`) remembers file digests while the
     files are unchanged, so a run that finds the folder built does not re-read 90 MB of weights.
     """
-    from warp_check.fingerprint import FileDigests
+    from warp_check.cache.fingerprint import FileDigests
 
     sha256 = (digests or FileDigests(None)).sha256
     digest = hashlib.sha256(f"{ASSEMBLY_FORMAT}\n{name}\n{MAX_LENGTH}\n".encode())
@@ -207,7 +207,7 @@ def assemble(name: str, cache_dir: str | Path | None = None) -> Path:
 
     Finding it built imports neither torch nor transformers (a warm check never loads them).
     """
-    from warp_check.fingerprint import FileDigests
+    from warp_check.cache.fingerprint import FileDigests
 
     overlay_file = overlay_path(name)
     if not overlay_file.is_file():

@@ -1,0 +1,251 @@
+"""The certified artefact: a Hugging Face folder plus ``warp_certificate.json``, written atomically.
+
+The folder is assembled under a temporary name beside its destination and renamed into
+place, so a reader sees either no folder or a complete one; the input model is never
+written to. The certificate carries SHA-256 hashes of the repair layer and of every other
+parameter, so anyone can check later what changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from warp_check.errors import ArtefactError, CertificateError
+from warp_check.files import as_if_created
+from warp_check.model.hashing import parameter_hashes
+from warp_check.model.loading import quiet_transformers_progress
+
+CERTIFICATE_NAME = "warp_certificate.json"
+FORMAT = "warp-certificate/1"
+REQUIRED_KEYS = ("format", "model", "settings", "repair", "lipschitz", "cases", "summary")
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def check_destination(out_dir: str | Path, source: str | Path | None) -> Path:
+    """Refuse destinations that would overwrite the input or a folder that is not ours."""
+    out = Path(out_dir).resolve()
+    if source is not None:
+        src = Path(source).resolve()
+        if out == src or src in out.parents or out in src.parents:
+            raise ArtefactError(
+                f"output folder {str(out)!r} overlaps the input model {str(src)!r}; "
+                "the input model is never overwritten: choose another --warp-out"
+            )
+    if out.exists():
+        if not out.is_dir():
+            raise ArtefactError(f"output path {str(out)!r} exists and is not a folder")
+        if any(out.iterdir()) and not (out / CERTIFICATE_NAME).is_file():
+            raise ArtefactError(
+                f"output folder {str(out)!r} is not empty and holds no {CERTIFICATE_NAME}: "
+                "refusing to replace a folder warp-check did not write"
+            )
+    return out
+
+
+WRITE_LOCK_TIMEOUT_S = 300.0  # another writer of the same folder holds the lock only while it saves
+
+
+@dataclass(frozen=True)
+class Destination:
+    """An output folder as a run found it when it started: absent (None) or which folder was there."""
+
+    path: Path
+    identity: tuple[int, int, int] | None  # (device, inode, mtime_ns) of the folder
+
+
+def _identity(out: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns)
+
+
+def claim_destination(out_dir: str | Path, source: str | Path | None) -> Destination:
+    """Check ``out_dir`` (see :func:`check_destination`) and note what is there now.
+
+    :func:`write_artefact` refuses to write if another process replaced the folder in the
+    meantime: of two runs repairing into one folder at once, the first to finish wins and the
+    other fails with a message instead of silently replacing the winner's model.
+    """
+    out = check_destination(out_dir, source)
+    return Destination(out, _identity(out))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def _remove_stale(out: Path) -> None:
+    """Temp folders of writers that died (killed mid-save): named with their pid, removed when it is gone."""
+    pattern = re.compile(rf"^\.{re.escape(out.name)}\.(?:tmp|old)-(\d+)-")
+    for sibling in out.parent.iterdir():
+        m = pattern.match(sibling.name)
+        if m and int(m[1]) != os.getpid() and not _pid_alive(int(m[1])):
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
+def write_artefact(
+    model: Any,
+    tokenizer: Any,
+    certificate: dict[str, Any],
+    out_dir: str | Path,
+    *,
+    source: str | Path | None,
+    repair_layer: str,
+    expect: Destination | None = None,
+) -> Path:
+    """Save model + tokenizer + certificate into ``out_dir`` atomically; returns the folder.
+
+    The hashes in the certificate are computed from the model as reloaded from the
+    written files, so they describe exactly what a later reader will load. With ``expect``
+    (from :func:`claim_destination` when the run started), a folder that another process
+    wrote since then is not replaced: an ArtefactError says so and nothing is written.
+    """
+    from safetensors.torch import load_file
+
+    out = check_destination(out_dir, source)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(out):
+        if expect is not None and _identity(out) != expect.identity:
+            raise ArtefactError(
+                f"output folder {str(out)!r} was written by another process while this repair ran "
+                f"({'it was absent' if expect.identity is None else 'another folder was there'} when this run "
+                "started); refusing to replace it, nothing was written: rerun, or give each run its own --warp-out"
+            )
+        _remove_stale(out)
+        return _write(model, tokenizer, certificate, out, repair_layer, load_file)
+
+
+@contextlib.contextmanager
+def _folder_lock(out: Path) -> Iterator[None]:
+    """Serialise writers of ``out``: an exclusive flock on its parent folder while one saves.
+
+    A lock on the folder itself leaves no lock file behind, and the kernel releases it when
+    its holder dies, so a writer killed mid-save never blocks the next one.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock; the identity check still applies
+        yield
+        return
+    fd = os.open(out.parent, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ArtefactError(
+                        f"output folder {str(out)!r}: another process has been writing beside it for "
+                        f"{WRITE_LOCK_TIMEOUT_S:g} s; nothing was written: choose another --warp-out"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write(model: Any, tokenizer: Any, certificate: dict[str, Any], out: Path, repair_layer: str, load_file) -> Path:
+    # The pid in the name lets a later writer remove what a killed one left behind.
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
+    try:
+        with quiet_transformers_progress():
+            model.save_pretrained(tmp, safe_serialization=True)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(tmp)
+        state = {}
+        for shard in sorted(tmp.glob("*.safetensors")):
+            state.update(load_file(str(shard)))
+        layer_hash, frozen_hash = parameter_hashes(state, repair_layer)
+        certificate = json.loads(json.dumps(certificate))  # a deep copy that is surely JSON
+        certificate["model"]["sha256_repair_layer"] = layer_hash
+        certificate["model"]["sha256_frozen"] = frozen_hash
+        (tmp / CERTIFICATE_NAME).write_text(json.dumps(certificate, indent=2, allow_nan=False) + "\n")
+        for path in [tmp, *tmp.rglob("*")]:  # the folder and safetensors' own temp-file writes
+            as_if_created(path, directory=path.is_dir())
+        _fsync_tree(tmp)
+        if out.exists():
+            trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-{os.getpid()}-"))
+            os.rename(out, trash / "old")
+            try:
+                os.rename(tmp, out)
+            except BaseException:
+                os.rename(trash / "old", out)  # the previous model goes back where it was
+                os.rmdir(trash)
+                raise
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def folder_hashes(model_dir: str | Path, repair_layer: str) -> tuple[str, str]:
+    """The two hashes of a saved model folder, read from its safetensors files only."""
+    from safetensors.torch import load_file
+
+    shards = sorted(Path(model_dir).glob("*.safetensors"))
+    if not shards:
+        raise CertificateError(f"{str(model_dir)!r} holds no *.safetensors weights to hash")
+    state = {}
+    for shard in shards:
+        state.update(load_file(str(shard)))
+    return parameter_hashes(state, repair_layer)
+
+
+def read_certificate(path: str | Path) -> dict[str, Any]:
+    """Load and shape-check a certificate; errors name the file and the key."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CertificateError(f"{path}: no certificate file here") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CertificateError(f"{path}: not a readable JSON certificate ({exc})") from None
+    if not isinstance(data, dict):
+        raise CertificateError(f"{path}: a certificate is a JSON object, got {type(data).__name__}")
+    missing = [key for key in REQUIRED_KEYS if key not in data]
+    if missing:
+        raise CertificateError(f"{path}: missing key(s) {', '.join(missing)}")
+    if data["format"] != FORMAT:
+        raise CertificateError(f"{path}: format {data['format']!r} is not {FORMAT!r}")
+    if not isinstance(data["model"], dict):
+        raise CertificateError(f"{path}: model must be an object, got {type(data['model']).__name__}")
+    for key in ("repair_layer", "activation", "classifier", "sha256_repair_layer", "sha256_frozen"):
+        if not isinstance(data["model"].get(key), str):
+            raise CertificateError(f"{path}: model.{key} is missing or not a string")
+    if not isinstance(data["cases"], list):
+        raise CertificateError(f"{path}: cases must be a list")
+    return data

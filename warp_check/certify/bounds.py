@@ -1,0 +1,89 @@
+"""Certified radii in the space of v: the paper's ε* = gap / 2L and the tighter local-slope radius.
+
+Both are recomputed from the weights in float64; neither depends on anything a solver said.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from warp_check.model.head import DenseHead
+
+RADIUS_SAFETY = 1e-6  # relative shrink of the local radius; see local_radius
+
+
+@dataclass(frozen=True)
+class Lipschitz:
+    """L = ‖W̃‖₂ ‖W_c‖₂ L_σ (paper eq. 14)."""
+
+    L: float
+    norm_W: float
+    norm_Wc: float
+    L_sigma: float
+
+
+def lipschitz(head: DenseHead) -> Lipschitz:
+    norm_W = float(np.linalg.norm(head.W, 2))
+    norm_Wc = float(np.linalg.norm(head.Wc, 2))
+    L_sigma = head.activation.lipschitz
+    return Lipschitz(norm_W * norm_Wc * L_sigma, norm_W, norm_Wc, L_sigma)
+
+
+def eps_star(gaps: np.ndarray, L: float) -> np.ndarray:
+    """The paper's radius gap / (2L) (Thm 3); 0 where the gap is not positive."""
+    return np.where(gaps > 0, gaps / (2.0 * L), 0.0)
+
+
+def local_radius(head: DenseHead, V: np.ndarray, labels: np.ndarray, *, bisection_steps: int = 60) -> np.ndarray:
+    """Largest ε (by bisection) for which the local-slope bound proves no label change.
+
+    For ‖δ‖ ≤ ε each pre-activation moves by at most ε‖W̃_k‖; with s̄ = σ'(z) and
+    r_k(ε) = sup |σ'(z_k + u) − σ'(z_k)| over |u| ≤ ε‖W̃_k‖, the gap against class c falls
+    by at most ε(‖W̃ᵀ(Δw ⊙ s̄)‖ + Σ_k |Δw_k| r_k(ε) ‖W̃_k‖), Δw = w_y − w_c (DESIGN.md §3).
+    The bound grows with ε, so bisection finds the radius; the returned value is one where
+    the bound holds (the lower end), hence sound. Where the bound is exact (a ReLU head with
+    no unit crossing zero is linear in the ball) the gap at that radius is ~1e-16, so the
+    radius is shrunk by ``RADIUS_SAFETY`` to keep float64 rounding off the boundary.
+    """
+    V = np.asarray(V, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    n = V.shape[0]
+    Z = head.pre_activation(V)
+    slope = head.activation.slope(Z)
+    logits = head.activation.fn(Z) @ head.Wc.T + head.bc
+    row_norms = np.linalg.norm(head.W, axis=1)
+    # Per class c: gap_c, first-order coefficient A_c and |Δw_c| (zero rows where c == y).
+    gap_c = logits[np.arange(n), labels][:, None] - logits  # (n, C)
+    delta_w = head.Wc[labels][:, None, :] - head.Wc[None, :, :]  # (n, C, d_out)
+    A = np.linalg.norm(np.einsum("ncd,de->nce", delta_w * slope[:, None, :], head.W), axis=2)  # (n, C)
+    abs_dw_norm = np.abs(delta_w) * row_norms  # (n, C, d_out)
+    is_other = np.ones((n, head.num_classes), dtype=bool)
+    is_other[np.arange(n), labels] = False
+
+    def holds(eps: np.ndarray) -> np.ndarray:
+        r = head.activation.slope_change_bound(Z, eps[:, None] * row_norms)  # (n, d_out)
+        remainder = np.einsum("ncd,nd->nc", abs_dw_norm, r)
+        ok = gap_c - eps[:, None] * (A + remainder) > 0
+        return np.all(ok | ~is_other, axis=1)
+
+    positive = np.all((gap_c > 0) | ~is_other, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        upper = np.where(is_other & (A > 0), gap_c / A, np.inf).min(axis=1)
+    upper = np.where(np.isfinite(upper), upper, _fallback_upper(head, gap_c, is_other))
+    lo = np.zeros(n)
+    hi = np.where(positive, upper, 0.0)
+    for _ in range(bisection_steps):
+        mid = 0.5 * (lo + hi)
+        ok = holds(mid)
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    return np.where(positive, lo * (1.0 - RADIUS_SAFETY), 0.0)
+
+
+def _fallback_upper(head: DenseHead, gap_c: np.ndarray, is_other: np.ndarray) -> np.ndarray:
+    # A == 0 (e.g. every ReLU unit off at the centre): the Lipschitz radius bounds from above.
+    L = lipschitz(head).L * math.sqrt(2.0)
+    return np.where(is_other, gap_c, np.inf).min(axis=1) / max(L, 1e-300)

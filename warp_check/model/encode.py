@@ -1,0 +1,98 @@
+"""Representations v of every case: one length-sorted batched encoder pass, cached on disk.
+
+Everything upstream of the repair layer is frozen during repair, so v depends only on the
+upstream parameters and the tokenised input: the cache (:mod:`warp_check.cache.shards`) is
+keyed by the digests of both, and the repaired model, whose upstream is the same, needs no
+encoder pass either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from warp_check.cache.shards import ShardStore
+from warp_check.cases import Case
+from warp_check.model.hashing import input_sha256, upstream_sha256
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.model.adapter import ClassifierAdapter
+
+PROGRESS_MIN_CASES = 256  # below this a progress bar is noise
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """v for each case id, in the order asked; how many rows came from the cache, how many were encoded."""
+
+    ids: tuple[str, ...]
+    V: np.ndarray  # (n, d_in) float32
+    from_cache: int
+    encoded: int
+    upstream_sha256: str
+    input_keys: tuple[str, ...] = ()  # per case, the key its v is cached under (empty: not known)
+
+    def rows(self, ids: Sequence[str]) -> np.ndarray:
+        index = {case_id: i for i, case_id in enumerate(self.ids)}
+        return self.V[[index[i] for i in ids]]
+
+
+def encode_cases(
+    adapter: ClassifierAdapter,
+    cases: Sequence[Case],
+    *,
+    batch_size: int = 32,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    check: bool = True,
+) -> Encoded:
+    """v for every case: from the cache where present, else one length-sorted batched pass.
+
+    With ``check`` the model's logits of every freshly encoded case are compared with the
+    head's factorisation (the load-time check, on the real inputs, at no extra cost).
+    """
+    ids = tuple(case.id for case in cases)
+    features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
+    keys = [input_sha256(f) for f in features]
+    upstream = upstream_sha256(adapter)
+    store = ShardStore(Path(cache_dir) / upstream) if cache_dir is not None else None
+    known = store.load() if store is not None else {}
+    d_in = adapter.repair_layer.in_features
+    V = np.zeros((len(cases), d_in), dtype=np.float32)
+    missing = []
+    for i, key in enumerate(keys):
+        row = known.get(key)
+        if row is not None and row.shape == (d_in,):
+            V[i] = row
+        else:
+            missing.append(i)
+    if missing:
+        order = sorted(missing, key=lambda i: (len(features[i]["input_ids"]), i))
+        bar = _progress(len(order), enabled=progress)
+        try:
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                v, logits = adapter.forward_batch([features[i] for i in chunk])
+                if check:
+                    adapter.check_logits(v, logits)
+                V[chunk] = v
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+        if store is not None:
+            store.save([keys[i] for i in missing], V[missing])
+    return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream, tuple(keys))
+
+
+def _progress(total: int, *, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total, desc="warp: encoding cases", unit="case", disable=not enabled or total < PROGRESS_MIN_CASES
+    )
+
+

@@ -1,0 +1,129 @@
+"""The repairable head as plain float64 arrays: logits = W_c σ(W v + b) + b_c.
+
+Everything that repair and certification compute (gaps, linearisation, GSN κ) is a function
+of this object and the cached representations v; no model forward is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from warp_check.model.activations import Activation
+
+
+@dataclass(frozen=True)
+class DenseHead:
+    W: np.ndarray  # (d_out, d_in), the only weight repair changes
+    b: np.ndarray  # (d_out,)
+    Wc: np.ndarray  # (C, d_out)
+    bc: np.ndarray  # (C,)
+    activation: Activation
+    storage_dtype: str = "float32"  # the model's dtype: repaired weights are rounded to it
+
+    def __post_init__(self) -> None:
+        for name in ("W", "b", "Wc", "bc"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.float64))
+        d_out, d_in = self.W.shape
+        if self.b.shape != (d_out,) or self.Wc.ndim != 2 or self.Wc.shape[1] != d_out:
+            raise ValueError(
+                f"head shapes do not chain: W {self.W.shape}, b {self.b.shape}, "
+                f"W_c {self.Wc.shape}, b_c {self.bc.shape}"
+            )
+        if self.bc.shape != (self.Wc.shape[0],) or self.Wc.shape[0] < 2:
+            raise ValueError(f"classification head needs >= 2 classes, got W_c {self.Wc.shape}")
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.Wc.shape[0])
+
+    @property
+    def d_in(self) -> int:
+        return int(self.W.shape[1])
+
+    @property
+    def d_out(self) -> int:
+        return int(self.W.shape[0])
+
+    def with_weight(self, W: np.ndarray) -> DenseHead:
+        return replace(self, W=W)
+
+    def round_to_storage(self, W: np.ndarray) -> np.ndarray:
+        """W as it will be saved: certify what is written, not what was computed."""
+        return np.asarray(W, dtype=self.storage_dtype).astype(np.float64)
+
+    def pre_activation(self, V: np.ndarray) -> np.ndarray:
+        return V @ self.W.T + self.b
+
+    def logits(self, V: np.ndarray) -> np.ndarray:
+        return self.activation.fn(self.pre_activation(V)) @ self.Wc.T + self.bc
+
+    def gaps(self, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """gap = s_y − max_{c≠y} s_c and the strongest competing class ĉ, per row."""
+        return gaps_from_logits(self.logits(V), labels)
+
+    def gaps_from_pre_activation(self, Z: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Gaps given Z = V Wᵀ + b (the loop updates Z by a low-rank term, not a full product)."""
+        return gaps_from_logits(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)[0]
+
+    def predict(self, V: np.ndarray) -> np.ndarray:
+        return np.argmax(self.logits(V), axis=1)
+
+    def linearise(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Gap, competitor and c_i = Uᵀ J_i (w_y − w_ĉ) (paper eq. 10) for every row."""
+        Z = self.pre_activation(V)
+        S = self.activation.slope(Z)
+        gap, competitor = gaps_from_logits(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)
+        direction = self.Wc[labels] - self.Wc[competitor]
+        return gap, competitor, (S * direction) @ U
+
+    def gsn_kappa(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """κ(v) = ‖[q^(1)…q^(r)]‖_F over every competing class k ≠ y (paper eq. 3–4)."""
+        S = self.activation.slope(self.pre_activation(V))  # (n, d_out)
+        total = np.zeros(V.shape[0])
+        for k in range(self.num_classes):
+            q = (S * (self.Wc[labels] - self.Wc[k])) @ U  # (n, r); zero where k == y
+            total += np.sum(q * q, axis=1)
+        return np.sqrt(total)
+
+
+def answers_from_logits(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(prediction, gap) per row: what a check reports of each case. warp_check.warm repeats
+    this arithmetic in pure Python on stored logits, so a warm check's numbers are these."""
+    if len(labels) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.argmax(logits, axis=1), gaps_from_logits(logits, labels)[0]
+
+
+def gaps_from_logits(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(labels, dtype=np.int64)
+    rows = np.arange(logits.shape[0])
+    others = logits.copy()
+    others[rows, labels] = -np.inf
+    competitor = np.argmax(others, axis=1)
+    return logits[rows, labels] - others[rows, competitor], competitor
+
+
+def top_left_singular_vectors(W: np.ndarray, rank: int) -> np.ndarray:
+    """U ∈ R^{d_out×r}: the top-r left singular vectors of W, deterministic signs.
+
+    For small r, ARPACK (a fixed start vector, so runs are repeatable) is ~10× faster than a
+    full SVD of a 768×768 layer, and the loop calls this every iteration. The QP's solution
+    ΔW = U B does not depend on the basis of span(U); fixed signs keep runs bit-identical.
+    """
+    d = min(W.shape)
+    U = None
+    if rank < d // 4:
+        from scipy.sparse.linalg import ArpackError, svds
+
+        start = np.full(d, 1.0 / np.sqrt(d))
+        try:
+            u, sigma, _ = svds(W, k=rank, v0=start, tol=0, solver="arpack", which="LM")
+            U = u[:, np.argsort(-sigma)]
+        except ArpackError:
+            U = None  # no convergence: the dense SVD below always answers
+    if U is None:
+        U = np.linalg.svd(W, full_matrices=False)[0][:, :rank]
+    signs = np.sign(U[np.argmax(np.abs(U), axis=0), np.arange(U.shape[1])])
+    return U * np.where(signs == 0, 1.0, signs)

@@ -1,0 +1,88 @@
+"""Loading a model folder: offline, weights only, and every failure a sentence about the folder."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from warp_check.errors import ModelError
+
+
+def _is_lfs_pointer(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(40).startswith(b"version https://git-lfs")
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from or while handling, outermost first (cycles cut)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's first line without terminal colour codes: a loader's essay is not a message."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def quiet_transformers_progress() -> Iterator[None]:
+    """transformers 5 draws a progress bar on every load and save: noise in a test report."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def load_model_folder(path: str | Path) -> tuple[Any, Any]:
+    """(model, tokenizer) from a local Hugging Face folder, offline; never runs remote code.
+
+    Any failure is the folder's: a ModelError that names it and says what is wrong.
+    """
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    path = Path(path)
+    if not path.is_dir():
+        raise ModelError(f"model folder {str(path)!r} does not exist")
+    weights = list(path.glob("*.safetensors")) + list(path.glob("pytorch_model*.bin"))
+    if not (path / "config.json").is_file() or not weights:
+        what = "config.json" if not (path / "config.json").is_file() else "weights (*.safetensors)"
+        raise ModelError(f"model folder {str(path)!r} has no {what}: not a Hugging Face model folder")
+    try:
+        with quiet_transformers_progress():
+            model = AutoModelForSequenceClassification.from_pretrained(
+                path, trust_remote_code=False, local_files_only=True
+            )
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 — any loader failure is the folder's fault: say which
+        pointer = next((w.name for w in weights if _is_lfs_pointer(w)), None)
+        if pointer is not None:
+            raise ModelError(
+                f"model folder {str(path)!r}: {pointer} is a Git LFS pointer, not weights; run `git lfs pull`"
+            ) from None
+        # torch.load(weights_only=True) met more than tensors; transformers 4 re-raises it as an
+        # OSError about TF checkpoints, with the UnpicklingError further down the chain.
+        unpickling = next((e for e in _exception_chain(exc) if type(e).__name__ == "UnpicklingError"), None)
+        if unpickling is not None:
+            found = re.search(r"Unsupported global: ([^.]*)", str(unpickling))
+            what = f" ({found[1].strip()})" if found else ""
+            raise ModelError(
+                f"cannot load the model in {str(path)!r}: its pickled weights hold Python objects, not only "
+                f"tensors{what}; warp-check loads weights only and never runs code from a model folder: "
+                "convert the checkpoint to safetensors where you trust it"
+            ) from None
+        why = f"{type(exc).__name__}: {_first_line(exc)}"
+        raise ModelError(f"cannot load the model in {str(path)!r}: {why}") from exc
+    return model, tokenizer

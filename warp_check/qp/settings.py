@@ -1,0 +1,107 @@
+"""The QP solver's settings, every tolerance and limit spelled out (no solver default is trusted)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from warp_check.errors import SettingsError
+from warp_check.validation import require_integer, require_number
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverSettings:
+    """QP solver settings, all spelled out (OSQP's defaults, eps 1e-3, are far too loose here)."""
+
+    form: str = "auto"  # "auto" | "primal" | "dual"
+    eps_abs: float = 1e-7
+    eps_rel: float = 1e-7
+    eps_infeasible: float = 1e-7
+    max_iter: int = 20_000
+    time_limit_s: float = 600.0  # per solve; a backstop, not a tuning knob
+    polishing: bool = True
+    polish_refine_iter: int = 10
+    scaling: int = 10
+    sigma: float = 1e-6
+    # Lazy must_keep constraints (cutting planes): solve with the must_fix rows and the
+    # must_keep rows that are violated or near-active now, add every row the solution
+    # violates, repeat. The final answer is the optimum of the full problem; most must_keep
+    # rows never enter. The window is in the units of the rows (gap units in the loop): a
+    # hard row whose bound is within it of being violated at β = 0 starts in the set.
+    working_set: bool = True
+    working_set_rounds: int = 50
+    working_set_window: float = 0.05
+    # Rows added per round, most violated first. Adding every violated row at once grows the
+    # set with rows that later rows make slack (10k must_keep, first QP: 1,606 rows in 6 rounds,
+    # 24 s; 300 a round: 1,388 rows in 7 rounds, 8.5 s): a dense QP's cost grows as rows³.
+    working_set_batch: int = 300
+    # Which solver: OSQP, or from ``ipm_min_rows`` hard rows up ("auto") the β-space
+    # interior-point method (warp_check.qp_ipm) or the dual active-set method
+    # (warp_check.qp_active_set). Measured (d_in 768, r 2): OSQP's dense dual of the working
+    # set costs ~3 s a QP at 10k must_keep rows and does not settle at 100k (working sets of
+    # thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
+    backend: str = "auto"  # "auto" | "osqp" | "ipm" | "active_set"
+    ipm_min_rows: int = 20_000
+    # The IPM only while β has at most this many unknowns (p = r·d_in): its normal matrix is
+    # p×p. Past it the active-set method, whose matrix is over the rows in play. Measured,
+    # first QP (1 BLAS thread): d_in 768 r 2, 100k rows: IPM 21 s, OSQP unfinished after
+    # 30 min; d_in 384 r 8 (p 3,072), 45k: IPM 18.5 s, OSQP 14.6 s; d_in 768 r 8 (p 6,144),
+    # 30k: IPM 143 s, OSQP 7.1 s, active set 0.6 s.
+    ipm_max_unknowns: int = 2048
+    # Relative residuals (qp_ipm.solve). Not OSQP's 1e-7: the reduced normal equations run out
+    # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
+    # objective is then within ~1e-10 of its optimum and every row holds to 1e-6·(1 + max |h|),
+    # far inside the loop's aim_above.
+    ipm_tolerance: float = 1e-6
+    ipm_max_iter: int = 200
+    # The active-set method (qp_active_set.solve): every row's optimality condition to this,
+    # relative to 1 + max |h|. It ends exactly on the optimum's face, so round-off (~1e-15)
+    # is what it reaches; 1e-9 leaves room for ill-conditioned rows in play.
+    active_set_tolerance: float = 1e-9
+    active_set_max_iter: int = 100
+
+    def __post_init__(self) -> None:
+        if self.form not in ("auto", "primal", "dual"):
+            raise SettingsError("form", self.form, "must be 'auto', 'primal' or 'dual'")
+        if self.backend not in ("auto", "osqp", "ipm", "active_set"):
+            raise SettingsError("backend", self.backend, "must be 'auto', 'osqp', 'ipm' or 'active_set'")
+        if self.backend == "ipm" and self.form == "dual":
+            raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
+        if self.backend == "active_set" and self.form == "primal":
+            raise SettingsError(
+                "form", self.form, "the 'active_set' backend solves the dual: use form 'auto' or 'dual'"
+            )
+        for name, minimum in (
+            ("max_iter", 1),
+            ("polish_refine_iter", 0),
+            ("scaling", 0),
+            ("working_set_rounds", 1),
+            ("working_set_batch", 1),
+            ("ipm_min_rows", 1),
+            ("ipm_max_unknowns", 1),
+            ("ipm_max_iter", 1),
+            ("active_set_max_iter", 1),
+        ):
+            require_integer(name, getattr(self, name), minimum)
+        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance", "active_set_tolerance"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
+                raise SettingsError(name, value, "must be a number in (0, 1)")
+        require_number("time_limit_s", self.time_limit_s)
+        require_number("working_set_window", self.working_set_window, allow_zero=True)
+
+    def osqp_kwargs(self) -> dict[str, object]:
+        return {
+            "verbose": False,
+            "eps_abs": self.eps_abs,
+            "eps_rel": self.eps_rel,
+            "eps_prim_inf": self.eps_infeasible,
+            "eps_dual_inf": self.eps_infeasible,
+            "max_iter": self.max_iter,
+            "time_limit": self.time_limit_s,
+            "polishing": self.polishing,
+            "polish_refine_iter": self.polish_refine_iter,
+            "scaling": self.scaling,
+            "sigma": self.sigma,
+            "warm_starting": False,
+        }

@@ -1,0 +1,66 @@
+"""The repair loop's settings (the paper's defaults), validated on construction."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from warp_check.errors import SettingsError
+from warp_check.qp.settings import SolverSettings
+from warp_check.validation import require_integer, require_number
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairSettings:
+    """Paper defaults (Appendix C). Validated on construction; errors name the field."""
+
+    rank: int = 2  # r
+    gamma_s: float = 1.0  # must_fix margin
+    gamma_h: float = 0.3  # must_keep margin
+    lam: float = 50.0  # λ, slack price
+    rho: float = 2.0  # ρ, step regularisation
+    max_iter: int = 300  # T
+    aim_above: float = 1e-3  # the QP targets γ + this; certificates check γ
+    gsn_threshold: float = 1e-2  # run GSN-FT when mean κ over must_fix is below this
+    gsn_ft_steps: int = 30
+    gsn_ft_lr: float = 1e-3
+    gsn_ft_batch_size: int = 32
+    backtracking: int = 6  # halvings of a QP step that would raise the merit
+    patience: int = 30  # stop when the total shortfall has not improved for this many iterations
+    seed: int = 0
+    # BLAS threads inside the loop (None: leave the process's setting). Its products are
+    # small (n × d_in × r); on a few cores, threads cost more in hand-offs than they save.
+    blas_threads: int | None = 1
+    solver: SolverSettings = field(default_factory=SolverSettings)
+
+    def __post_init__(self) -> None:
+        for name, minimum in (
+            ("rank", 1),
+            ("max_iter", 1),
+            ("gsn_ft_steps", 0),
+            ("gsn_ft_batch_size", 1),
+            ("seed", 0),
+            ("backtracking", 0),
+            ("patience", 1),
+        ):
+            require_integer(name, getattr(self, name), minimum)
+        for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr"):
+            require_number(name, getattr(self, name))
+        for name in ("aim_above", "gsn_threshold"):
+            require_number(name, getattr(self, name), allow_zero=True)
+        if self.blas_threads is not None:
+            require_integer("blas_threads", self.blas_threads, 1)
+        if not isinstance(self.solver, SolverSettings):
+            raise SettingsError("solver", self.solver, "must be a SolverSettings")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, object]) -> RepairSettings:
+        values = dict(values)
+        solver = values.pop("solver", None)
+        if isinstance(solver, dict):
+            values["solver"] = SolverSettings(**solver)
+        elif solver is not None:
+            values["solver"] = solver
+        return cls(**values)

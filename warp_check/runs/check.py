@@ -1,0 +1,144 @@
+"""Check mode: the model as it is. must_keep passes when the model predicts its label; so does
+must_fix (an unrepaired model fails its must_fix cases: that is the gate).
+
+A check that loaded the model records its logits per case (:mod:`warp_check.cache.warm`), so
+the next check of the same folder is answered without loading it (:func:`check_warm`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from warp_check.cache import warm
+from warp_check.cache.warm import WarmEntry
+from warp_check.cases import Case, Kind
+from warp_check.runs.messages import labelled, num
+from warp_check.runs.result import Mode, RunResult, Verdict, suite_details
+from warp_check.suite.loader import Suite
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.model.adapter import ClassifierAdapter
+
+
+def _checked_cases(suite: Suite, ids: Iterable[str] | None) -> list[Case]:
+    wanted = None if ids is None else set(ids)
+    return [c for c in suite.cases if c.kind is not Kind.AUX and (wanted is None or c.id in wanted)]
+
+
+def check(
+    suite: Suite,
+    adapter: ClassifierAdapter,
+    *,
+    ids: Iterable[str] | None = None,
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+) -> RunResult:
+    """The model as it is, on the must_fix and must_keep cases (only ``ids`` when given).
+
+    With a cache, a warm entry is recorded too, so the next check of the same model folder can
+    be answered by :func:`check_warm` without loading the model.
+    """
+    # numpy and the model's code load only here: a warm check imports this module without them
+    from warp_check.runs.pipeline import evaluate
+
+    cases = _checked_cases(suite, ids)
+    start = time.perf_counter()
+    evaluation = evaluate(adapter, cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress)
+    seconds = time.perf_counter() - start
+    if cache_dir is not None:
+        warm.record(
+            adapter.source,
+            adapter.spec.chain,
+            cases,
+            evaluation.logits,
+            cache_dir,
+            layer=suite.layer,
+            max_length=suite.model.max_length,
+        )
+    details = {
+        "head": adapter.spec.chain,
+        "encoded": evaluation.encoded.encoded,
+        "from_cache": evaluation.encoded.from_cache,
+        "encode_seconds": seconds,
+        "model_loaded": True,
+    }
+    return _check_result(suite, cases, evaluation.predictions, evaluation.gaps, details)
+
+
+def warm_entry(suite: Suite, cache_dir: str | Path | None) -> WarmEntry | None:
+    """What an earlier check recorded for the suite's model folder as it is now (None: nothing)."""
+    if cache_dir is None:
+        return None
+    return warm.lookup(suite.model_dir, suite.layer, suite.model.max_length, cache_dir)
+
+
+def check_warm(
+    suite: Suite, entry: WarmEntry | None, *, ids: Iterable[str] | None = None, cache_dir: str | Path | None
+) -> RunResult | None:
+    """:func:`check` from the cache alone, the model never loaded; None (then call :func:`check`)
+    if there is no entry or cache, or a case is not in the entry. Imports neither torch nor numpy."""
+    if entry is None or cache_dir is None:
+        return None
+    cases = _checked_cases(suite, ids)
+    if any(c.label >= entry.num_classes for c in cases):
+        return None  # check() says what is wrong with the label
+    start = time.perf_counter()
+    answers = entry.answers(cases)
+    if answers is None:
+        return None
+    details = {
+        "head": entry.head_name,
+        "encoded": 0,
+        "from_cache": len(cases),
+        "encode_seconds": time.perf_counter() - start,
+        "model_loaded": False,
+    }
+    predictions = [p for p, _ in answers]
+    gaps = [g for _, g in answers]
+    return _check_result(suite, cases, predictions, gaps, details)
+
+
+def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, run: dict[str, Any]) -> RunResult:
+    verdicts = []
+    for i, case in enumerate(cases):
+        gap = float(gaps[i])
+        predicted = int(predictions[i])
+        right = gap > 0
+        said = f"predicted {labelled(suite, predicted)}, labelled {labelled(suite, case.label)}"
+        if right:
+            message = f"predicts its label {labelled(suite, case.label)} (gap {num(gap)})"
+        elif case.kind is Kind.MUST_FIX:
+            message = (
+                f"must_fix case not fixed yet: {said} (gap {num(gap)}, short of a correct prediction by "
+                f"{num(-gap)}); repair the model (pytest --warp-repair, or warp-check repair) and test the "
+                "repaired folder"
+            )
+        else:
+            message = (
+                f"must_keep case wrong: {said} (gap {num(gap)}); the model must already get must_keep cases "
+                "right: check the label, or move the case to a must_fix file to have it repaired"
+            )
+        properties = {
+            "label": suite.label_name(case.label),
+            "predicted": suite.label_name(predicted),
+            "gap": gap,
+        }
+        verdicts.append(
+            Verdict(case_id=case.id, kind=case.kind.value, passed=right, message=message, properties=properties)
+        )
+    details = suite_details(suite) | {"selected": len(cases)} | run
+    wrong = sum(not v.passed for v in verdicts)
+    message = f"{len(cases)} case(s) checked on the model as it is, {wrong} predicted wrong"
+    return RunResult(
+        suite=str(suite.toml),
+        name=suite.name,
+        mode=Mode.CHECK,
+        ok=True,
+        status="checked",
+        message=message,
+        verdicts=tuple(verdicts),
+        details=details,
+    )

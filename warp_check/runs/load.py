@@ -1,0 +1,25 @@
+"""The suite's model, loaded; what the loader says is wrong becomes a SuiteError on warp.toml."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from warp_check.errors import ModelError
+from warp_check.suite.loader import Suite
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.model.adapter import ClassifierAdapter
+
+
+def load_adapter(suite: Suite) -> ClassifierAdapter:
+    """Load the suite's model; a head WARP cannot repair is a SuiteError on ``model.layer``."""
+    from warp_check.model.adapter import ClassifierAdapter
+
+    try:
+        return ClassifierAdapter.from_pretrained(suite.model_dir, layer=suite.layer, max_length=suite.model.max_length)
+    except ModelError as exc:
+        text = str(exc)
+        where = "model.path" if text.startswith(("model folder", "cannot load the model")) else "model.layer"
+        if suite.model.factory is not None and where == "model.path" and not suite.model_overridden:
+            where = "model.factory"
+        raise suite.error(where, text) from None

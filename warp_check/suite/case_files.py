@@ -1,0 +1,248 @@
+"""Case files: the ``[[cases]]`` tables of ``warp.toml`` and the JSONL lines they point at.
+
+Each line becomes a :class:`~warp_check.cases.Case`; every mistake is a SuiteError naming the
+file, the line and the field. Ids are unique across the whole suite, and one text cannot carry
+two labels.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from warp_check.cases import Case, Kind
+from warp_check.errors import SuiteError
+from warp_check.suite.toml_lines import SuiteToml
+
+CASE_FIELDS = ("id", "text", "text_pair", "label", "kind", "source", "original")
+
+
+MAX_TEXT_CHARS = 100_000  # far beyond any max_length; longer is a mistake (a pasted file), not a case
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+class CaseReader:
+    """Reads JSONL case files into Cases; ids are unique across the whole suite."""
+
+    def __init__(self, loader: SuiteToml, labels: dict[str, int], num_classes: int | None) -> None:
+        self.loader = loader
+        self.labels = labels
+        self.num_classes = num_classes
+        self.cases: list[Case] = []
+        self.locations: dict[str, Location] = {}
+        self.texts: dict[tuple[str, str | None], Case] = {}  # (text, text_pair) -> first must_fix/keep case
+        names = ", ".join(repr(n) for n in labels)
+        ids = f"a class id 0..{num_classes - 1}" if num_classes else "a class id"
+        self.label_help = f"one of {names} or {ids}" if labels else ids
+
+    def read(self, case_file: CaseFile) -> None:
+        root = self.loader.toml.parent
+        path = case_file.path
+        rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise SuiteError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            line = line.rstrip(b"\r")
+            if line.strip():
+                self.cases.append(self._case(line, case_file, rel, number))
+                self.locations[self.cases[-1].id] = Location(path=path, line=number)
+
+    def _case(self, line_bytes: bytes, case_file: CaseFile, rel: str, number: int) -> Case:
+        def error(field_name: str | None, message: str) -> SuiteError:
+            return SuiteError(message, path=case_file.path, line=number, field=field_name)
+
+        try:
+            line = line_bytes.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            byte = line_bytes[exc.start]
+            raise error(None, f"not valid UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})") from None
+        if line.startswith("\ufeff"):
+            raise error(None, "starts with a byte order mark (U+FEFF): save the file as UTF-8 without a BOM")
+        try:
+            record = json.loads(line, object_pairs_hook=_no_duplicate_keys)
+        except _DuplicateKey as exc:
+            raise error(str(exc), f"field '{exc}' is given twice") from None
+        except json.JSONDecodeError as exc:
+            raise error(None, f"not valid JSON: {exc.msg} (column {exc.colno}); one JSON object a line") from None
+        except RecursionError:
+            raise error(None, "not valid JSON: nested too deeply") from None
+        except ValueError:  # Python refuses integers of more than 4300 digits
+            raise error(None, "not valid JSON: a number with more than 4300 digits") from None
+        if not isinstance(record, dict):
+            shape = '{"text": ..., "label": ...}'
+            raise error(None, f"a case is a JSON object ({shape}), got {type(record).__name__}")
+        for key in record:
+            if key not in CASE_FIELDS:
+                close = difflib.get_close_matches(key, CASE_FIELDS, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise error(key, f"unknown field{hint}; known fields: {', '.join(CASE_FIELDS)}")
+        case_id = record.get("id", f"{rel}:{number}")
+        if not isinstance(case_id, str) or not case_id.strip():
+            raise error("id", f"must be a non-empty string, got {case_id!r}")
+        if "::" in case_id or any(ch in case_id for ch in "\n\r\t"):
+            raise error("id", f"{case_id!r} must not contain '::', tabs or line breaks (pytest uses '::' in test ids)")
+        if case_id in self.locations:
+            first = self.locations[case_id]
+            raise error("id", f"duplicate id {case_id!r}: already used at {self._shown(first.path)}:{first.line}")
+        for key in ("text", "label"):
+            if key not in record:
+                raise error(key, f"missing field '{key}'")
+        text = self._text(record, "text", error)
+        pair = self._text(record, "text_pair", error) if record.get("text_pair") is not None else None
+        label = self._label(record["label"], error)
+        kind = record.get("kind", case_file.kind.value if case_file.kind else None)
+        if kind is None:
+            raise error("kind", "missing field 'kind': give it on the line or as the kind of its [[cases]] table")
+        if kind not in _KINDS:
+            raise error("kind", f"unknown kind {kind!r}; use one of {', '.join(_KINDS)}")
+        if kind != Kind.AUX.value:
+            same = self.texts.get((text, pair))
+            if same is not None and same.label != label:
+                first = self.locations[same.id]
+                raise error(
+                    "label",
+                    f"the same text is case {same.id!r} at {self._shown(first.path)}:{first.line} labelled "
+                    f"{self._name(same.label)}, here {self._name(label)}: no model can satisfy both",
+                )
+        for key in ("source", "original"):
+            value = record.get(key)
+            if value is not None and not isinstance(value, str):
+                raise error(key, f"must be a string, got {type(value).__name__}")
+        case = Case(
+            id=case_id,
+            text=text,
+            text_pair=pair,
+            label=label,
+            kind=Kind(kind),
+            source=record.get("source"),
+            origin=f"{rel}:{number}",
+        )
+        if case.kind is not Kind.AUX:
+            self.texts.setdefault((text, pair), case)
+        return case
+
+    def _shown(self, path: Path) -> str:
+        root = self.loader.toml.parent
+        return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+    def _name(self, label: int) -> str:
+        names = [name for name, index in self.labels.items() if index == label]
+        return repr(names[0]) if names else str(label)
+
+    @staticmethod
+    def _text(record: dict[str, Any], key: str, error: Any) -> str:
+        text = record[key]
+        if not isinstance(text, str):
+            raise error(key, f"must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise error(key, "is empty: a case needs some text" if key == "text" else "is empty: leave it out")
+        if len(text) > MAX_TEXT_CHARS:
+            raise error(key, f"is {len(text):,} characters long (limit {MAX_TEXT_CHARS:,}): is this a case?")
+        return text
+
+    def _label(self, label: Any, error: Any) -> int:
+        if isinstance(label, str):
+            if label not in self.labels:
+                close = difflib.get_close_matches(label, list(self.labels), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise error("label", f"unknown label {label!r}{hint}; use {self.label_help}")
+            return self.labels[label]
+        if isinstance(label, int) and not isinstance(label, bool):
+            if self.num_classes:
+                ok = 0 <= label < self.num_classes
+            else:
+                ok = label in set(self.labels.values()) if self.labels else label >= 0
+            if not ok:
+                raise error("label", f"class id {label} is not a class of the model; use {self.label_help}")
+            return label
+        raise error("label", f"must be a label name or a class id, got {label!r}; use {self.label_help}")
+
+
+def read_cases(
+    loader: SuiteToml, files: tuple[CaseFile, ...], labels: dict[str, int], num_classes: int | None
+) -> tuple[tuple[Case, ...], dict[str, Location]]:
+    reader = CaseReader(loader, labels, num_classes)
+    for case_file in files:
+        reader.read(case_file)
+    if not any(c.kind is not Kind.AUX for c in reader.cases):
+        raise loader.error("cases", "the suite has no must_fix or must_keep cases: there is nothing to test")
+    return tuple(reader.cases), reader.locations
+
+
+_CASES_KEYS = ("path", "kind")
+
+
+_KINDS = tuple(k.value for k in Kind)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseFile:
+    """One ``[[cases]]`` table: a JSONL file and the kind its lines have by default."""
+
+    path: Path
+    kind: Kind | None
+    line: int | None  # of the [[cases]] header in warp.toml
+
+
+@dataclass(frozen=True, kw_only=True)
+class Location:
+    path: Path
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def read_case_tables(loader: SuiteToml, data: dict[str, Any]) -> tuple[CaseFile, ...]:
+    tables = data.get("cases")
+    if tables is None:
+        raise loader.error("cases", "no [[cases]] table: list at least one JSONL case file ([[cases]] path, kind)")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise loader.error("cases", "must be an array of tables: write each case file as a [[cases]] table")
+    files: list[CaseFile] = []
+    seen: dict[Path, int] = {}
+    for i, table in enumerate(tables):
+        prefix = f"cases[{i}]"
+        loader.unknown(table, _CASES_KEYS, prefix)
+        rel = table.get("path")
+        if rel is None:
+            raise loader.error(prefix, "missing field 'path' (the JSONL file of this [[cases]] table)")
+        if not isinstance(rel, str) or not rel.strip():
+            raise loader.error(f"{prefix}.path", f"must be a non-empty string, got {rel!r}")
+        kind = table.get("kind")
+        if kind is not None and kind not in _KINDS:
+            raise loader.error(f"{prefix}.kind", f"unknown kind {kind!r}; use one of {', '.join(_KINDS)}")
+        path = loader.toml.parent / rel
+        try:
+            is_file = path.is_file()
+        except OSError as exc:  # e.g. a symlink loop
+            raise loader.error(f"{prefix}.path", f"case file {rel!r} cannot be read ({exc.strerror or exc})") from None
+        if not is_file:
+            if path.is_symlink() and not path.exists():
+                what = "is a symlink that leads nowhere (a loop or a missing target)"
+            else:
+                what = "is not a file" if path.exists() else "does not exist (relative to warp.toml)"
+            raise loader.error(f"{prefix}.path", f"case file {rel!r} {what}")
+        resolved = loader.resolve(path, f"{prefix}.path", rel)
+        if resolved in seen:
+            raise loader.error(f"{prefix}.path", f"case file {rel!r} is already listed in cases[{seen[resolved]}]")
+        seen[resolved] = i
+        files.append(CaseFile(path=path, kind=Kind(kind) if kind else None, line=loader.keys.line(prefix)))
+    return tuple(files)

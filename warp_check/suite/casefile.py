@@ -1,0 +1,156 @@
+"""Adding generated cases (attacks, hypothesis counterexamples) to a suite's JSONL case file.
+
+Generated cases get ids derived from what they say (source prefix + a hash of the text), so the
+same finding gets the same id on every run and a second run adds nothing new. The file is
+rewritten atomically under a lock: concurrent writers (pytest-xdist workers recording
+counterexamples) cannot lose each other's lines, and a killed writer leaves the old file.
+Lines already in the file are kept byte for byte; only new lines are appended.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from warp_check.errors import SuiteError
+from warp_check.files import replaced_atomically
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewCase:
+    """A case to add. ``label`` is the label as the suite names it (name or class id)."""
+
+    text: str
+    label: str | int
+    text_pair: str | None = None
+    source: str | None = None
+    original: str | None = None  # id of the case this one was derived from
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError(f"text={self.text!r}: must be a non-empty string")
+        if self.text_pair is not None and (not isinstance(self.text_pair, str) or not self.text_pair.strip()):
+            raise ValueError(f"text_pair={self.text_pair!r}: must be a non-empty string or None")
+        if isinstance(self.label, bool) or not isinstance(self.label, (str, int)):
+            raise ValueError(f"label={self.label!r}: must be a label name or a class id")
+
+    @property
+    def content_key(self) -> tuple[str, str | None]:
+        return (self.text, self.text_pair)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What :func:`append_cases` did: ids written, and how many offered cases were already there."""
+
+    path: Path
+    added: tuple[str, ...]
+    duplicates: int
+
+
+def case_id(prefix: str, text: str, text_pair: str | None = None, *, length: int = 10) -> str:
+    """``<prefix>-<hash>``: the same text always gets the same id, whichever run found it."""
+    digest = hashlib.sha256(text.encode() + b"\0" + (text_pair or "").encode()).hexdigest()
+    slug = _ID_UNSAFE.sub("-", prefix).strip("-") or "case"
+    return f"{slug}-{digest[:length]}"
+
+
+def append_cases(path: str | Path, cases: Iterable[NewCase], *, id_prefix: str) -> AppendResult:
+    """Append the cases not yet in ``path`` (same text and text_pair), creating it if needed.
+
+    Raises :class:`SuiteError` (file and line) when an existing line is not a JSON object, so a
+    user's hand-written file is never silently rewritten around a mistake.
+    """
+    from filelock import FileLock
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(_lock_path(path)):
+        original = path.read_bytes() if path.exists() else b""
+        seen_ids, seen_content = _existing(path, original)
+        lines: list[str] = []
+        added: list[str] = []
+        duplicates = 0
+        for case in cases:
+            if case.content_key in seen_content:
+                duplicates += 1
+                continue
+            new_id = _fresh_id(id_prefix, case, seen_ids)
+            record: dict[str, object] = {"id": new_id, "text": case.text}
+            if case.text_pair is not None:
+                record["text_pair"] = case.text_pair
+            record["label"] = case.label
+            for key in ("source", "original"):
+                if getattr(case, key) is not None:
+                    record[key] = getattr(case, key)
+            # Readable UTF-8, but the Unicode line separators escaped: editors and str.splitlines() break on them.
+            line = json.dumps(record, ensure_ascii=False)
+            lines.append(line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+            seen_ids.add(new_id)
+            seen_content.add(case.content_key)
+            added.append(new_id)
+        if lines:
+            prefix = original if not original or original.endswith(b"\n") else original + b"\n"
+            _write_atomically(path, prefix + ("\n".join(lines) + "\n").encode())
+    return AppendResult(path=path, added=tuple(added), duplicates=duplicates)
+
+
+def _lock_path(path: Path) -> str:
+    # In the temp folder, not beside the case file: no litter in the user's suite.
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"warp-check-casefile-{key}.lock")
+
+
+def _existing(path: Path, data: bytes) -> tuple[set[str], set[tuple[str, str | None]]]:
+    ids: set[str] = set()
+    content: set[tuple[str, str | None]] = set()
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SuiteError(
+                f"not a JSON object ({exc}); fix the line before adding cases", path=path, line=number
+            ) from None
+        if not isinstance(record, dict):
+            raise SuiteError("not a JSON object; fix the line before adding cases", path=path, line=number)
+        if isinstance(record.get("id"), str):
+            ids.add(record["id"])
+        if isinstance(record.get("text"), str):
+            pair = record.get("text_pair")
+            content.add((record["text"], pair if isinstance(pair, str) else None))
+    return ids, content
+
+
+def _fresh_id(prefix: str, case: NewCase, taken: set[str]) -> str:
+    for length in (10, 16, 64):  # a longer hash on the (astronomically rare) prefix collision
+        candidate = case_id(prefix, case.text, case.text_pair, length=length)
+        if candidate not in taken:
+            return candidate
+    n = 2
+    while f"{candidate}-{n}" in taken:  # the same hash but different content: cannot happen for sha256
+        n += 1
+    return f"{candidate}-{n}"
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    with replaced_atomically(path, suffix=".tmp") as tmp:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:  # an existing case file keeps its mode
+            os.chmod(tmp, mode)
+
+
+__all__ = ["AppendResult", "NewCase", "append_cases", "case_id"]

@@ -1,0 +1,290 @@
+"""A suite on disk: ``warp.toml`` plus JSONL case files, loaded into validated objects.
+
+Every mistake becomes a :class:`~warp_check.errors.SuiteError` that names the file, the line
+and the field, so pytest can show it as a collection error and ``warp-check`` as a one-line
+message. Nothing heavy is imported here: the model folder is checked from its files
+(``config.json``, weights) without loading it; whether its head is really
+dense → activation → linear is checked when it is loaded (:func:`warp_check.runs.session.load_adapter`).
+
+Layout (paths are relative to the folder that holds ``warp.toml``)::
+
+    name = "reviews"                       # optional; default: the folder's name
+    [model]
+    path = "model"                         # a local Hugging Face folder ...
+    # factory = "models.py:build"          # ... or a function that returns one
+    layer = "auto"                         # or [repair_layer, activation, classifier]
+    max_length = 128
+    batch_size = 32
+    [labels]                               # optional; default: the model's id2label
+    negative = 0
+    positive = 1
+    [[cases]]
+    path = "keep.jsonl"
+    kind = "must_keep"                     # must_fix | must_keep | aux (a line may override)
+    [repair]                               # RepairSettings fields; [repair.solver]: SolverSettings
+    rank = 2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from warp_check.cases import Case, Kind
+from warp_check.errors import SettingsError, SuiteError
+from warp_check.qp.settings import SolverSettings
+from warp_check.repair.settings import RepairSettings
+from warp_check.suite.case_files import CaseFile, Location, read_case_tables, read_cases
+from warp_check.suite.model_source import (
+    ModelSettings,
+    check_model_dir,
+    labels_of,
+    read_model_table,
+    run_factory,
+)
+from warp_check.suite.toml_lines import KeyLines, SuiteToml, key_at
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+SUITE_FILE = "warp.toml"
+_TOP_KEYS = ("name", "description", "model", "labels", "cases", "repair")
+
+
+# -- the objects ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    """A loaded, validated suite. ``cases`` keep the order of the files and their lines."""
+
+    toml: Path  # absolute path of warp.toml
+    name: str
+    description: str | None
+    model: ModelSettings
+    model_dir: Path  # resolved model folder (after factory / override)
+    model_overridden: bool
+    labels: dict[str, int]  # name -> class id
+    num_classes: int | None  # from the model's config.json, when it says
+    case_files: tuple[CaseFile, ...]
+    cases: tuple[Case, ...]
+    locations: dict[str, Location]  # case id -> JSONL file and line
+    repair: RepairSettings
+    key_lines: dict[str, int] = field(default_factory=dict)  # "model.layer" -> line in warp.toml
+
+    @property
+    def root(self) -> Path:
+        return self.toml.parent
+
+    @property
+    def layer(self) -> Any:
+        """The ``layer`` argument for :meth:`ClassifierAdapter.from_pretrained`."""
+        if self.model.layer == "auto":
+            return "auto"
+        from warp_check.model.specs import HeadSpec
+
+        repair_layer, activation, classifier = self.model.layer
+        return HeadSpec(repair_layer=repair_layer, activation=activation, classifier=classifier)
+
+    def label_name(self, label: int) -> str:
+        for name, index in self.labels.items():
+            if index == label:
+                return name
+        return str(label)
+
+    def case(self, case_id: str) -> Case:
+        for case in self.cases:
+            if case.id == case_id:
+                return case
+        raise KeyError(case_id)
+
+    def count(self, kind: Kind) -> int:
+        return sum(1 for c in self.cases if c.kind is kind)
+
+    def error(self, field_name: str, message: str) -> SuiteError:
+        """A SuiteError about a warp.toml field, pointing at the line of its key."""
+        return SuiteError(message, path=self.toml, line=self.key_lines.get(field_name), field=field_name)
+
+    def settings(
+        self, *, rank: int | None = None, gamma_s: float | None = None, gamma_h: float | None = None
+    ) -> RepairSettings:
+        """The suite's repair settings with the given overrides (None: keep the suite's)."""
+        changes = {k: v for k, v in (("rank", rank), ("gamma_s", gamma_s), ("gamma_h", gamma_h)) if v is not None}
+        settings = dataclasses.replace(self.repair, **changes) if changes else self.repair
+        if settings.gamma_h > settings.gamma_s:
+            name = "gamma_h" if gamma_h is not None or gamma_s is None else "gamma_s"
+            raise SettingsError(name, getattr(settings, name), _margins_why(settings))
+        return settings
+
+    def digest(self) -> str:
+        """SHA-256 over warp.toml, every case and the model folder: names this suite's content."""
+        h = hashlib.sha256()
+        h.update(self.toml.read_bytes())
+        h.update(str(self.model_dir).encode())
+        for case in self.cases:
+            h.update(json.dumps(dataclasses.asdict(case), sort_keys=True, default=str).encode())
+        return h.hexdigest()
+
+
+# -- where keys are in the TOML text --------------------------------------------------------
+
+
+# -- loading --------------------------------------------------------------------------------
+
+
+def find_suite_file(path: str | Path) -> Path:
+    """``warp.toml`` itself, or the one inside a folder."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / SUITE_FILE
+    if not path.is_file():
+        raise SuiteError(f"no suite here: {SUITE_FILE} not found", path=path)
+    return path.resolve()
+
+
+def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
+    """Load and validate a suite; ``model`` replaces the suite's ``[model]`` path/factory.
+
+    Raises :class:`SuiteError` (file, line, field) for every mistake.
+    """
+    toml = find_suite_file(path)
+    loader = SuiteToml(toml)
+    try:
+        raw = toml.read_bytes()
+    except OSError as exc:
+        raise SuiteError(f"cannot read the file ({exc.strerror or exc})", path=toml) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SuiteError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", path=toml, line=line) from None
+    loader.keys = KeyLines(text)
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise SuiteError("invalid TOML: arrays or tables nested too deeply", path=toml) from None
+    except ValueError as exc:
+        if not isinstance(exc, tomllib.TOMLDecodeError):  # Python refuses integers of more than 4300 digits
+            m = re.search(r"\d{4300}", text)
+            line = text[: m.start()].count("\n") + 1 if m else None
+            raise SuiteError(
+                "invalid TOML: a number with more than 4300 digits", path=toml, line=line, field=key_at(text, line)
+            ) from None
+        message = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        line = int(m[1]) if m else getattr(exc, "lineno", None)
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", message)
+        if m:
+            message += f" (column {m[2]})"
+        raise SuiteError(f"invalid TOML: {message}", path=toml, line=line, field=key_at(text, line)) from None
+
+    loader.unknown(data, _TOP_KEYS, "")
+    name = data.get("name", toml.parent.name)
+    if not isinstance(name, str) or not name.strip():
+        raise loader.error("name", f"must be a non-empty string, got {name!r}")
+    description = data.get("description")
+    if description is not None and not isinstance(description, str):
+        raise loader.error("description", f"must be a string, got {description!r}")
+
+    model_settings = read_model_table(loader, data, overridden=model is not None)
+    if model is not None:
+        model_dir = loader.resolve(Path(model).expanduser(), "model.path", str(model))
+        check_model_dir(loader, model_dir, "model.path", overridden=True)
+    elif model_settings.path is not None:
+        written = model_settings.path
+        model_dir = loader.resolve(toml.parent / Path(written).expanduser(), "model.path", written)
+        check_model_dir(loader, model_dir, "model.path", overridden=False, written=model_settings.path)
+    else:
+        model_dir = run_factory(loader, model_settings.factory or "")
+        check_model_dir(loader, model_dir, "model.factory", overridden=False, written=str(model_dir))
+    labels, num_classes = labels_of(loader, data, model_dir)
+    case_files = read_case_tables(loader, data)
+    cases, locations = read_cases(loader, case_files, labels, num_classes)
+    repair = _repair_settings(loader, data)
+    return Suite(
+        toml=toml,
+        name=name.strip(),
+        description=description,
+        model=model_settings,
+        model_dir=model_dir,
+        model_overridden=model is not None,
+        labels=labels,
+        num_classes=num_classes,
+        case_files=case_files,
+        cases=cases,
+        locations=locations,
+        repair=repair,
+        key_lines=dict(loader.keys.lines),
+    )
+
+
+def _field_types(cls: type) -> dict[str, str]:
+    return {f.name: str(f.type) for f in dataclasses.fields(cls)}
+
+
+def _check_type(loader: SuiteToml, dotted: str, value: Any, type_name: str) -> None:
+    ok = {
+        "bool": isinstance(value, bool),
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "str": isinstance(value, str),
+    }.get(type_name, True)
+    if not ok:
+        wanted = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}[type_name]
+        raise loader.error(dotted, f"must be {wanted}, got {value!r}")
+
+
+def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
+    table = data.get("repair", {})
+    if not isinstance(table, dict):
+        raise loader.error("repair", "must be a table ([repair])")
+    types = _field_types(RepairSettings)
+    loader.unknown(table, tuple(types), "repair")
+    values = dict(table)
+    solver_table = values.pop("solver", None)
+    if solver_table is not None:
+        if not isinstance(solver_table, dict):
+            raise loader.error("repair.solver", "must be a table ([repair.solver])")
+        solver_types = _field_types(SolverSettings)
+        loader.unknown(solver_table, tuple(solver_types), "repair.solver")
+        for key, value in solver_table.items():
+            _check_type(loader, f"repair.solver.{key}", value, solver_types[key])
+        try:
+            values["solver"] = SolverSettings(**solver_table)
+        except SettingsError as exc:
+            raise loader.error(f"repair.solver.{exc.field}", _why(exc)) from None
+    for key, value in values.items():
+        if key != "solver":
+            _check_type(loader, f"repair.{key}", value, types[key])
+    try:
+        settings = RepairSettings(**values)
+    except SettingsError as exc:
+        raise loader.error(f"repair.{exc.field}", _why(exc)) from None
+    if settings.gamma_h > settings.gamma_s:
+        name = "gamma_h" if "gamma_h" in values else "gamma_s"
+        raise loader.error(f"repair.{name}", _margins_why(settings))
+    return settings
+
+
+def _margins_why(settings: RepairSettings) -> str:
+    return (
+        f"gamma_h = {settings.gamma_h:g} > gamma_s = {settings.gamma_s:g}: a must_keep case would need a larger "
+        "margin than a repaired must_fix case gets, so a case fixed now fails as must_keep on the next run; "
+        "lower gamma_h or raise gamma_s"
+    )
+
+
+def _why(exc: SettingsError) -> str:
+    """'{value!r}: why' from a SettingsError, whose text is 'field=value: why'."""
+    return str(exc)[len(f"{exc.field}=") :]
+
+
+__all__ = ["SUITE_FILE", "Suite", "find_suite_file", "load_suite"]

@@ -1,0 +1,200 @@
+"""The ``[model]`` table: where the classifier's folder is (a path or a factory), its head's
+layer, its labels, checked from its files without loading it.
+
+Whether the head is really dense → activation → linear is checked when the model loads
+(:func:`warp_check.runs.session.load_adapter`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from warp_check.errors import SuiteError
+from warp_check.model.activation_names import canonical_name
+from warp_check.suite.toml_lines import SuiteToml
+
+_MODEL_KEYS = ("path", "factory", "layer", "max_length", "batch_size")
+
+
+_LAYER_KEYS = ("repair_layer", "activation", "classifier")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings:
+    """``[model]``: where the classifier is and how to read it."""
+
+    path: str | None = None  # as written in warp.toml
+    factory: str | None = None  # "file.py:function", as written
+    layer: str | tuple[str, str, str] = "auto"  # "auto" or (repair_layer, activation, classifier)
+    max_length: int = 128
+    batch_size: int = 32
+
+
+def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: bool) -> ModelSettings:
+    table = data.get("model")
+    if table is None:
+        if overridden:
+            return ModelSettings()
+        raise loader.error("model", "missing [model] table: give model.path (a local folder) or model.factory")
+    if not isinstance(table, dict):
+        raise loader.error("model", f"must be a table ([model]), got {type(table).__name__}")
+    loader.unknown(table, _MODEL_KEYS, "model")
+    path, factory = table.get("path"), table.get("factory")
+    if path is not None and factory is not None:
+        raise loader.error("model.factory", "give either model.path or model.factory, not both")
+    if path is None and factory is None and not overridden:
+        raise loader.error("model", "missing field 'path': give model.path (a local folder) or model.factory")
+    for key, value in (("path", path), ("factory", factory)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise loader.error(f"model.{key}", f"must be a non-empty string, got {value!r}")
+    if factory is not None and not re.fullmatch(r"[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*", factory):
+        raise loader.error(
+            "model.factory", f"{factory!r} is not of the form 'file.py:function' (a file beside warp.toml)"
+        )
+    layer = _layer(loader, table.get("layer", "auto"))
+    counts = {}
+    for key, default in (("max_length", 128), ("batch_size", 32)):
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise loader.error(f"model.{key}", f"must be an integer >= 1, got {value!r}")
+        counts[key] = value
+    return ModelSettings(path=path, factory=factory, layer=layer, **counts)
+
+
+def _layer(loader: SuiteToml, value: Any) -> str | tuple[str, str, str]:
+    usage = (
+        'give "auto" (the per-architecture table), [repair_layer, activation, classifier] '
+        "or {repair_layer = ..., activation = ..., classifier = ...}"
+    )
+    if value == "auto":
+        return "auto"
+    if isinstance(value, dict):
+        loader.unknown(value, _LAYER_KEYS, "model.layer")
+        missing = [k for k in _LAYER_KEYS if k not in value]
+        if missing:
+            raise loader.error("model.layer", f"missing {', '.join(missing)}: {usage}")
+        value = [value[k] for k in _LAYER_KEYS]
+    if not isinstance(value, list) or len(value) != 3 or not all(isinstance(v, str) and v.strip() for v in value):
+        raise loader.error("model.layer", f"{value!r} is not a layer: {usage}")
+    try:
+        canonical_name(value[1])
+    except KeyError as exc:
+        raise loader.error("model.layer", exc.args[0]) from None
+    return (value[0], value[1], value[2])
+
+
+def check_model_dir(
+    loader: SuiteToml, folder: Path, dotted: str, *, overridden: bool, written: str | None = None
+) -> None:
+    shown = str(folder) if overridden or written is None else written
+    what = "the model folder given to override model.path" if overridden else "model folder"
+    if not folder.exists():
+        hint = (
+            "; relative paths are read from the folder of warp.toml, and hub ids are not downloaded: "
+            "download the model and give its local folder"
+            if not overridden
+            else ""
+        )
+        raise loader.error(dotted, f"{what} {shown!r} does not exist{hint}")
+    if not folder.is_dir():
+        raise loader.error(dotted, f"{what} {shown!r} is not a folder")
+    if not (folder / "config.json").is_file():
+        raise loader.error(dotted, f"{what} {shown!r} has no config.json: not a Hugging Face model folder")
+    if not any(folder.glob("*.safetensors")) and not any(folder.glob("pytorch_model*.bin")):
+        raise loader.error(dotted, f"{what} {shown!r} has no weights (*.safetensors)")
+
+
+def run_factory(loader: SuiteToml, spec: str) -> Path:
+    """Import ``file.py`` beside warp.toml and call ``function()``: it returns the model folder.
+
+    Trust model: a suite is code the user chose to run, like a conftest.py (which can import
+    anything too), so the file its factory names runs, wherever it is (suites may share one).
+    Nothing else in a suite is ever executed, and model folders are data: they are read with
+    safetensors (or ``weights_only`` torch.load) and never with remote code.
+    """
+    file_name, _, function = spec.rpartition(":")
+    source = loader.resolve(loader.toml.parent / file_name, "model.factory", file_name)
+    if not source.is_file():
+        raise loader.error("model.factory", f"factory file {file_name!r} does not exist (relative to warp.toml)")
+    module_name = "_warp_factory_" + hashlib.sha256(str(source).encode()).hexdigest()[:16]
+    folder = str(source.parent)
+    sys.path.insert(0, folder)  # so the factory can import modules beside it
+    try:
+        module_spec = importlib.util.spec_from_file_location(module_name, source)
+        if module_spec is None or module_spec.loader is None:
+            raise loader.error("model.factory", f"cannot import {file_name!r}")
+        module = importlib.util.module_from_spec(module_spec)
+        try:
+            module_spec.loader.exec_module(module)
+            build = getattr(module, function, None)
+            if not callable(build):
+                raise loader.error("model.factory", f"{file_name!r} has no function {function!r}")
+            result = build()
+        except SuiteError:
+            raise
+        except Exception as exc:  # the factory is user code: report it, never a traceback
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == source]
+            where = f" (at {file_name} line {frames[-1].lineno})" if frames else ""
+            raise loader.error("model.factory", f"factory {spec!r} raised {type(exc).__name__}: {exc}{where}") from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    if not isinstance(result, (str, Path)):
+        raise loader.error(
+            "model.factory", f"factory {spec!r} returned {type(result).__name__}; it must return a folder path"
+        )
+    return loader.resolve(loader.toml.parent / Path(result).expanduser(), "model.factory", str(result))
+
+
+def labels_of(loader: SuiteToml, data: dict[str, Any], model_dir: Path) -> tuple[dict[str, int], int | None]:
+    id2label, num_classes = model_labels(loader, model_dir)
+    table = data.get("labels")
+    if table is None:
+        return {name: i for i, name in sorted(id2label.items())}, num_classes
+    if isinstance(table, list):  # labels = ["negative", "positive"]: position = class id
+        if not all(isinstance(n, str) and n.strip() for n in table) or len(set(table)) != len(table):
+            raise loader.error("labels", f"a list of labels must hold distinct non-empty names, got {table!r}")
+        table = {name: i for i, name in enumerate(table)}
+    if not isinstance(table, dict):
+        raise loader.error("labels", "must be a table of name = class id ([labels] negative = 0) or a list of names")
+    if not table:
+        raise loader.error("labels", "is empty: name at least one class, or leave [labels] out")
+    seen: dict[int, str] = {}
+    for name, index in table.items():
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise loader.error(f"labels.{name}", f"class id must be an integer >= 0, got {index!r}")
+        if num_classes is not None and index >= num_classes:
+            raise loader.error(
+                f"labels.{name}", f"class id {index} is out of range: the model has {num_classes} classes"
+            )
+        if index in seen:
+            raise loader.error(f"labels.{name}", f"class id {index} is already the label '{seen[index]}'")
+        seen[index] = name
+    return dict(table), num_classes
+
+
+def model_labels(loader: SuiteToml, model_dir: Path) -> tuple[dict[int, str], int | None]:
+    try:
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise loader.error("model.path", f"cannot read {model_dir / 'config.json'}: {exc}") from None
+    raw = config.get("id2label") if isinstance(config, dict) else None
+    id2label: dict[int, str] = {}
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            try:
+                id2label[int(key)] = str(value)
+            except (TypeError, ValueError):
+                continue
+    num = config.get("num_labels") if isinstance(config, dict) else None
+    if not isinstance(num, int) or isinstance(num, bool):
+        num = len(id2label) or None
+    return id2label, num

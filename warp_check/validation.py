@@ -1,0 +1,29 @@
+"""The checks every settings record makes of its fields; errors name the field and the value.
+
+Standard library only: a suite's settings are validated whenever it loads, and a warm check
+loads suites without importing numpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+from warp_check.errors import SettingsError
+
+
+def is_integer(value: object, minimum: int) -> bool:
+    """An int (a bool is not one) that is at least ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def require_integer(name: str, value: object, minimum: int) -> None:
+    """The check every settings class makes of its counts; the error names the field."""
+    if not is_integer(value, minimum):
+        raise SettingsError(name, value, f"must be an integer >= {minimum}")
+
+
+def require_number(name: str, value: object, *, allow_zero: bool = False) -> None:
+    """A finite number (not a bool) > 0, or ≥ 0 with ``allow_zero``; the error names the field."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):  # type: ignore[operator]
+        raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
