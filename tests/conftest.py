@@ -12,7 +12,7 @@ import pytest
 import torch
 from filelock import FileLock
 from hypothesis import settings as hypothesis_settings
-from tiny_models import build_bert, build_distilbert, build_electra, build_roberta
+from testkit.tiny_models import build_bert, build_distilbert, build_electra, build_roberta
 
 # CI gates a merge on the exit code: the same examples every run there (a failure found
 # once is reproduced from its printed seed locally, where the default profile explores).
@@ -93,7 +93,7 @@ def electra_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_split(distilbert_dir: Path) -> tuple[list[dict], list[dict]]:
     """(wrong, right) binary cases of the tiny DistilBERT (24 synthetic, seed 2), measured with plain transformers."""
-    from suite_builder import split_cases
+    from testkit.suite_builder import split_cases
 
     wrong, right = split_cases(distilbert_dir, 24, seed=2)
     assert len(wrong) >= 3 and len(right) >= 8
@@ -103,7 +103,7 @@ def tiny_split(distilbert_dir: Path) -> tuple[list[dict], list[dict]]:
 @pytest.fixture
 def tiny_suite(tmp_path: Path, distilbert_dir: Path, tiny_split: tuple[list[dict], list[dict]]) -> Path:
     """A suite folder: every wrong case of ``tiny_split`` as must_fix, every right one as must_keep."""
-    from suite_builder import write_suite
+    from testkit.suite_builder import write_suite
 
     wrong, right = tiny_split
     return write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right)

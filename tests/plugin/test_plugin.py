@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from suite_builder import split_cases, tree_digest, write_suite
+from testkit.suite_builder import split_cases, tree_digest, write_suite
 
 from warp_check import verify
 from warp_check.certify.artefact import CERTIFICATE_NAME

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from suite_builder import exit_code, jsonl, margins, tree_digest, write_suite
-from tiny_models import LABELS, synthetic_cases
+from testkit.suite_builder import exit_code, jsonl, margins, tree_digest, write_suite
+from testkit.tiny_models import LABELS, synthetic_cases
 
 from warp_check import ClassifierAdapter, Kind, SettingsError, load_suite
 from warp_check.cli import main

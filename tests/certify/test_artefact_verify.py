@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import repair_suite
+from testkit.tiny_models import repair_suite
 
 from warp_check import CERTIFICATE_NAME, Case, ClassifierAdapter, read_certificate, repair_cases, verify, write_artefact
 from warp_check.certify.artefact import check_destination, folder_hashes

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from suite_builder import margins, split_cases, write_suite
+from testkit.suite_builder import margins, split_cases, write_suite
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:cacheprovider")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from suite_builder import exit_code, margins, split_cases, tree_digest, write_suite
-from tiny_models import LABELS, predict, synthetic_cases
+from testkit.suite_builder import exit_code, margins, split_cases, tree_digest, write_suite
+from testkit.tiny_models import LABELS, predict, synthetic_cases
 
 from warp_check.cases import Case, Kind
 from warp_check.cli import main

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from suite_builder import split_cases, write_suite
+from testkit.suite_builder import split_cases, write_suite
 
 from warp_check.certify.artefact import CERTIFICATE_NAME, read_certificate
 from warp_check.errors import WarpError

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from qp_problems import (
+from testkit.qp_problems import (
     CASE_PROBLEM_SHAPE,
     contradictory_fix_problem,
     contradictory_keep_problem,

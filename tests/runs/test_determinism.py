@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import torch
 from safetensors.torch import load_file
-from suite_builder import split_cases, write_suite
+from testkit.suite_builder import split_cases, write_suite
 
 from warp_check.certify.artefact import CERTIFICATE_NAME
 from warp_check.cli import main

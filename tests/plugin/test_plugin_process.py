@@ -10,7 +10,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from suite_builder import split_cases, write_suite
+from testkit import REPO
+from testkit.suite_builder import split_cases, write_suite
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
@@ -115,7 +116,7 @@ def test_a_second_plain_run_answers_from_the_cache_without_importing_torch_or_nu
 
 def test_the_e2e_benchmark_runs_on_a_tiny_suite(tmp_path, distilbert_dir, tiny_split, monkeypatch, capsys):
     # benchmarks/bench_e2e.py at the smallest size CI can afford: one repeat on the tiny model.
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import bench_e2e
 
     wrong, right = tiny_split

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from suite_builder import write_suite
+from testkit.suite_builder import write_suite
 
 from warp_check.cache import fingerprint, warm
 from warp_check.cache.fingerprint import FileDigests, folder_sha256
@@ -173,7 +173,7 @@ def test_lookup_reads_only(suite_dir: Path, tmp_path: Path):
 
 
 def test_the_command_takes_the_warm_path(suite_dir: Path, tmp_path: Path, capsys):
-    from suite_builder import exit_code
+    from testkit.suite_builder import exit_code
 
     cache = tmp_path / "cache"
     argv = ["check", str(suite_dir), "--cache", str(cache), "--json"]

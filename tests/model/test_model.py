@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from tiny_models import make_tokenizer, synthetic_cases
+from testkit.tiny_models import make_tokenizer, synthetic_cases
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from warp_check import HEAD_SPECS, Case, ClassifierAdapter, HeadSpec, Kind, evaluate

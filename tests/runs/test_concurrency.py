@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 import numpy as np
-from suite_builder import split_cases, write_suite
+from testkit.suite_builder import split_cases, write_suite
 
 from warp_check import Case, ClassifierAdapter, evaluate, verify
 from warp_check.cases import Kind

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from tiny_models import repair_suite
+from testkit.tiny_models import repair_suite
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from warp_check import (

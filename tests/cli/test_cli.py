@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from suite_builder import exit_code, tree_digest, write_suite
+from testkit.suite_builder import exit_code, tree_digest, write_suite
 
 from warp_check.certify.artefact import CERTIFICATE_NAME
 from warp_check.cli import main

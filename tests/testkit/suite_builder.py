@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tiny_models import LABELS, synthetic_cases
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from testkit.tiny_models import LABELS, synthetic_cases
 
 
 def margins(model_dir: Path, texts: Sequence[str], labels: Sequence[int]) -> np.ndarray:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from testkit import REPO
 
 from warp_check.cli import main
 from warp_check.errors import CertificateError, ModelError, SuiteError
@@ -25,8 +26,8 @@ from warp_check.model.adapter import ClassifierAdapter
 from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
-SOURCES = sorted((Path(__file__).parents[1] / "warp_check").rglob("*.py")) + sorted(
-    (Path(__file__).parents[1] / "pytest_warp").glob("*.py")
+SOURCES = sorted((REPO / "warp_check").rglob("*.py")) + sorted(
+    (REPO / "pytest_warp").glob("*.py")
 )
 GOOD = '{"id": "a", "text": "the movie was good", "label": "positive"}\n'
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from suite_builder import tree_digest, write_suite
+from testkit.suite_builder import tree_digest, write_suite
 
 from warp_check import verify
 from warp_check.certify.artefact import CERTIFICATE_NAME

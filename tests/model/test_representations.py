@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny_models import synthetic_cases
+from testkit.tiny_models import synthetic_cases
 
 from warp_check import Case, ClassifierAdapter, Kind, encode_cases
 from warp_check.model.head import DenseHead

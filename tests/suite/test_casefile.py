@@ -94,7 +94,7 @@ def test_keeps_an_existing_files_mode_and_new_files_follow_the_umask(tmp_path):
 
 
 def test_the_written_file_loads_as_must_fix_cases_of_a_suite(tmp_path, distilbert_dir):
-    from suite_builder import write_suite
+    from testkit.suite_builder import write_suite
 
     from warp_check.suite.loader import load_suite
 

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from synthetic import synthetic_problem
+from testkit import REPO
+from testkit.synthetic import synthetic_problem
 
 from warp_check.errors import SettingsError
 from warp_check.model.activations import ACTIVATIONS
@@ -305,9 +306,8 @@ def test_scale_benchmark_runs_at_a_small_size(monkeypatch, backend, head):
     # benchmarks/bench_scale.py at 500 must_keep (d_in = 768): the function CI can afford,
     # with the QP backend auto picks there (OSQP) and the one it picks at 100k, and the
     # head shaped like real ones.
-    from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import bench_scale
 
     row = bench_scale.run_size(500, seed=0, activation="relu", rank=2, keep="margin", backend=backend, head=head)
@@ -322,9 +322,8 @@ def test_scale_benchmark_runs_at_a_small_size(monkeypatch, backend, head):
 def test_measured_representation_shape_in_the_scale_benchmark(monkeypatch):
     # bench_scale --distribution measured: N(μ, Σ) with the shape measured on real MiniLM
     # representations (mean share of E‖v‖², power-law spectrum), same E‖v‖² as N(0, I).
-    from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import _synthetic
 
     sampler = _synthetic.Sampler.make("measured", seed=0)
@@ -347,9 +346,8 @@ def test_measured_head_shape_in_the_scale_benchmark(monkeypatch):
     # bench_scale --head measured: the spectrum spike and class alignment measured on the real
     # MiniLM heads (σ₁ / median σ, share of w₁ − w₀ in W's top singular directions); the
     # random head has neither, and the rest of the problem is drawn the same for both.
-    from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import _synthetic
 
     random, measured = (_synthetic.build(0, "relu", "isotropic", shape) for shape in _synthetic.HEADS)
@@ -367,9 +365,8 @@ def test_measured_head_shape_in_the_scale_benchmark(monkeypatch):
 
 def test_head_shape_benchmark_measures_spike_and_class_alignment(monkeypatch, distilbert_dir):
     # benchmarks/head_shape.py: the numbers behind _synthetic's measured head, on any model folder.
-    from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import head_shape
 
     W = np.diag([10.0, 2.0] + [1.0] * 6)
@@ -389,11 +386,10 @@ def test_attack_shape_benchmark_measures_how_must_fix_sit_among_must_keep(
     monkeypatch, tmp_path, distilbert_dir, tiny_split
 ):
     # benchmarks/attack_shape.py: displacement, shared part and separability of attacked cases.
-    from pathlib import Path
 
-    from suite_builder import write_suite
+    from testkit.suite_builder import write_suite
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import attack_shape
 
     rng = np.random.default_rng(0)
@@ -418,9 +414,8 @@ def test_attack_shape_benchmark_measures_how_must_fix_sit_among_must_keep(
 def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, tiny_split):
     # bench_scale --source sst2: a model's head and its suite's must_fix, must_keep from a
     # TSV of sentences (SST-2 train in the benchmark; here the tiny model's own cases).
-    from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import _sst2_scale
     import bench_scale
     import paper_tables
@@ -447,9 +442,8 @@ def test_scale_benchmark_meets_its_goal_only_with_a_converged_repair(monkeypatch
     # bench_scale.main at 300 must_keep (its subprocess and summary): the goal's verdict needs the
     # repair converged with Cert 2 on every case, as well as the time and memory bounds.
     import json
-    from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import bench_scale
 
     assert bench_scale.main(["--sizes", "300", "--compare-full", "0", "--json"]) == 0
