@@ -10,7 +10,6 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from testkit import REPO
 from testkit.suite_builder import split_cases, write_suite
 
 pytest_plugins = ["pytester"]
@@ -114,20 +113,3 @@ def test_a_second_plain_run_answers_from_the_cache_without_importing_torch_or_nu
     assert junit_properties(pytester.path / "warm.xml") == junit_properties(pytester.path / "cold.xml")
 
 
-def test_the_e2e_benchmark_runs_on_a_tiny_suite(tmp_path, distilbert_dir, tiny_split, monkeypatch, capsys):
-    # benchmarks/bench_e2e.py at the smallest size CI can afford: one repeat on the tiny model.
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import bench_e2e
-
-    wrong, right = tiny_split
-    suite = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right)
-    assert bench_e2e.main(["--suite-path", str(suite), "--repeat", "1", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert data["exit_codes_as_expected"] is True
-    loaded = {name: [r["model_loaded"] for r in runs] for name, runs in data["runs"].items()}
-    assert loaded == {"plain_cold": [True], "plain_warm": [False], "repair_cold": [True], "repair_warm": [True]}
-    # Wall-time ratios always exist; a tiny suite's warm run may take "0.00s" per item, so the
-    # suite-run ratios may not.
-    assert all(data["ratios"][name] > 0 for name in ("repair_over_plain", "warm_over_cold", "repair_over_plain_warm"))
-    assert data["medians"]["plain_warm"]["wall_s"] < data["medians"]["plain_cold"]["wall_s"]
-    assert not (suite / ".warp").exists()  # the runs happen on a copy

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 import warp_check.qp.solve as qp
+from warp_check import advice
 from warp_check.errors import SettingsError
 from warp_check.model.activations import torch_activation
 from warp_check.model.head import DenseHead, gaps_from_logits, top_left_singular_vectors
@@ -330,18 +331,11 @@ def _repair(head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, s
     misses = misses_of(gap)
     worst = max(misses, key=lambda m: m.short_by)
     why = f"stalled ({stalled})" if stalled else "not converged"
-    helps = []
-    if any(m.kind == "must_keep" for m in misses):
-        helps.append(f"lower gamma_h (now {settings.gamma_h:g}) or drop must_keep cases that cannot keep it")
-    if any(m.kind == "must_fix" for m in misses):
-        helps.append(f"a higher rank (now {settings.rank}) or lam (now {settings.lam:g})")
-    if not stalled:
-        helps.append(f"a higher max_iter (now {settings.max_iter})")
     msg = (
         f"{why} after {len(records)} iteration(s): at the best iterate ({best_iteration}), "
         f"{len(misses)} case(s) miss their margin, "
         f"worst '{worst.id}' ({worst.kind}) has gap {worst.gap:.4g} < {worst.target:g}; try "
-        + "; ".join(helps)
+        + advice.after_no_convergence(settings, (m.kind for m in misses), stalled=bool(stalled))
     )
     return finish(RepairStatus.NOT_CONVERGED, msg, work_head.with_weight(W), records, gsn, misses, excluded)
 
@@ -386,29 +380,15 @@ def _solver_failure(t: int, solution: qp.QPSolution, settings: RepairSettings) -
     if solution.status in (qp.QPStatus.INFEASIBLE, qp.QPStatus.INFEASIBLE_INACCURATE):
         return RepairStatus.INFEASIBLE, (
             f"iteration {t}: the must_keep constraints cannot all hold together "
-            f"(solver: {solution.solver_status}); lower gamma_h, raise rank, "
-            "or remove conflicting must_keep cases"
+            f"(solver: {solution.solver_status}); {advice.INFEASIBLE_KEEP}"
         )
     if solution.solver_status.startswith(qp.WORKING_SET_UNSETTLED):
         return RepairStatus.SOLVER_FAILED, (
-            f"iteration {t}: {solution.solver_status}; raise solver working_set_rounds "
-            f"(now {settings.solver.working_set_rounds}) or working_set_batch (now {settings.solver.working_set_batch})"
+            f"iteration {t}: {solution.solver_status}; {advice.after_unsettled_working_set(settings)}"
         )
-    if solution.backend == "ipm":
-        helps = (
-            f"raise solver ipm_max_iter (now {settings.solver.ipm_max_iter}) or loosen ipm_tolerance "
-            f"(now {settings.solver.ipm_tolerance:g}), or set solver backend 'osqp'"
-        )
-    elif solution.backend == "active_set":
-        helps = (
-            f"raise solver active_set_max_iter (now {settings.solver.active_set_max_iter}), "
-            "or set solver backend 'osqp'"
-        )
-    else:
-        helps = f"raise solver max_iter (now {settings.solver.max_iter}) or loosen eps_abs/eps_rel"
     return RepairStatus.SOLVER_FAILED, (
         f"iteration {t}: the QP solver ({solution.backend}) ended with '{solution.solver_status}' "
-        f"and no usable solution; {helps}"
+        f"and no usable solution; {advice.after_solver_failure(settings, solution.backend)}"
     )
 
 

@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from warp_check import advice
 from warp_check.cases import Kind
 from warp_check.certify.artefact import claim_destination
 from warp_check.certify.cases import CaseCertificate, summarise
 from warp_check.certify.falsify import AttackSettings
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs.messages import advice, labelled, num
+from warp_check.runs.messages import labelled, num
 from warp_check.runs.pipeline import Evaluation, certify_result, check_settings, evaluate, repair_cases
 from warp_check.runs.result import Mode, RunResult, Verdict, suite_details
 from warp_check.suite.loader import Suite
@@ -171,7 +172,7 @@ def _repair_verdict(suite, case, result, record, misses, flags) -> Verdict:
                 False,
                 f"repair failed ({status}), nothing was written: this {case.kind.value} case's gap "
                 f"{num(miss.gap)} misses its margin {margin} = {num(miss.target)} by {num(miss.short_by)}; "
-                + advice(settings, case.kind.value, status, flags),
+                + advice.for_failed_case(settings, case.kind.value, status, flags),
             )
         return verdict(
             False,

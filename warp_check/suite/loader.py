@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from warp_check import advice
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.qp.settings import SolverSettings
@@ -121,7 +122,7 @@ class Suite:
         settings = dataclasses.replace(self.repair, **changes) if changes else self.repair
         if settings.gamma_h > settings.gamma_s:
             name = "gamma_h" if gamma_h is not None or gamma_s is None else "gamma_s"
-            raise SettingsError(name, getattr(settings, name), _margins_why(settings))
+            raise SettingsError(name, getattr(settings, name), advice.margins_out_of_order(settings))
         return settings
 
     def digest(self) -> str:
@@ -270,16 +271,8 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
         raise loader.error(f"repair.{exc.field}", _why(exc)) from None
     if settings.gamma_h > settings.gamma_s:
         name = "gamma_h" if "gamma_h" in values else "gamma_s"
-        raise loader.error(f"repair.{name}", _margins_why(settings))
+        raise loader.error(f"repair.{name}", advice.margins_out_of_order(settings))
     return settings
-
-
-def _margins_why(settings: RepairSettings) -> str:
-    return (
-        f"gamma_h = {settings.gamma_h:g} > gamma_s = {settings.gamma_s:g}: a must_keep case would need a larger "
-        "margin than a repaired must_fix case gets, so a case fixed now fails as must_keep on the next run; "
-        "lower gamma_h or raise gamma_s"
-    )
 
 
 def _why(exc: SettingsError) -> str:

@@ -1,0 +1,76 @@
+"""What may help: every suggestion warp-check makes when a repair or a setting fails, in one place.
+
+Each function returns the words only; the caller says what failed and by how much. Standard
+library only (suites use it while they load).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from warp_check.repair.settings import RepairSettings
+
+
+def after_no_convergence(settings: RepairSettings, missed_kinds: Iterable[str], *, stalled: bool) -> str:
+    """What to try when the loop ended with cases short of their margin ('try ...')."""
+    kinds = set(missed_kinds)
+    helps = []
+    if "must_keep" in kinds:
+        helps.append(f"lower gamma_h (now {settings.gamma_h:g}) or drop must_keep cases that cannot keep it")
+    if "must_fix" in kinds:
+        helps.append(f"a higher rank (now {settings.rank}) or lam (now {settings.lam:g})")
+    if not stalled:
+        helps.append(f"a higher max_iter (now {settings.max_iter})")
+    return "; ".join(helps)
+
+
+INFEASIBLE_KEEP = "lower gamma_h, raise rank, or remove conflicting must_keep cases"
+
+
+def after_unsettled_working_set(settings: RepairSettings) -> str:
+    solver = settings.solver
+    return (
+        f"raise solver working_set_rounds (now {solver.working_set_rounds}) "
+        f"or working_set_batch (now {solver.working_set_batch})"
+    )
+
+
+def after_solver_failure(settings: RepairSettings, backend: str) -> str:
+    """What to try when a QP backend ended with no usable solution."""
+    solver = settings.solver
+    if backend == "ipm":
+        return (
+            f"raise solver ipm_max_iter (now {solver.ipm_max_iter}) or loosen ipm_tolerance "
+            f"(now {solver.ipm_tolerance:g}), or set solver backend 'osqp'"
+        )
+    if backend == "active_set":
+        return f"raise solver active_set_max_iter (now {solver.active_set_max_iter}), or set solver backend 'osqp'"
+    return f"raise solver max_iter (now {solver.max_iter}) or loosen eps_abs/eps_rel"
+
+
+def for_failed_case(settings: RepairSettings, kind: str, status: str, flags: Mapping[str, str]) -> str:
+    """'what may help: ...' for a case a failed repair left short; ``flags`` names each setting's
+    command-line flag (pytest's or the CLI's) where there is one."""
+
+    def setting(name: str, verb: str) -> str:
+        how = f"{flags[name]} or [repair] {name}" if name in flags else f"[repair] {name} in warp.toml"
+        return f"{verb} {name} (now {getattr(settings, name):g}; {how})"
+
+    if status == "infeasible" or kind == "must_keep":
+        parts = [setting("gamma_h", "lower"), setting("rank", "raise")]
+        tail = ", or remove must_keep cases that conflict with the must_fix ones"
+    elif status == "solver_failed":
+        return "raise [repair.solver] max_iter or loosen eps_abs/eps_rel in warp.toml"
+    else:
+        parts = [setting("rank", "raise"), setting("lam", "raise"), setting("max_iter", "raise")]
+        tail = f", or {setting('gamma_s', 'lower')}"
+    return "what may help: " + ", ".join(parts) + tail
+
+
+def margins_out_of_order(settings: RepairSettings) -> str:
+    """Why gamma_h > gamma_s cannot work, and what to change."""
+    return (
+        f"gamma_h = {settings.gamma_h:g} > gamma_s = {settings.gamma_s:g}: a must_keep case would need a larger "
+        "margin than a repaired must_fix case gets, so a case fixed now fails as must_keep on the next run; "
+        "lower gamma_h or raise gamma_s"
+    )
