@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from warp_check.cases import Kind
 from warp_check.cli import main
 from warp_check.errors import SuiteError
 from warp_check.suite.loader import load_suite
@@ -214,10 +215,23 @@ def fuzz_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _only_suite_errors(folder: Path) -> None:
+    """Loading either fails with a SuiteError that names its file, or gives a suite that keeps the
+    loader's promises: unique ids, real texts, labels the model has, each case at its file:line."""
     try:
-        load_suite(folder)
+        suite = load_suite(folder)
     except SuiteError as exc:
         assert exc.path is not None and str(exc).startswith(exc.path)
+        return
+    assert any(case.kind is not Kind.AUX for case in suite.cases)
+    assert len({case.id for case in suite.cases}) == len(suite.cases)
+    for case in suite.cases:
+        assert case.text.strip() and case.id.strip()
+        assert 0 <= case.label < (suite.num_classes or 2)
+        assert case.label in suite.labels.values()
+        location = suite.locations[case.id]
+        lines = location.path.read_bytes().split(b"\n")
+        assert json.loads(lines[location.line - 1])["text"] == case.text
+    assert 1 <= suite.repair.rank and 0 < suite.repair.gamma_h <= suite.repair.gamma_s
 
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -12,11 +12,11 @@ Only recipes that run without the network are offered (measured with textattack 
 for any other one fails before textattack is imported, naming what it would download. TextAttack
 is an optional extra (``warp-check[attack]``: it pulls flair, which needs transformers < 5) and is
 imported lazily, never at warp-check import. Throughput comes from querying the model through the
-suite's own :class:`~warp_check.model.ClassifierAdapter`: batches padded to their longest input (not
+suite's own :class:`~warp_check.model.adapter.ClassifierAdapter`: batches padded to their longest input (not
 to ``model_max_length``) with only the inputs the model's ``forward`` accepts.
 
 Every success is re-predicted with the adapter before it is written, and only the cases the model
-really gets wrong are kept. Cases are appended with :func:`warp_check.casefile.append_cases`:
+really gets wrong are kept. Cases are appended with :func:`warp_check.suite.casefile.append_cases`:
 content ids (a second run adds nothing), atomic and locked, once at the end of the run (also after
 Ctrl-C, with what was found until then).
 """

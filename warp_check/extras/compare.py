@@ -4,10 +4,10 @@ Methods, each scored on the same subsampled must_fix / must_keep cases:
 
 * ``original``: the model as it is.
 * ``lora``: same-layer LoRA (rank 2, α = 4, peft) on the repair layer, trained on
-  must_fix ∪ must_keep (:mod:`warp_check.baselines`).
+  must_fix ∪ must_keep (:mod:`warp_check.extras.baselines`).
 * ``full_ft``: all layers fine-tuned on the same union (lr 1e-4, batch 16, ≤ 300 epochs, early
-  stopping with patience 5 on the training loss; see :mod:`warp_check.baselines`).
-* ``warp``: :func:`warp_check.pipeline.repair_cases`, once per rank in ``ranks``.
+  stopping with patience 5 on the training loss; see :mod:`warp_check.extras.baselines`).
+* ``warp``: :func:`warp_check.runs.pipeline.repair_cases`, once per rank in ``ranks``.
 
 Columns (the paper's Table 3): **Repair Acc** = accuracy on must_fix after the method, **Remain
 Acc** on must_keep, **General Acc** on a clean held-out set (``general``), **Atk. Gen** on

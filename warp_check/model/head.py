@@ -89,7 +89,7 @@ class DenseHead:
 
 
 def answers_from_logits(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(prediction, gap) per row: what a check reports of each case. warp_check.warm repeats
+    """(prediction, gap) per row: what a check reports of each case. warp_check.cache.warm repeats
     this arithmetic in pure Python on stored logits, so a warm check's numbers are these."""
     if len(labels) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
