@@ -17,9 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check.cases import Case
     from warp_check.suite.case_files import Location
 
-from .state import WarpSession
+from .state import STATE
 
-STATE = pytest.StashKey[WarpSession]()
 VERDICT = pytest.StashKey[dict]()
 # Verdict properties recorded for JUnit XML (record_property), in this order, when present.
 JUNIT_PROPERTIES = (
@@ -77,7 +76,10 @@ class CaseItem(pytest.Item):
             self.extra_keyword_matches.add(case.source)  # -k deepwordbug
 
     def runtest(self) -> None:
-        result = self.config.stash[STATE].result_for(self.parent)
+        suite_file = self.parent
+        result = self.config.stash[STATE].result_for(
+            suite_file.suite_key, lambda: [item.name for item in self.session.items if item.parent is suite_file]
+        )
         verdict = result.verdict(self.case.id)
         if verdict is None:
             raise CaseFailure(f"no verdict for this case: {result.message}")

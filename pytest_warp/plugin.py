@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from . import record
-from .items import STATE, VERDICT, CaseItem, SuiteFile
+from .items import VERDICT, CaseItem, SuiteFile
 from .options import add_options, read_options
-from .state import WarpSession
+from .state import STATE, WarpSession
 
 SUITE_FILE = "warp.toml"
 

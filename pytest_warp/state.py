@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.runs.result import RunResult
     from warp_check.suite.loader import Suite
-
-    from .items import SuiteFile
 
 RUNS_DIR = "runs"  # in <suite>/.warp: result files shared by xdist workers
 RUN_FILE_MAX_AGE_S = 24 * 3600
@@ -117,11 +116,11 @@ class WarpSession:
         workdir(suite)
         return default_out_dir(suite)
 
-    def result_for(self, node: SuiteFile) -> RunResult:
-        key = node.suite_key
+    def result_for(self, key: Path, selected_ids: Callable[[], list[str]]) -> RunResult:
+        """The run of the suite at ``key`` (computed once, with the ids ``selected_ids`` gives)."""
         if key not in self.results:
             suite = self.suites[key]
-            selected = [item.name for item in node.session.items if item.parent is node]
+            selected = selected_ids()
             try:
                 self.results[key] = self._shared(suite, lambda: self._compute(key, suite, selected), selected)
             except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
@@ -222,3 +221,7 @@ def _prune(runs: Path) -> None:
                 os.unlink(path)
         except OSError:
             continue
+
+
+# The session's state, in config.stash (pytest's own place for a plugin's state).
+STATE = pytest.StashKey[WarpSession]()
