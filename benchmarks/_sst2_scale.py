@@ -39,7 +39,7 @@ def problem(n_keep: int, keep: str):
     """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep."""
     from warp_check.cases import Case, Kind
     from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.repair.loop import CaseSet
+    from warp_check.repair.records import CaseSet
     from warp_check.runs.pipeline import evaluate
     from warp_check.suite.loader import load_suite
 

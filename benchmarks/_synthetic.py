@@ -41,8 +41,8 @@ import numpy as np
 
 from warp_check.model.activations import ACTIVATIONS
 from warp_check.model.head import DenseHead, top_left_singular_vectors
-from warp_check.qp.solve import LinearisedProblem
-from warp_check.repair.loop import CaseSet
+from warp_check.qp.problem import LinearisedProblem
+from warp_check.repair.records import CaseSet
 
 D = 768  # d_in = d_out, as in DistilBERT's pre_classifier / BERT's pooler
 N_FIX = 108

@@ -38,7 +38,8 @@ import _synthetic  # noqa: E402
 import numpy as np  # noqa: E402
 
 import warp_check.qp.solve as qp  # noqa: E402
-from warp_check.repair.loop import RepairStatus, repair_head
+from warp_check.repair.loop import repair_head
+from warp_check.repair.records import RepairStatus
 from warp_check.repair.settings import RepairSettings
 
 

@@ -52,7 +52,8 @@ import _synthetic  # noqa: E402
 import numpy as np  # noqa: E402
 from bench_repair import recording_qp_solves  # noqa: E402
 
-from warp_check.repair.loop import CaseSet, RepairStatus, repair_head
+from warp_check.repair.loop import repair_head
+from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
 
 SIZES = (1_000, 10_000, 100_000)

@@ -52,8 +52,11 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.model.encode import Encoded, encode_cases
     from warp_check.model.head import DenseHead, top_left_singular_vectors
     from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
-    from warp_check.qp.solve import LinearisedProblem, QPForm, QPSolution, QPStatus, solve
-    from warp_check.repair.loop import CaseSet, RepairResult, RepairStatus, repair_head
+    from warp_check.qp.problem import LinearisedProblem
+    from warp_check.qp.solution import QPForm, QPSolution, QPStatus
+    from warp_check.qp.solve import solve
+    from warp_check.repair.loop import repair_head
+    from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
     from warp_check.runs.pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
     from warp_check.runs.report import write_report
     from warp_check.runs.result import Mode, RunResult, Verdict
@@ -103,15 +106,15 @@ _LAZY: dict[str, str] = {
     "HEAD_SPECS": "warp_check.model.specs",
     "HeadSpec": "warp_check.model.specs",
     "resolve_spec": "warp_check.model.specs",
-    "LinearisedProblem": "warp_check.qp.solve",
-    "QPForm": "warp_check.qp.solve",
-    "QPSolution": "warp_check.qp.solve",
-    "QPStatus": "warp_check.qp.solve",
+    "LinearisedProblem": "warp_check.qp.problem",
+    "QPForm": "warp_check.qp.solution",
+    "QPSolution": "warp_check.qp.solution",
+    "QPStatus": "warp_check.qp.solution",
     "solve": "warp_check.qp.solve",
-    "CaseSet": "warp_check.repair.loop",
+    "CaseSet": "warp_check.repair.records",
     "repair_head": "warp_check.repair.loop",
-    "RepairResult": "warp_check.repair.loop",
-    "RepairStatus": "warp_check.repair.loop",
+    "RepairResult": "warp_check.repair.records",
+    "RepairStatus": "warp_check.repair.records",
     "evaluate": "warp_check.runs.pipeline",
     "Evaluation": "warp_check.runs.pipeline",
     "repair_cases": "warp_check.runs.pipeline",

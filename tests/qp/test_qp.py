@@ -15,8 +15,11 @@ from testkit.qp_problems import (
 )
 
 from warp_check.errors import SettingsError
+from warp_check.qp.osqp_backend import OSQP_STATUS
+from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solve import _OSQP_STATUS, LinearisedProblem, QPForm, QPStatus, solve
+from warp_check.qp.solution import QPForm, QPStatus
+from warp_check.qp.solve import solve
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -122,7 +125,7 @@ def test_rows_over_cases_match_rows_with_their_own_copy_of_v():
 
 
 def test_a_working_set_that_does_not_settle_fails_or_solves_whole(monkeypatch):
-    import warp_check.qp.solve as qp_module
+    import warp_check.qp.osqp_backend as qp_module
 
     problem = problem_over_cases(2, 6, 40, 2, 10, 1)
     slow = SolverSettings(form="dual", working_set_batch=1, working_set_rounds=1, working_set_window=0.0)
@@ -146,14 +149,14 @@ def test_undecided_dual_falls_back_to_the_primal(monkeypatch):
     # Found by hypothesis in CI: on an infeasible problem the dual's ADMM can run out of
     # iterations before it detects the unbounded direction (how soon varies by machine);
     # the primal then says "infeasible". A starved dual makes that deterministic here.
-    import warp_check.qp.solve as qp_module
+    import warp_check.qp.osqp_backend as qp_module
 
     problem = random_problem(4, 1, 17, 1, 8)
     original = qp_module._solve_dual
 
     def starved_dual(problem, settings):
         B, result = original(problem, SolverSettings(max_iter=50, eps_infeasible=1e-12, polishing=False))
-        assert qp_module._OSQP_STATUS[QPForm.DUAL][int(result.info.status_val)] is QPStatus.MAX_ITER
+        assert qp_module._status(QPForm.DUAL, result) is QPStatus.MAX_ITER
         return B, result
 
     monkeypatch.setattr(qp_module, "_solve_dual", starved_dual)
@@ -179,12 +182,12 @@ def test_iteration_limit_is_its_own_outcome():
 def test_status_table_covers_every_osqp_status():
     import osqp
 
-    values = {int(s.value) for s in osqp.SolverStatus}
+    names = {status.name for status in osqp.SolverStatus}
     for form in QPForm:
-        assert set(_OSQP_STATUS[form]) == values
-    assert _OSQP_STATUS[QPForm.DUAL][5] is QPStatus.INFEASIBLE  # dual unbounded ⇔ primal infeasible
-    assert _OSQP_STATUS[QPForm.PRIMAL][3] is QPStatus.INFEASIBLE
-    assert _OSQP_STATUS[QPForm.PRIMAL][2] is QPStatus.SOLVED_INACCURATE
+        assert set(OSQP_STATUS[form]) == names
+    assert OSQP_STATUS[QPForm.DUAL]["OSQP_DUAL_INFEASIBLE"] is QPStatus.INFEASIBLE  # dual unbounded ⇔ infeasible
+    assert OSQP_STATUS[QPForm.PRIMAL]["OSQP_PRIMAL_INFEASIBLE"] is QPStatus.INFEASIBLE
+    assert OSQP_STATUS[QPForm.PRIMAL]["OSQP_SOLVED_INACCURATE"] is QPStatus.SOLVED_INACCURATE
 
 
 def test_form_is_picked_by_size():
@@ -225,3 +228,19 @@ def test_solving_prints_nothing(capsys):
         assert solve(problem, SolverSettings(form=form)).status is QPStatus.SOLVED
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+def test_every_backend_is_registered_with_the_one_signature_and_gives_osqps_answer():
+    import inspect
+
+    from warp_check.qp.solution import Backend
+    from warp_check.qp.solve import BACKENDS
+
+    assert set(BACKENDS) == set(Backend)
+    problem = random_problem(2, 3, 12, 2, 16)  # fewer rows than unknowns: no backend needs a hand-over
+    reference = solve(problem, SolverSettings(backend="osqp", working_set=False))
+    for backend, backend_solve in BACKENDS.items():
+        assert list(inspect.signature(backend_solve).parameters) == ["problem", "settings"], backend
+        solution = backend_solve(problem, SolverSettings(backend=backend.value))
+        assert solution.status is QPStatus.SOLVED and solution.backend is backend, (backend, solution.solver_status)
+        assert solution.objective == pytest.approx(reference.objective, rel=1e-5)

@@ -16,8 +16,10 @@ from testkit.qp_problems import (
 
 import warp_check.qp.active_set as qp_active_set
 from warp_check.errors import SettingsError
+from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solve import _ACTIVE_SET_STATUS, LinearisedProblem, QPForm, QPStatus, pick_backend, solve
+from warp_check.qp.solution import Outcome, QPForm, QPStatus
+from warp_check.qp.solve import pick_backend, solve
 
 ACTIVE_SET = SolverSettings(backend="active_set")
 EXACT = {"tolerance": 1e-9, "max_iter": 100, "time_limit_s": 60.0}
@@ -65,8 +67,8 @@ def test_active_set_finds_osqps_optimum_with_rows_joining_lazily(
 
 def test_the_answer_meets_every_rows_optimality_condition_to_round_off():
     problem = random_problem(3, 10, 80, 3, 30)
-    result = qp_active_set.solve(problem, **EXACT)
-    assert result.outcome is qp_active_set.ActiveSetOutcome.SOLVED
+    result = qp_active_set.run(problem, **EXACT)
+    assert result.outcome is Outcome.SOLVED
     assert kkt_violation(problem, result.B) < 1e-10
     # The rows it reports in play hold every soft row and every row with a multiplier.
     assert set(range(problem.n_fix)) <= set(result.rows.tolist())
@@ -76,9 +78,9 @@ def test_the_answer_meets_every_rows_optimality_condition_to_round_off():
 def test_how_many_rows_join_at_a_time_changes_the_path_not_the_answer(join_at_most):
     problem = random_problem(5, 8, 60, 2, 40)
     lines: list[str] = []
-    reference = qp_active_set.solve(problem, **EXACT)
-    result = qp_active_set.solve(problem, **EXACT, join_at_most=join_at_most, stall_after=100, trace=lines.append)
-    assert result.outcome is qp_active_set.ActiveSetOutcome.SOLVED
+    reference = qp_active_set.run(problem, **EXACT)
+    result = qp_active_set.run(problem, **EXACT, join_at_most=join_at_most, stall_after=100, trace=lines.append)
+    assert result.outcome is Outcome.SOLVED
     np.testing.assert_allclose(result.B, reference.B, atol=1e-9)
     assert len(lines) == result.iterations + 1 and "worst" in lines[-1]
     if join_at_most == 1:  # one row a step: at least as many iterations as multipliers
@@ -90,8 +92,8 @@ def test_a_target_outside_the_box_is_clamped_at_the_bound_it_crosses():
     # negative: it is clamped at 0 and the other row alone decides β.
     v = np.array([[1.0, 0.0], [1.0, 0.1]])
     problem = LinearisedProblem(np.ones((2, 1)), v, np.array([1.0, 0.5]), 0, 2.0, 50.0)
-    result = qp_active_set.solve(problem, **EXACT, join_at_most=None)
-    assert result.outcome is qp_active_set.ActiveSetOutcome.SOLVED
+    result = qp_active_set.run(problem, **EXACT, join_at_most=None)
+    assert result.outcome is Outcome.SOLVED
     np.testing.assert_allclose(result.B, [[1.0, 0.0]], atol=1e-12)  # row 1 holds at it: 1.0 ≥ 0.5
 
 
@@ -128,23 +130,17 @@ def test_crowded_rows_in_play_are_settled_by_osqp_from_them():
 
 
 def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
-    import warp_check.qp.solve as qp_module
+    import warp_check.qp.osqp_backend as qp_module
 
     problem = random_problem(1, 30, 200, 2, 50)
     starved = solve(problem, SolverSettings(backend="active_set", active_set_max_iter=1))
     assert starved.status is QPStatus.SOLVED and starved.backend == "osqp"
     assert "active set: iteration limit" in starved.solver_status
-    out_of_time = qp_active_set.solve(problem, tolerance=1e-9, max_iter=100, time_limit_s=1e-12)
-    assert out_of_time.outcome is qp_active_set.ActiveSetOutcome.TIME_LIMIT and out_of_time.iterations == 0
+    out_of_time = qp_active_set.run(problem, tolerance=1e-9, max_iter=100, time_limit_s=1e-12)
+    assert out_of_time.outcome is Outcome.TIME_LIMIT and out_of_time.iterations == 0
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
     alone = solve(problem, SolverSettings(backend="active_set", active_set_max_iter=1))
     assert alone.status is QPStatus.MAX_ITER and alone.B is None and alone.backend == "active_set"
-
-
-def test_every_active_set_outcome_has_a_status():
-    assert set(_ACTIVE_SET_STATUS) == {outcome.value for outcome in qp_active_set.ActiveSetOutcome}
-    assert not _ACTIVE_SET_STATUS["stalled"].has_solution
-    assert _ACTIVE_SET_STATUS["infeasible inaccurate"] is QPStatus.INFEASIBLE_INACCURATE
 
 
 def test_auto_picks_the_active_set_past_ipm_max_unknowns():

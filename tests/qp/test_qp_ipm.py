@@ -16,8 +16,10 @@ from testkit.qp_problems import (
 
 import warp_check.qp.ipm as qp_ipm
 from warp_check.errors import SettingsError
+from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solve import _IPM_STATUS, LinearisedProblem, QPForm, QPStatus, pick_backend, solve
+from warp_check.qp.solution import OUTCOME_STATUS, Outcome, QPForm, QPStatus
+from warp_check.qp.solve import pick_backend, solve
 
 IPM = SolverSettings(backend="ipm")
 
@@ -99,12 +101,12 @@ def test_start_rows_are_cleaned_and_checked():
     # Duplicates must not turn a soft row into a second, hard copy of itself.
     problem = random_problem(0, 2, 10, 1, 8)
     osqp = solve(problem, SolverSettings(backend="osqp", working_set=False))
-    twice = qp_ipm.solve(problem, np.array([0, 0, 1, 1, 2]), tolerance=1e-7, max_iter=100, time_limit_s=10.0)
-    assert twice.outcome is qp_ipm.IPMOutcome.SOLVED
+    twice = qp_ipm.run(problem, np.array([0, 0, 1, 1, 2]), tolerance=1e-7, max_iter=100, time_limit_s=10.0)
+    assert twice.outcome is Outcome.SOLVED
     assert problem.primal_objective(twice.B) == pytest.approx(osqp.objective, rel=1e-5)
     for bad in ([0, 1, -1], [0, 1, problem.n]):
         with pytest.raises(ValueError, match="rows of the problem"):
-            qp_ipm.solve(problem, np.array(bad), tolerance=1e-7, max_iter=10, time_limit_s=10.0)
+            qp_ipm.run(problem, np.array(bad), tolerance=1e-7, max_iter=10, time_limit_s=10.0)
 
 
 def test_no_row_near_its_bound_and_no_soft_row():
@@ -151,7 +153,7 @@ def test_soft_rows_in_contradiction_are_paid_for_not_infeasible():
 
 
 def test_iteration_limit_is_its_own_outcome_and_near_misses_are_inaccurate(monkeypatch):
-    import warp_check.qp.solve as qp_module
+    import warp_check.qp.osqp_backend as qp_module
 
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the IPM's own outcome
     problem = random_problem(1, 30, 200, 2, 50)
@@ -177,9 +179,12 @@ def test_an_undecided_ipm_hands_its_rows_to_osqp():
 
 
 def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
-    import warp_check.qp.solve as qp_module
+    import warp_check.qp.osqp_backend as qp_module
 
-    monkeypatch.setattr(qp_ipm, "_cholesky", lambda M: None)
+    def breaks(M):
+        raise np.linalg.LinAlgError("planted")
+
+    monkeypatch.setattr(qp_ipm, "shifted_cholesky", breaks)
     problem = random_problem(2, 5, 40, 2, 16)
     # Every row in play, and few of them: OSQP answers instead.
     rescued = solve(problem, SolverSettings(backend="ipm", working_set=False))
@@ -194,11 +199,11 @@ def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
     assert "Cholesky" in result.solver_status
 
 
-def test_every_ipm_outcome_has_a_status():
-    assert set(_IPM_STATUS) == {outcome.value for outcome in qp_ipm.IPMOutcome}
-    assert _IPM_STATUS["infeasible inaccurate"] is QPStatus.INFEASIBLE_INACCURATE
-    assert _IPM_STATUS["solved inaccurate"] is QPStatus.SOLVED_INACCURATE
-    assert not _IPM_STATUS["stalled"].has_solution
+def test_every_method_outcome_has_a_status():
+    assert set(OUTCOME_STATUS) == set(Outcome)
+    assert OUTCOME_STATUS[Outcome.INFEASIBLE_INACCURATE] is QPStatus.INFEASIBLE_INACCURATE
+    assert OUTCOME_STATUS[Outcome.SOLVED_INACCURATE] is QPStatus.SOLVED_INACCURATE
+    assert not OUTCOME_STATUS[Outcome.STALLED].has_solution
 
 
 def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows_up_to_ipm_max_unknowns():
@@ -241,4 +246,4 @@ def test_the_ipm_cannot_be_asked_for_the_dual_form():
 def test_start_rows_must_hold_every_soft_row():
     problem = random_problem(0, 3, 10, 1, 8)
     with pytest.raises(ValueError, match="soft row"):
-        qp_ipm.solve(problem, np.array([0, 1]), tolerance=1e-7, max_iter=10, time_limit_s=10.0)
+        qp_ipm.run(problem, np.array([0, 1]), tolerance=1e-7, max_iter=10, time_limit_s=10.0)

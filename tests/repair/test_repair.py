@@ -12,7 +12,10 @@ from warp_check.errors import SettingsError
 from warp_check.model.activations import ACTIVATIONS
 from warp_check.model.head import DenseHead, top_left_singular_vectors
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair.loop import CaseSet, RepairStatus, gsn_finetune, repair_head
+from warp_check.qp.solution import Outcome
+from warp_check.repair.gsn import gsn_finetune
+from warp_check.repair.loop import repair_head
+from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
 
 
@@ -205,18 +208,18 @@ def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkey
     # linearised gaps it promised and the true gaps of W + U B (the full step, before any
     # backtracking), then W advanced by the fraction the loop took. On this problem the first
     # full step breaks must_keep cases that the linear model kept, so the loop halves it.
-    import warp_check.qp.solve as qp_module
+    import warp_check.repair.loop as loop_module
 
     head, fix, keep = synthetic_problem(seed=0, n_keep=400, n_fix=12)
     solved = []
-    solve = qp_module.solve
+    solve = loop_module.solve
 
     def recording(problem, settings=None):
         solution = solve(problem, settings)
         solved.append((problem, solution))
         return solution
 
-    monkeypatch.setattr(qp_module, "solve", recording)
+    monkeypatch.setattr(loop_module, "solve", recording)
     settings = RepairSettings(rank=2)
     result = repair_head(head, fix, keep, settings=settings)
     assert result.repaired and len(solved) == len(result.iterations)
@@ -305,14 +308,14 @@ def test_after_the_active_set_hands_a_qp_to_osqp_auto_stays_with_osqp(monkeypatc
 
     head, fix, keep = synthetic_problem(seed=3, n_keep=200)
     calls = []
-    solve = qp_active_set.solve
+    run = qp_active_set.run
 
     def stalling(problem, **options):
         calls.append(problem.n)
-        result = solve(problem, **{**options, "max_iter": 1})
-        return replace(result, outcome=qp_active_set.ActiveSetOutcome.STALLED)
+        result = run(problem, **{**options, "max_iter": 1})
+        return replace(result, outcome=Outcome.STALLED)
 
-    monkeypatch.setattr(qp_active_set, "solve", stalling)
+    monkeypatch.setattr(qp_active_set, "run", stalling)
     auto = SolverSettings(ipm_min_rows=1, ipm_max_unknowns=1)  # auto picks the active set here
     result = repair_head(head, fix, keep, settings=RepairSettings(solver=auto))
     assert result.status is RepairStatus.CONVERGED and len(result.iterations) > 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from warp_check.qp.solve import LinearisedProblem
+from warp_check.qp.problem import LinearisedProblem
 
 
 def random_problem(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int) -> LinearisedProblem:

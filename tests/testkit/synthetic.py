@@ -6,7 +6,7 @@ import numpy as np
 
 from warp_check.model.activations import ACTIVATIONS
 from warp_check.model.head import DenseHead
-from warp_check.repair.loop import CaseSet
+from warp_check.repair.records import CaseSet
 
 
 def synthetic_problem(

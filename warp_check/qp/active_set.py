@@ -17,29 +17,35 @@ descent, Newton's direction over the rows that can move, cut at the box, is (Law
 Hanson's step). When the face is the optimum's, the step lands on the optimum, so the method
 ends with every row's optimality condition met to round-off.
 
-Why a backend of its own: OSQP (qp.solve) factors a working set's dense dual with a sparse
-LDLᵀ that uses no BLAS, three times a round (set-up, ρ update, polish), and its working set
-grows by a batch of rows a round. At 100k must_keep rows and rank 8 (p = r·d_in = 6,144, too
-many unknowns for the β-space IPM, qp_ipm) its first QP took 13 rounds and 344 s; this method
-takes 9 iterations and 8 s, with 3,515 rows in play at the end (benchmarks/RESULTS.md).
+Why a backend of its own: OSQP factors a working set's dense dual with a sparse LDLᵀ that uses
+no BLAS, three times a round (set-up, ρ update, polish), and its working set grows by a batch
+of rows a round. At 100k must_keep rows and rank 8 (p = r·d_in = 6,144, too many unknowns for
+the β-space interior point) its first QP takes 344 s; this method 8 s.
 
 Where it cannot settle: Q over the rows in play is singular when more rows are in play than β
 has unknowns, or rows repeat; the factorisation is then shifted and the step approximate, and
 the method may stall; so it does on rows as correlated as real representations (reported;
-qp.solve then starts OSQP's working set from the rows holding multipliers, as for the IPM).
-Contradicting hard rows make the dual unbounded below: their multipliers grow along a Farkas
-ray, tested as in qp_ipm.
+OSQP's working set then starts from the rows holding multipliers). Contradicting hard rows make
+the dual unbounded below: their multipliers grow along a Farkas ray (linalg.farkas_ratio).
 """
 
 from __future__ import annotations
 
-import enum
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
-from warp_check.qp.ipm import CHOLESKY_SHIFTS, FARKAS_INFEASIBLE, FARKAS_INFEASIBLE_INACCURATE
+from warp_check.qp.linalg import (
+    FARKAS_INFEASIBLE,
+    FARKAS_INFEASIBLE_INACCURATE,
+    cholesky_solve,
+    farkas_ratio,
+    shifted_cholesky,
+)
+from warp_check.qp.osqp_backend import answer_or_hand_over
+from warp_check.qp.problem import LinearisedProblem
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution
 
 # Rows that join per iteration at most, the most violated first. At 100k must_keep the first
 # iterations find tens of thousands violated, most of which the next step satisfies anyway,
@@ -62,31 +68,27 @@ DESCENT_ANGLE = 1e-10
 SCHUR_AT_MOST = 6
 
 
-class ActiveSetOutcome(str, enum.Enum):
-    SOLVED = "solved"
-    INFEASIBLE = "infeasible"  # a Farkas ray on the hard rows (see FARKAS_INFEASIBLE)
-    INFEASIBLE_INACCURATE = "infeasible inaccurate"
-    MAX_ITER = "iteration limit"
-    TIME_LIMIT = "time limit"
-    # Short of the tolerance, no descent left or no progress in STALL_ITERATIONS: the rows in
-    # play are (numerically) dependent.
-    STALLED = "stalled"
+def solve(problem: LinearisedProblem, settings: SolverSettings) -> QPSolution:
+    """The backend: the method from z = 0, at most JOIN_AT_MOST rows joining an iteration (all
+    of them without a working set); an undecided run goes to OSQP's working set, started from
+    the rows holding multipliers — not the rows that just joined: after a stall those are the
+    ones the method could not place (real SST-2 45k: from them OSQP took 65 s, from the rows
+    holding multipliers 15 s)."""
+    start = time.perf_counter()
+    result = run(
+        problem,
+        tolerance=settings.active_set_tolerance,
+        max_iter=settings.active_set_max_iter,
+        time_limit_s=settings.time_limit_s,
+        join_at_most=JOIN_AT_MOST if settings.working_set else None,
+        stall_after=STALL_ITERATIONS,
+    )
+    return answer_or_hand_over(
+        problem, settings, start, result, backend=Backend.ACTIVE_SET, words="active set", form=QPForm.DUAL
+    )
 
 
-@dataclass(frozen=True)
-class ActiveSetResult:
-    B: np.ndarray  # (r, d_in): the last iterate (the answer when solved)
-    outcome: ActiveSetOutcome
-    iterations: int
-    # Every soft row and the rows holding multipliers at the end (sorted): where OSQP's working
-    # set starts when the method cannot decide. Not the rows that just joined: after a stall
-    # they are the ones the method could not place (real 45k: 1,000 of them, and OSQP from
-    # there took 65 s where it takes 15 s from its own start).
-    rows: np.ndarray
-    detail: str
-
-
-def solve(
+def run(
     problem,
     *,
     tolerance: float,
@@ -95,8 +97,8 @@ def solve(
     join_at_most: int | None = JOIN_AT_MOST,
     stall_after: int = STALL_ITERATIONS,
     trace=None,
-) -> ActiveSetResult:
-    """Solve ``problem`` (a ``qp.LinearisedProblem``) from z = 0.
+) -> BackendRun:
+    """The active-set method on ``problem`` from z = 0.
 
     Solved when every row meets its optimality condition to ``tolerance``·(1 + max |h|): a row
     at 0 holds (g ≥ −tol), a row inside its box is tight (|g| ≤ tol), a soft row at its price
@@ -115,9 +117,9 @@ def solve(
     in_play = np.zeros(0, dtype=np.int64)
     best, best_at = np.inf, 0
 
-    def result(outcome: ActiveSetOutcome, iterations: int, detail: str) -> ActiveSetResult:
+    def result(outcome: Outcome, iterations: int, detail: str) -> BackendRun:
         rows = np.union1d(np.arange(problem.n_fix), np.flatnonzero(z > 0))
-        return ActiveSetResult(B, outcome, iterations, rows, detail)
+        return BackendRun(B=B, outcome=outcome, iterations=iterations, rows=rows, detail=detail)
 
     for iteration in range(max_iter + 1):
         g = problem.constraint_values(B) - h
@@ -128,17 +130,17 @@ def solve(
             support = np.count_nonzero(z)
             trace(f"{iteration:3d}  worst {worst:.3e}  multipliers > 0: {support}  rows in play {in_play.size}")
         if worst <= limit:
-            return result(ActiveSetOutcome.SOLVED, iteration, f"every row within {limit:.1e}")
+            return result(Outcome.SOLVED, iteration, f"every row within {limit:.1e}")
         ray = _farkas_ray(problem, z, B)
         if ray is not None and ray <= FARKAS_INFEASIBLE:
-            return result(ActiveSetOutcome.INFEASIBLE, iteration, f"Farkas ray ratio {ray:.1e}")
+            return result(Outcome.INFEASIBLE, iteration, f"Farkas ray ratio {ray:.1e}")
         if iteration == max_iter or time.perf_counter() - start > time_limit_s:
-            outcome = ActiveSetOutcome.MAX_ITER if iteration == max_iter else ActiveSetOutcome.TIME_LIMIT
+            outcome = Outcome.MAX_ITER if iteration == max_iter else Outcome.TIME_LIMIT
             return _undecided(result, outcome, iteration, worst, ray)
         if worst <= best / 2:
             best, best_at = worst, iteration
         elif iteration - best_at >= stall_after:
-            return _undecided(result, ActiveSetOutcome.STALLED, iteration, worst, ray)
+            return _undecided(result, Outcome.STALLED, iteration, worst, ray)
 
         joining = np.flatnonzero((at_zero & (g < -limit)) | (at_price & (g > limit)))
         if join_at_most is not None and joining.size > join_at_most:
@@ -147,16 +149,16 @@ def solve(
         Q = problem.subset(in_play).gram() / rho
         step = _step(problem, in_play, Q, g[in_play], z[in_play], upper[in_play])
         if step is None:
-            return _undecided(result, ActiveSetOutcome.STALLED, iteration, worst, ray)
+            return _undecided(result, Outcome.STALLED, iteration, worst, ray)
         dz, dB = step
         z[in_play] = np.clip(z[in_play] + dz, 0.0, upper[in_play])  # round-off only: the step stays in the box
         B = B + dB
     raise AssertionError("unreachable: the loop returns at max_iter")
 
 
-def _undecided(result, outcome: ActiveSetOutcome, iteration: int, worst: float, ray: float | None) -> ActiveSetResult:
+def _undecided(result, outcome: Outcome, iteration: int, worst: float, ray: float | None) -> BackendRun:
     if ray is not None and ray <= FARKAS_INFEASIBLE_INACCURATE:
-        return result(ActiveSetOutcome.INFEASIBLE_INACCURATE, iteration, f"Farkas ray ratio {ray:.1e}")
+        return result(Outcome.INFEASIBLE_INACCURATE, iteration, f"Farkas ray ratio {ray:.1e}")
     return result(outcome, iteration, f"worst row {worst:.1e} from optimal")
 
 
@@ -186,8 +188,8 @@ def _clamped_newton_target(Q, g, z, upper) -> np.ndarray:
     instead of a factorisation per round (2.9 factorisations an iteration at 100k otherwise).
     """
     m = z.size
-    factor = _cholesky(Q)
-    Qinv_g = _solve(factor, g)
+    factor = shifted_cholesky(Q)
+    Qinv_g = cholesky_solve(factor, g)
     target = z.copy()
     clamped = np.zeros(0, dtype=np.int64)
     Qinv_E = np.zeros((m, 0))
@@ -210,7 +212,7 @@ def _clamped_newton_target(Q, g, z, upper) -> np.ndarray:
             return _clamped_by_refactoring(Q, g, z, upper, clamped, target)
         E = np.zeros((m, new.size))
         E[new, np.arange(new.size)] = 1.0
-        Qinv_E = np.hstack([Qinv_E, _solve(factor, E)])
+        Qinv_E = np.hstack([Qinv_E, cholesky_solve(factor, E)])
 
 
 def _clamped_by_refactoring(Q, g, z, upper, clamped, target) -> np.ndarray:
@@ -220,7 +222,7 @@ def _clamped_by_refactoring(Q, g, z, upper, clamped, target) -> np.ndarray:
     while True:
         inside, fixed = np.flatnonzero(free), np.flatnonzero(~free)
         rhs = -g[inside] - Q[np.ix_(inside, fixed)] @ (target[fixed] - z[fixed])
-        moved = z[inside] + _solve(_cholesky(Q[np.ix_(inside, inside)]), rhs)
+        moved = z[inside] + cholesky_solve(shifted_cholesky(Q[np.ix_(inside, inside)]), rhs)
         below, above = moved < 0, moved > upper[inside]
         target[inside] = np.clip(moved, 0.0, upper[inside])
         if not (below.any() or above.any()):
@@ -236,7 +238,7 @@ def _newton_inward(Q, g, z, upper) -> np.ndarray:
     while True:
         inside = np.flatnonzero(free)
         d = np.zeros(z.size)
-        d[inside] = _solve(_cholesky(Q[np.ix_(inside, inside)]), -g[inside])
+        d[inside] = cholesky_solve(shifted_cholesky(Q[np.ix_(inside, inside)]), -g[inside])
         outward = free & (((z <= 0) & (d < 0)) | ((z >= upper) & (d > 0)))
         if not outward.any():
             return _cut_at_box(d, z, upper)
@@ -250,36 +252,11 @@ def _cut_at_box(direction: np.ndarray, z: np.ndarray, upper: np.ndarray) -> np.n
     return direction * min(1.0, float(np.min(to_bound, initial=np.inf)))
 
 
-def _cholesky(M: np.ndarray):
-    """Cholesky factor of a symmetric PSD M, shifted (relative to its largest diagonal) where singular."""
-    import scipy.linalg as sl
-
-    if M.size == 0:
-        return None
-    top = float(np.max(np.diag(M)))
-    for shift in CHOLESKY_SHIFTS:
-        try:
-            return sl.cho_factor(M + shift * top * np.eye(M.shape[0]) if shift else M, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            continue
-    raise np.linalg.LinAlgError("the rows in play are dependent beyond every shift")
-
-
-def _solve(factor, rhs: np.ndarray) -> np.ndarray:
-    import scipy.linalg as sl
-
-    return rhs.copy() if factor is None else sl.cho_solve(factor, rhs, check_finite=False)
-
-
 def _farkas_ray(problem, z: np.ndarray, B: np.ndarray) -> float | None:
-    """‖Kᵀy‖·max(1, ‖B‖) / hᵀy for y = the hard multipliers over their largest (see qp_ipm):
-    every β with Kβ ≥ h on the hard rows is at least its inverse × max(1, ‖B‖) long."""
+    """The Farkas ratio of the hard multipliers (linalg.farkas_ratio), or None."""
     hard = z[problem.n_fix :]
     if hard.size == 0 or float(np.max(hard)) <= 0:
         return None
     rows = problem.n_fix + np.flatnonzero(hard > 0)
     y = z[rows] / float(np.max(hard))
-    pull = float(problem.rhs[rows] @ y)
-    if pull <= 0:
-        return None
-    return float(np.linalg.norm(problem.weighted_sum(y, rows))) * max(1.0, float(np.linalg.norm(B))) / pull
+    return farkas_ratio(y, problem.rhs[rows], lambda weights: problem.weighted_sum(weights, rows), B)

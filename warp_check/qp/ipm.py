@@ -1,9 +1,9 @@
 """The interior-point backend of the repair QP: β space, for must_keep sets of tens of thousands.
 
-OSQP solves the working set's dense dual with a sparse LDLᵀ (no BLAS) and hundreds of ADMM
-iterations; with 100k must_keep rows the optimum is pinned by ~r·d_in rows, the working set
-grows to thousands and the first QP alone ran past 30 minutes (benchmarks/RESULTS.md). This
-solver works on β = vec(B) ∈ R^p, p = r·d_in, with every row's slack explicit:
+OSQP solves a working set's dense dual with a sparse LDLᵀ (no BLAS) and hundreds of ADMM
+iterations; with 100k must_keep rows the optimum is pinned by ~r·d_in rows and OSQP's working
+set grows to thousands. This method works on β = vec(B) ∈ R^p, p = r·d_in, with every row's
+slack explicit:
 
     min ρ/2‖β‖² + λᵀξ   s.t.   Kβ + Eξ − s = h,   s ≥ 0,  ξ ≥ 0      (E: the soft rows)
 
@@ -12,8 +12,8 @@ Mehrotra's predictor–corrector. A Newton step solves with the normal matrix ρ
 bound weighs ~0 and is left out (constraint reduction), so a step costs O(|Q|·p²) however
 many rows are in play. Hard rows join lazily: the iterate is checked against every row in
 closed form (O(n·r·d_in)) and violated rows join *while the iterations run*, so the central
-path accounts for them before it converges — adding them in rounds after convergence, as the
-OSQP path does, needed more than 24 rounds on the first 100k QP.
+path accounts for them before it converges (joining in rounds after convergence, as OSQP's
+working set does, needs dozens of rounds at 100k rows).
 
 The answer is accepted only when the residuals on the rows in play meet the tolerance and a
 final check of every row finds none violated; that check is what makes the lazy answer the
@@ -22,12 +22,17 @@ whole problem's optimum (a relaxation whose optimum is feasible is optimal).
 
 from __future__ import annotations
 
-import enum
 import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from warp_check.qp.linalg import FARKAS_INFEASIBLE, farkas_ratio, shifted_cholesky
+from warp_check.qp.osqp_backend import answer_or_hand_over
+from warp_check.qp.problem import LinearisedProblem
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution
 
 # Mehrotra's step back from the boundary.
 STEP_TO_BOUNDARY = 0.995
@@ -37,9 +42,8 @@ STEP_TO_BOUNDARY = 0.995
 DROPPED_WEIGHT = 0.1
 # ... but never more than this many times p rows, even when the weight left out is then
 # larger (degenerate optima with more than 3p heavy rows): the heaviest carry the step's
-# direction, and a larger matrix costs more than the extra iterations save (10k first QP, with an earlier
-# join rule: 11.0 s uncapped, 9.8 s at 3p, 8.8 s at 2p but 3 more iterations, 12.9 s and twice
-# the iterations at 1.5p; 3p is kept for the margin on harder problems).
+# direction, and a larger matrix costs more than the extra iterations save (10k first QP:
+# 9.8 s at 3p against 11.0 s uncapped; 2p and 1.5p cost iterations).
 MAX_REDUCED_ROWS = 3
 # Hard rows are checked for violation every this many iterations (and at convergence); at
 # most p of them, the most violated, join at a check: at 100k must_keep the first checks find
@@ -58,35 +62,6 @@ RECENTRE_ON_JOIN = 0.01
 RECENTRE_ON_STALL = 1.0
 # Stalled: the residual has not halved in this many iterations (and no row joined).
 STALL_ITERATIONS = 6
-# Regularisations tried, relative to the largest diagonal entry, when Cholesky fails:
-# late iterations make d_i reach 1e12+ and the matrix numerically semidefinite.
-CHOLESKY_SHIFTS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6)
-# Infeasibility (see _farkas_ray): every β with Kβ ≥ h on the hard rows would be longer than
-# 1/this × max(1, ‖B‖) — 1e6 for "infeasible", 1e4 for "infeasible inaccurate". Either way no
-# step the repair could take.
-FARKAS_INFEASIBLE = 1e-6
-FARKAS_INFEASIBLE_INACCURATE = 1e-4
-
-
-class IPMOutcome(str, enum.Enum):
-    SOLVED = "solved"
-    SOLVED_INACCURATE = "solved inaccurate"  # the best iterate's residuals within 10× the tolerance
-    INFEASIBLE = "infeasible"  # a Farkas ray on the hard rows (see FARKAS_INFEASIBLE)
-    INFEASIBLE_INACCURATE = "infeasible inaccurate"
-    MAX_ITER = "iteration limit"
-    TIME_LIMIT = "time limit"
-    # No progress short of the tolerance: near the optimum the weights d_i reach 1e12+ and
-    # the normal equations lose the digits the residuals need (or Cholesky fails outright).
-    STALLED = "stalled"
-
-
-@dataclass(frozen=True)
-class IPMResult:
-    B: np.ndarray  # (r, d_in): the answer when solved (the best iterate when solved inaccurate)
-    outcome: IPMOutcome
-    iterations: int
-    rows: np.ndarray  # rows of the problem in play at the end (sorted)
-    detail: str
 
 
 class _RowsInPlay:
@@ -225,8 +200,11 @@ class _NewtonSystem:
         p = it.B.size
         Q = _reduced_rows(weight * self.rows.norm2, self.rho, min(self.rows.m, p), int(MAX_REDUCED_ROWS * p))
         self.weight = weight
-        self.factor = _cholesky(self.rows.normal_matrix(Q, weight[Q], self.rho))
-        return self.factor is not None
+        try:
+            self.factor = shifted_cholesky(self.rows.normal_matrix(Q, weight[Q], self.rho))
+        except np.linalg.LinAlgError:
+            return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -283,62 +261,166 @@ def _centred_step(it: _Iterate, step: _Iterate, alpha: float) -> float:
     return 0.0  # no step keeps the pairs central: stand still, the stall logic takes over
 
 
-def solve(
-    problem,
+def solve(problem: LinearisedProblem, settings: SolverSettings) -> QPSolution:
+    """The backend: the method from the rows near their bound (every row without a working set);
+    an undecided run goes to OSQP's working set, started from its rows."""
+    start = time.perf_counter()
+    rows = problem.rows_near_bound(settings.working_set_window) if settings.working_set else np.arange(problem.n)
+    result = run(
+        problem,
+        rows,
+        tolerance=settings.ipm_tolerance,
+        max_iter=settings.ipm_max_iter,
+        time_limit_s=settings.time_limit_s,
+    )
+    return answer_or_hand_over(
+        problem, settings, start, result, backend=Backend.IPM, words="interior point", form=QPForm.PRIMAL
+    )
+
+
+def run(
+    problem: LinearisedProblem,
     start_rows: np.ndarray,
     *,
     tolerance: float,
     max_iter: int,
     time_limit_s: float,
     trace=None,
-) -> IPMResult:
-    """Solve ``problem`` (a ``qp.LinearisedProblem``) from the rows ``start_rows`` in play.
+) -> BackendRun:
+    """The interior-point method on ``problem`` from the rows ``start_rows`` in play.
 
     ``start_rows`` must hold every soft row (they come first in a problem). Rows join when
     the iterate violates them; ``tolerance`` is relative: residuals over 1 + the largest
     bound, 1 + ρ‖B‖∞ and 1 + the objective, and a row outside the set counts as violated
     past ``tolerance``·(1 + max |h|). ``trace``, if given, is called with a line per iteration.
     """
-    start = time.perf_counter()
-    n_fix, rho, p = problem.n_fix, float(problem.rho), problem.rank * problem.d_in
-    lam = np.asarray(problem.prices(), dtype=np.float64)
-    start_rows = np.unique(np.asarray(start_rows, dtype=np.int64))
-    if start_rows.size and (start_rows[0] < 0 or start_rows[-1] >= problem.n):
-        raise ValueError(f"qp_ipm.solve: start_rows must be rows of the problem (0 to {problem.n - 1})")
-    scale = 1.0 + float(np.max(np.abs(problem.rhs), initial=0.0))
-    limit = tolerance * scale
-    if start_rows.size == 0:  # no soft rows and no hard row near its bound: start from the violated
-        start_rows = np.flatnonzero(problem.rhs > limit)[: int(JOIN_AT_MOST_P * p)]
-        if start_rows.size == 0:  # β = 0 satisfies every row and is the smallest β
-            B = np.zeros((problem.rank, problem.d_in))
-            empty = np.zeros(0, dtype=np.int64)
-            return IPMResult(B, IPMOutcome.SOLVED, 0, empty, "β = 0 satisfies every row")
-    rows = _RowsInPlay(problem, start_rows)
-    in_play = np.zeros(problem.n, dtype=bool)
-    in_play[rows.index] = True
-    if not np.all(in_play[:n_fix]):
-        raise ValueError("qp_ipm.solve: start_rows must include every soft row")
+    return _InteriorPoint(problem, start_rows, tolerance, max_iter, time_limit_s, trace).run()
 
-    it = _fresh_start(np.zeros((problem.rank, problem.d_in)), rows, lam)
 
-    def join_violated(strength: float | None = RECENTRE_ON_JOIN) -> int:
+class _InteriorPoint:
+    """One run of the method: the rows in play, the iterate, and the steps that move them."""
+
+    def __init__(self, problem, start_rows, tolerance, max_iter, time_limit_s, trace) -> None:
+        self.start = time.perf_counter()
+        self.problem, self.tolerance, self.max_iter = problem, tolerance, max_iter
+        self.time_limit_s, self.trace = time_limit_s, trace
+        self.n_fix, self.rho, self.p = problem.n_fix, float(problem.rho), problem.rank * problem.d_in
+        self.lam = np.asarray(problem.prices(), dtype=np.float64)
+        self.scale = 1.0 + float(np.max(np.abs(problem.rhs), initial=0.0))
+        self.limit = tolerance * self.scale
+        start_rows = np.unique(np.asarray(start_rows, dtype=np.int64))
+        if start_rows.size and (start_rows[0] < 0 or start_rows[-1] >= problem.n):
+            raise ValueError(f"qp.ipm.run: start_rows must be rows of the problem (0 to {problem.n - 1})")
+        if start_rows.size == 0:  # no soft rows and no hard row near its bound: start from the violated
+            start_rows = np.flatnonzero(problem.rhs > self.limit)[: int(JOIN_AT_MOST_P * self.p)]
+        self.rows = self.in_play = self.it = None
+        if start_rows.size:
+            self.rows = _RowsInPlay(problem, start_rows)
+            self.in_play = np.zeros(problem.n, dtype=bool)
+            self.in_play[self.rows.index] = True
+            if not np.all(self.in_play[: self.n_fix]):
+                raise ValueError("qp.ipm.run: start_rows must include every soft row")
+            self.it = _fresh_start(np.zeros((problem.rank, problem.d_in)), self.rows, self.lam)
+
+    def run(self) -> BackendRun:
+        if self.rows is None:  # β = 0 satisfies every row and is the smallest β
+            B = np.zeros((self.problem.rank, self.problem.d_in))
+            none = np.zeros(0, dtype=np.int64)
+            return BackendRun(
+                B=B, outcome=Outcome.SOLVED, iterations=0, rows=none, detail="β = 0 satisfies every row"
+            )
+        outcome, detail, iterations, residuals = Outcome.MAX_ITER, "", 0, math.inf
+        best, best_at, recentred = math.inf, 0, False
+        kept = _Kept.none()  # the iterate with the smallest residuals since rows last joined
+        for iteration in range(self.max_iter + 1):
+            if iteration and iteration % CHECK_EVERY == 0 and self.join_violated():
+                best, best_at, kept = math.inf, iteration, _Kept.none()
+            system = _NewtonSystem(self.rows, self.it, self.lam, self.rho)
+            residuals, primal = self.residuals(system, iteration)
+            if residuals < kept.residuals:
+                kept = _Kept(self.it.B.copy(), residuals)
+            if residuals <= self.tolerance:
+                # Rows joining now meet an iterate whose pairs are all near 0 or ∞: re-centring
+                # cannot undo that, a fresh start from this B does.
+                if self.join_violated(None) == 0:
+                    outcome = Outcome.SOLVED
+                    break
+                best, best_at, kept = math.inf, iteration, _Kept.none()
+                continue  # the joined rows change the residuals: recompute them first
+            ray = self.farkas()
+            if ray is not None:
+                outcome = Outcome.INFEASIBLE if ray <= FARKAS_INFEASIBLE else Outcome.INFEASIBLE_INACCURATE
+                detail = (
+                    f"the must_keep multipliers point along a Farkas ray: every β that keeps those rows "
+                    f"is ≥ {1 / ray:.3g} × max(1, ‖B‖) long"
+                )
+                break
+            if residuals < 0.5 * best:
+                best, best_at = residuals, iteration
+            elif kept.residuals <= 10 * self.tolerance and iteration - best_at >= 2:
+                # Within reach of the tolerance and no longer improving: the weights d_i are
+                # ~1e12 and the normal equations have no digits left. The best iterate is kept.
+                outcome, detail = Outcome.STALLED, f"best residual {kept.residuals:.2g}, now {residuals:.2g}"
+                break
+            elif iteration - best_at >= STALL_ITERATIONS and not recentred:
+                # Once: lift every pair as a row violated by the worst primal residual would.
+                _recentre(self.it, primal, RECENTRE_ON_STALL)
+                recentred, best, best_at = True, math.inf, iteration
+                continue
+            elif iteration - best_at >= STALL_ITERATIONS:
+                outcome, detail = Outcome.STALLED, f"residual {residuals:.2g} for {STALL_ITERATIONS} iterations"
+                break
+            if time.perf_counter() - self.start > self.time_limit_s:
+                outcome, detail = Outcome.TIME_LIMIT, f"{self.time_limit_s:g} s"
+                break
+            if iteration == self.max_iter:
+                break
+            if not system.factorise():
+                outcome, detail = Outcome.STALLED, f"iteration {iteration}: Cholesky failed after every shift"
+                break
+            self.it = _predictor_corrector(self.it, system)
+            iterations = iteration + 1
+            if not (np.all(np.isfinite(self.it.B)) and np.all(np.isfinite(self.it.z))):
+                outcome, detail = Outcome.STALLED, f"iteration {iterations}: a non-finite iterate"
+                break
+        return self.result(outcome, detail, iterations, _Kept(self.it.B, residuals), kept)
+
+    def residuals(self, system: _NewtonSystem, iteration: int) -> tuple[float, float]:
+        """(the largest relative residual, the worst primal residual) of the current iterate."""
+        it, rows, rho, lam = self.it, self.rows, self.rho, self.lam
+        mu = it.mu()
+        objective = 0.5 * rho * float(np.sum(it.B * it.B)) + float(lam @ it.xi)
+        parts = (
+            float(np.max(np.abs(system.r_primal))) / self.scale,
+            float(np.max(np.abs(system.r_dual))) / (1.0 + rho * float(np.max(np.abs(it.B)))),
+            mu * (rows.m + self.n_fix) / (1.0 + abs(objective)),
+            float(np.max(np.abs(system.r_price), initial=0.0)) / (1.0 + float(np.max(lam, initial=0.0))),
+        )
+        if self.trace is not None:
+            self.trace(
+                f"iteration {iteration}: {rows.m} rows, mu {mu:.2e}, residuals primal {parts[0]:.2e} "
+                f"dual {parts[1]:.2e} gap {parts[2]:.2e}, objective {objective:.9g}"
+            )
+        return max(parts), float(np.max(np.abs(system.r_primal)))
+
+    def join_violated(self, strength: float | None = RECENTRE_ON_JOIN) -> int:
         """Put the most violated hard rows outside the set into it; how many joined.
 
         ``strength`` None: start afresh from the current B instead of re-centring."""
-        nonlocal it
+        problem, it = self.problem, self.it
         values = problem.constraint_values(it.B)
-        outside = ~in_play
-        outside[:n_fix] = False
-        new = np.flatnonzero(outside & (values - problem.rhs < -limit))
-        cap = int(JOIN_AT_MOST_P * p)
+        outside = ~self.in_play
+        outside[: self.n_fix] = False
+        new = np.flatnonzero(outside & (values - problem.rhs < -self.limit))
+        cap = int(JOIN_AT_MOST_P * self.p)
         if new.size > cap:
             new = np.sort(new[np.argsort(values[new] - problem.rhs[new], kind="stable")[:cap]])
         if new.size == 0:
             return 0
-        rows.add(new)
-        in_play[new] = True
+        self.rows.add(new)
+        self.in_play[new] = True
         if strength is None:
-            it = _fresh_start(it.B, rows, lam)
+            self.it = _fresh_start(it.B, self.rows, self.lam)
         else:
             target = _recentre(it, float(np.max(problem.rhs[new] - values[new])), strength)
             entering = math.sqrt(target)
@@ -347,124 +429,37 @@ def solve(
             it.z = np.concatenate([it.z, np.full(new.size, entering)])
         return int(new.size)
 
-    outcome, detail, iterations, residuals = IPMOutcome.MAX_ITER, "", 0, math.inf
-    best, best_at, recentred = math.inf, 0, False
-    kept = _Kept.none()  # the iterate with the smallest residuals since rows last joined
-    for iteration in range(max_iter + 1):
-        if iteration and iteration % CHECK_EVERY == 0 and join_violated():
-            best, best_at, kept = math.inf, iteration, _Kept.none()
-        system = _NewtonSystem(rows, it, lam, rho)
-        mu = it.mu()
-        objective = 0.5 * rho * float(np.sum(it.B * it.B)) + float(lam @ it.xi)
-        parts = (
-            float(np.max(np.abs(system.r_primal))) / scale,
-            float(np.max(np.abs(system.r_dual))) / (1.0 + rho * float(np.max(np.abs(it.B)))),
-            mu * (rows.m + n_fix) / (1.0 + abs(objective)),
-            float(np.max(np.abs(system.r_price), initial=0.0)) / (1.0 + float(np.max(lam, initial=0.0))),
-        )
-        residuals = max(parts)
-        if trace is not None:
-            trace(
-                f"iteration {iteration}: {rows.m} rows, mu {mu:.2e}, residuals primal {parts[0]:.2e} "
-                f"dual {parts[1]:.2e} gap {parts[2]:.2e}, objective {objective:.9g}"
-            )
-        if residuals < kept.residuals:
-            kept = _Kept(it.B.copy(), residuals)
-        if residuals <= tolerance:
-            # Rows joining now meet an iterate whose pairs are all near 0 or ∞: re-centring
-            # cannot undo that (the rows-join-only-at-convergence probe stalled 21 of 36
-            # feasible problems), a fresh start from this B does.
-            if join_violated(None) == 0:
-                outcome = IPMOutcome.SOLVED
-                break
-            best, best_at, kept = math.inf, iteration, _Kept.none()
-            continue  # the joined rows change the residuals: recompute them first
-        ray = _farkas_ray(rows, it, n_fix)
-        if ray is not None:
-            outcome = IPMOutcome.INFEASIBLE if ray <= FARKAS_INFEASIBLE else IPMOutcome.INFEASIBLE_INACCURATE
-            detail = (
-                f"the must_keep multipliers point along a Farkas ray: every β that keeps those rows "
-                f"is ≥ {1 / ray:.3g} × max(1, ‖B‖) long"
-            )
-            break
-        if residuals < 0.5 * best:
-            best, best_at = residuals, iteration
-        elif kept.residuals <= 10 * tolerance and iteration - best_at >= 2:
-            # Within reach of the tolerance and no longer improving: the weights d_i are
-            # ~1e12 and the normal equations have no digits left. The best iterate is kept.
-            outcome, detail = IPMOutcome.STALLED, f"best residual {kept.residuals:.2g}, now {residuals:.2g}"
-            break
-        elif iteration - best_at >= STALL_ITERATIONS and not recentred:
-            # Once: lift every pair as a row violated by the worst primal residual would.
-            _recentre(it, float(np.max(np.abs(system.r_primal))), RECENTRE_ON_STALL)
-            recentred, best, best_at = True, math.inf, iteration
-            continue
-        elif iteration - best_at >= STALL_ITERATIONS:
-            outcome, detail = IPMOutcome.STALLED, f"residual {residuals:.2g} for {STALL_ITERATIONS} iterations"
-            break
-        if time.perf_counter() - start > time_limit_s:
-            outcome, detail = IPMOutcome.TIME_LIMIT, f"{time_limit_s:g} s"
-            break
-        if iteration == max_iter:
-            break
+    def farkas(self) -> float | None:
+        """The Farkas ratio of the hard multipliers (linalg.farkas_ratio), or None."""
+        hard = self.it.z[self.n_fix :]
+        if hard.size == 0:
+            return None
+        y = np.zeros(self.rows.m)
+        y[self.n_fix :] = hard / float(np.max(hard))
+        return farkas_ratio(y[self.n_fix :], self.rows.h[self.n_fix :], lambda _: self.rows.KT(y), self.it.B)
 
-        if not system.factorise():
-            outcome, detail = IPMOutcome.STALLED, f"iteration {iteration}: Cholesky failed after every shift"
-            break
-
-        affine = system.direction(it.s * it.z, it.xi * it.w)  # predictor
-        alpha = min(1.0, it.longest_step(affine))
-        mu_affine = it.moved(affine, alpha).mu()
-        sigma = (mu_affine / mu) ** 3 if mu > 0 else 0.0
-        step = system.direction(  # corrector, centred
-            it.s * it.z + affine.s * affine.z - sigma * mu, it.xi * it.w + affine.xi * affine.w - sigma * mu
-        )
-        alpha = _centred_step(it, step, min(1.0, STEP_TO_BOUNDARY * it.longest_step(step)))
-        it = it.moved(step, alpha)
-        iterations = iteration + 1
-        if not (np.all(np.isfinite(it.B)) and np.all(np.isfinite(it.z))):
-            outcome, detail = IPMOutcome.STALLED, f"iteration {iterations}: a non-finite iterate"
-            break
-    answer = _Kept(it.B, residuals)
-    stopped_short = (IPMOutcome.MAX_ITER, IPMOutcome.STALLED, IPMOutcome.TIME_LIMIT)
-    if outcome in stopped_short and kept.residuals <= 10 * tolerance:
-        # Near the end a shorter stop is still an answer, if every row holds to 10× the tolerance.
-        values = problem.constraint_values(kept.B)
-        if np.all(values[n_fix:] - problem.rhs[n_fix:] >= -10 * limit):
-            detail = f"{outcome.value}: {detail or 'out of iterations'}; kept the residual {kept.residuals:.2g}"
-            outcome, answer = IPMOutcome.SOLVED_INACCURATE, kept
-    detail = detail or f"{iterations} iterations, {rows.m} rows in play"
-    return IPMResult(answer.B, outcome, iterations, np.sort(rows.index), detail)
+    def result(self, outcome: Outcome, detail: str, iterations: int, last: _Kept, kept: _Kept) -> BackendRun:
+        answer, short = last, outcome in (Outcome.MAX_ITER, Outcome.STALLED, Outcome.TIME_LIMIT)
+        if short and kept.residuals <= 10 * self.tolerance:
+            # Near the end a shorter stop is still an answer, if every row holds to 10× the tolerance.
+            values, n_fix = self.problem.constraint_values(kept.B), self.n_fix
+            if np.all(values[n_fix:] - self.problem.rhs[n_fix:] >= -10 * self.limit):
+                detail = f"{outcome.value}: {detail or 'out of iterations'}; kept the residual {kept.residuals:.2g}"
+                outcome, answer = Outcome.SOLVED_INACCURATE, kept
+        detail = detail or f"{iterations} iterations, {self.rows.m} rows in play"
+        rows = np.sort(self.rows.index)
+        return BackendRun(B=answer.B, outcome=outcome, iterations=iterations, rows=rows, detail=detail)
 
 
-def _cholesky(M: np.ndarray):
-    import scipy.linalg as sl
-
-    diagonal = M.diagonal().copy()
-    for shift in CHOLESKY_SHIFTS:
-        if shift:
-            M[np.diag_indices_from(M)] = diagonal + shift * float(diagonal.max())
-        try:
-            return sl.cho_factor(M, lower=True, overwrite_a=False, check_finite=False)
-        except np.linalg.LinAlgError:
-            continue
-    return None
-
-
-def _farkas_ray(rows: _RowsInPlay, it: _Iterate, n_fix: int) -> float | None:
-    """How short a β the hard multipliers rule out, if they point along a Farkas ray.
-
-    With y = z_hard / max z_hard: any β with Kβ ≥ h on the hard rows has hᵀy ≤ ‖Kᵀy‖·‖β‖, so
-    ‖β‖ ≥ hᵀy / ‖Kᵀy‖. Returns ‖Kᵀy‖·max(1, ‖B‖) / hᵀy when that is at most
-    FARKAS_INFEASIBLE_INACCURATE (every such β is ≥ its inverse × max(1, ‖B‖) long), else None.
-    """
-    hard = it.z[n_fix:]
-    if hard.size == 0:
-        return None
-    y = np.zeros(rows.m)
-    y[n_fix:] = hard / float(np.max(hard))
-    pull = float(rows.h[n_fix:] @ y[n_fix:])
-    if pull <= 0:
-        return None
-    ratio = float(np.linalg.norm(rows.KT(y))) * max(1.0, float(np.linalg.norm(it.B))) / pull
-    return ratio if ratio <= FARKAS_INFEASIBLE_INACCURATE else None
+def _predictor_corrector(it: _Iterate, system: _NewtonSystem) -> _Iterate:
+    """Mehrotra's step: the affine predictor, then the centred corrector, kept central."""
+    affine = system.direction(it.s * it.z, it.xi * it.w)
+    alpha = min(1.0, it.longest_step(affine))
+    mu = it.mu()
+    mu_affine = it.moved(affine, alpha).mu()
+    sigma = (mu_affine / mu) ** 3 if mu > 0 else 0.0
+    step = system.direction(
+        it.s * it.z + affine.s * affine.z - sigma * mu, it.xi * it.w + affine.xi * affine.w - sigma * mu
+    )
+    alpha = _centred_step(it, step, min(1.0, STEP_TO_BOUNDARY * it.longest_step(step)))
+    return it.moved(step, alpha)

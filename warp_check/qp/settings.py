@@ -32,14 +32,13 @@ class SolverSettings:
     working_set_rounds: int = 50
     working_set_window: float = 0.05
     # Rows added per round, most violated first. Adding every violated row at once grows the
-    # set with rows that later rows make slack (10k must_keep, first QP: 1,606 rows in 6 rounds,
-    # 24 s; 300 a round: 1,388 rows in 7 rounds, 8.5 s): a dense QP's cost grows as rows³.
+    # set with rows that later rows make slack, and a dense QP's cost grows as rows³ (10k
+    # must_keep, first QP: 8.5 s at 300 a round, 24 s with every violated row at once).
     working_set_batch: int = 300
-    # Which solver: OSQP, or from ``ipm_min_rows`` hard rows up ("auto") the β-space
-    # interior-point method (warp_check.qp_ipm) or the dual active-set method
-    # (warp_check.qp_active_set). Measured (d_in 768, r 2): OSQP's dense dual of the working
-    # set costs ~3 s a QP at 10k must_keep rows and does not settle at 100k (working sets of
-    # thousands of rows); the IPM's step costs O(rows·p²) with p = r·d_in.
+    # Which solver (warp_check.qp.solve.BACKENDS): OSQP, or from ``ipm_min_rows`` hard rows up
+    # ("auto") the β-space interior point or the dual active set. OSQP's dense dual of the
+    # working set costs ~3 s a QP at 10k must_keep rows (d_in 768, r 2) and does not settle at
+    # 100k; the interior point's step costs O(rows·p²) with p = r·d_in.
     backend: str = "auto"  # "auto" | "osqp" | "ipm" | "active_set"
     ipm_min_rows: int = 20_000
     # The IPM only while β has at most this many unknowns (p = r·d_in): its normal matrix is
@@ -48,13 +47,13 @@ class SolverSettings:
     # 30 min; d_in 384 r 8 (p 3,072), 45k: IPM 18.5 s, OSQP 14.6 s; d_in 768 r 8 (p 6,144),
     # 30k: IPM 143 s, OSQP 7.1 s, active set 0.6 s.
     ipm_max_unknowns: int = 2048
-    # Relative residuals (qp_ipm.solve). Not OSQP's 1e-7: the reduced normal equations run out
+    # Relative residuals (qp.ipm). Not OSQP's 1e-7: the reduced normal equations run out
     # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
     # objective is then within ~1e-10 of its optimum and every row holds to 1e-6·(1 + max |h|),
     # far inside the loop's aim_above.
     ipm_tolerance: float = 1e-6
     ipm_max_iter: int = 200
-    # The active-set method (qp_active_set.solve): every row's optimality condition to this,
+    # The active-set method (qp.active_set): every row's optimality condition to this,
     # relative to 1 + max |h|. It ends exactly on the optimum's face, so round-off (~1e-15)
     # is what it reaches; 1e-9 leaves room for ill-conditioned rows in play.
     active_set_tolerance: float = 1e-9

@@ -23,7 +23,8 @@ from warp_check.errors import ModelError, SettingsError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import Encoded, encode_cases
 from warp_check.model.head import answers_from_logits
-from warp_check.repair.loop import CaseSet, RepairResult, repair_head
+from warp_check.repair.loop import repair_head
+from warp_check.repair.records import CaseSet, RepairResult
 from warp_check.repair.settings import RepairSettings
 from warp_check.version import __version__
 

@@ -22,7 +22,7 @@ from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.repair.loop import RepairResult
+    from warp_check.repair.records import RepairResult
 
 
 def repair(

@@ -1,0 +1,115 @@
+"""What a QP solve gives back, whichever backend ran: a status with one meaning, and B.
+
+Each backend speaks its own words: OSQP's named statuses, the interior-point and active-set
+methods' :class:`Outcome`. Each is mapped through a named table to :class:`QPStatus`, the one
+the repair loop reads.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class _Named(str, enum.Enum):
+    """A str enum that prints as its value (in messages and f-strings, on every Python)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class QPStatus(_Named):
+    """What the solve means for repair, independent of which form or backend solved it."""
+
+    SOLVED = "solved"
+    SOLVED_INACCURATE = "solved_inaccurate"  # tolerances met only 10× looser: usable, flagged
+    INFEASIBLE = "infeasible"  # the must_keep constraints cannot all hold
+    INFEASIBLE_INACCURATE = "infeasible_inaccurate"
+    MAX_ITER = "max_iter_reached"
+    TIME_LIMIT = "time_limit_reached"
+    STALLED = "stalled"  # an iterative method stopped progressing short of its tolerance
+    INTERRUPTED = "interrupted"
+    ERROR = "solver_error"  # a status that cannot happen for this problem class
+
+    @property
+    def has_solution(self) -> bool:
+        return self in (QPStatus.SOLVED, QPStatus.SOLVED_INACCURATE)
+
+    @property
+    def infeasible(self) -> bool:
+        return self in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE)
+
+
+class QPForm(_Named):
+    PRIMAL = "primal"
+    DUAL = "dual"
+
+
+class Backend(_Named):
+    """The solvers behind :func:`warp_check.qp.solve.solve` (SolverSettings.backend names them)."""
+
+    OSQP = "osqp"
+    IPM = "ipm"  # β-space interior point (warp_check.qp.ipm)
+    ACTIVE_SET = "active_set"  # dual active set (warp_check.qp.active_set)
+
+
+class Outcome(_Named):
+    """How the interior-point and the active-set methods end."""
+
+    SOLVED = "solved"
+    SOLVED_INACCURATE = "solved inaccurate"  # the best iterate's residuals within 10× the tolerance
+    INFEASIBLE = "infeasible"  # a Farkas ray on the hard rows (warp_check.qp.linalg.farkas_ratio)
+    INFEASIBLE_INACCURATE = "infeasible inaccurate"
+    MAX_ITER = "iteration limit"
+    TIME_LIMIT = "time limit"
+    STALLED = "stalled"  # no progress short of the tolerance
+
+
+OUTCOME_STATUS: dict[Outcome, QPStatus] = {
+    Outcome.SOLVED: QPStatus.SOLVED,
+    Outcome.SOLVED_INACCURATE: QPStatus.SOLVED_INACCURATE,
+    Outcome.INFEASIBLE: QPStatus.INFEASIBLE,
+    Outcome.INFEASIBLE_INACCURATE: QPStatus.INFEASIBLE_INACCURATE,
+    Outcome.MAX_ITER: QPStatus.MAX_ITER,
+    Outcome.TIME_LIMIT: QPStatus.TIME_LIMIT,
+    Outcome.STALLED: QPStatus.STALLED,
+}
+
+# Outcomes that may hide an infeasible problem, or a feasible one the method could not settle:
+# OSQP's working set decides them (warp_check.qp.working_set.hand_over).
+UNDECIDED = frozenset({Outcome.STALLED, Outcome.MAX_ITER, Outcome.TIME_LIMIT})
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendRun:
+    """What the interior-point or the active-set method ended with, before it becomes a QPSolution."""
+
+    B: np.ndarray  # (r, d_in): the answer when solved; the best (or last) iterate otherwise
+    outcome: Outcome
+    iterations: int
+    rows: np.ndarray  # rows of the problem in play at the end (sorted): where a hand-over starts
+    detail: str
+
+
+@dataclass(frozen=True)
+class QPSolution:
+    B: np.ndarray | None  # (r, d_in); None unless status.has_solution
+    status: QPStatus
+    form: QPForm
+    objective: float
+    iterations: int
+    seconds: float
+    solver_status: str  # the solver's own words for how it ended
+    fallback_from: QPForm | None = None  # the dual was undecided and the primal answered
+    # The rows of the last QP solved (the final working set), as indices into the problem's
+    # rows; None when every row was in it.
+    rows: np.ndarray | None = field(default=None, repr=False)
+    rounds: int = 1  # QPs solved: 1 + working-set rounds that added rows
+    backend: Backend = Backend.OSQP
+    handed_over_from: Backend | None = None  # the backend that could not decide and passed its rows to OSQP
+
+    @property
+    def working_set_size(self) -> int | None:
+        return None if self.rows is None else int(self.rows.size)

@@ -1,0 +1,147 @@
+"""What the repair loop takes and gives: the cases as arrays, a record per iteration, the result."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from warp_check.model.head import DenseHead
+from warp_check.qp.solution import Backend, QPForm, QPStatus
+from warp_check.repair.settings import RepairSettings
+
+
+@dataclass(frozen=True)
+class CaseSet:
+    """Cases of one kind as the loop sees them: ids, representations (n, d_in), labels."""
+
+    ids: tuple[str, ...]
+    V: np.ndarray
+    labels: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ids", tuple(self.ids))
+        object.__setattr__(self, "V", np.asarray(self.V, dtype=np.float64))
+        object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64))
+        if self.V.ndim != 2 or self.V.shape[0] != len(self.ids) or self.labels.shape != (len(self.ids),):
+            raise ValueError(
+                f"CaseSet shapes disagree: {len(self.ids)} ids, V {self.V.shape}, labels {self.labels.shape}"
+            )
+
+    @classmethod
+    def empty(cls, d_in: int) -> CaseSet:
+        return cls((), np.zeros((0, d_in)), np.zeros(0, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def select(self, mask: np.ndarray) -> CaseSet:
+        ids = tuple(i for i, keep in zip(self.ids, mask, strict=True) if keep)
+        return CaseSet(ids, self.V[mask], self.labels[mask])
+
+
+class RepairStatus(str, enum.Enum):
+    """How a repair ended; only CONVERGED gives a model that may be saved."""
+
+    CONVERGED = "converged"
+    NOTHING_TO_REPAIR = "nothing_to_repair"
+    NOT_CONVERGED = "not_converged"  # T iterations used up, or no progress possible
+    INFEASIBLE = "infeasible"  # the must_keep constraints cannot all hold
+    SOLVER_FAILED = "solver_failed"
+    INVALID_INPUT = "invalid_input"  # NaN/Inf in weights or representations
+
+    @property
+    def repaired(self) -> bool:
+        return self is RepairStatus.CONVERGED
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """One iteration of the loop: its QP, its step, and the margins after it."""
+
+    iteration: int
+    qp_status: QPStatus
+    qp_form: QPForm
+    qp_rows: int
+    qp_objective: float
+    step_norm: float  # ‖ΔW‖_F
+    min_gap_fix: float
+    min_gap_keep: float
+    fix_met: int
+    keep_met: int
+    seconds: float
+    step_fraction: float = 1.0  # of the QP step taken (< 1: backtracked)
+    qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
+    qp_rounds: int = 1  # QPs solved this iteration (working-set rounds)
+    qp_backend: Backend = Backend.OSQP
+    # The linear model against the true gaps at the full QP step (before any backtracking):
+    # what the QP promised and what the step would really give. Where they part, the
+    # activations switched or saturated under the step; the loop then cut it (step_fraction).
+    # None where no step was solved.
+    promised_fix_shortfall: float | None = None  # Σ max(γ_s − linearised gap, 0) over must_fix
+    full_step_fix_shortfall: float | None = None  # the same from the true gaps
+    promised_keep_missed: int | None = None  # must_keep cases the linearised step leaves below γ_h
+    full_step_keep_missed: int | None = None  # must_keep cases below γ_h at the true full step
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A case that misses its margin: what it needs and by how much it falls short."""
+
+    id: str
+    kind: str
+    gap: float
+    target: float
+
+    @property
+    def short_by(self) -> float:
+        return self.target - self.gap
+
+
+@dataclass(frozen=True)
+class GsnFtRecord:
+    """Whether GSN-FT ran, why, and the mean κ of each of its steps (step 0: unchanged)."""
+
+    applied: bool
+    reason: str
+    kappa_per_step: tuple[float, ...] = ()
+    chosen_step: int = 0
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    """Everything a repair did, whatever its status; ``head_after`` ships only when it converged."""
+
+    status: RepairStatus
+    message: str
+    head_before: DenseHead
+    head_after: DenseHead  # equals head_before (plus GSN-FT) unless converged
+    settings: RepairSettings
+    iterations: tuple[IterationRecord, ...]
+    gaps_before: dict[str, float]
+    gaps_after: dict[str, float]
+    kappa_before: dict[str, float]
+    kappa_after: dict[str, float]
+    excluded_keep: tuple[str, ...]  # must_keep cases wrong before repair: not constrained
+    misses: tuple[Miss, ...]
+    gsn_ft: GsnFtRecord
+    seconds: float
+
+    @property
+    def repaired(self) -> bool:
+        return self.status.repaired
+
+    @property
+    def mean_kappa_before(self) -> float:
+        return mean(self.kappa_before.values())
+
+    @property
+    def mean_kappa_after(self) -> float:
+        return mean(self.kappa_after.values())
+
+
+def mean(values) -> float:
+    values = list(values)
+    return float(np.mean(values)) if values else math.nan
