@@ -6,6 +6,7 @@ own last hidden state, logits from a plain forward of the Hugging Face model.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -177,7 +178,7 @@ def test_monkeypatched_activation_is_caught_by_the_1e5_check(electra_dir, replac
         (["pre_classifier", "relu", "no.such.module"], "classifier 'no.such.module' does not exist"),
         (["pre_classifier", "softsign", "classifier"], "HeadSpec.activation='softsign'"),
         (["pre_classifier", "classifier"], r"expected \[repair_layer, activation, classifier\]"),
-        ("first", "layer='first': give 'auto' or the three names"),
+        ("first", "layer='first': give 'auto', 'final', the three names"),
         (["distilbert.transformer.layer.1.ffn.lin1", "relu", "classifier"], "outputs 64 features but classifier"),
     ],
 )
@@ -186,11 +187,17 @@ def test_bad_layer_names_fail_clearly(distilbert_dir, layer, message):
         ClassifierAdapter.from_pretrained(distilbert_dir, layer=layer)
 
 
-def test_a_head_without_bias_is_refused(toy_tokenizer):
+def test_a_missing_bias_is_zero_and_stays_zero(toy_tokenizer):
     model = ToyClassifier(toy_tokenizer.vocab_size)
     model.out = torch.nn.Linear(8, 3, bias=False)
-    with pytest.raises(ModelError, match="layer 'out' has no bias"):
-        ClassifierAdapter(model, toy_tokenizer, TOY_SPEC)
+    adapter = ClassifierAdapter(model, toy_tokenizer, TOY_SPEC)
+    head = adapter.head()
+    np.testing.assert_array_equal(head.bc, np.zeros(3))
+    assert head.fixed_head  # GSN-FT may not tune a bias the model does not have
+    moved = adapter.with_head(head.with_weight(head.W * 0.5))
+    assert moved.classifier.bias is None and torch.equal(moved.repair_layer.weight, (model.dense.weight * 0.5))
+    with pytest.raises(ModelError, match="has no bias to carry a changed one"):
+        adapter.with_head(dataclasses.replace(head, bc=np.ones(3)))
 
 
 def test_folders_that_are_not_models_fail_clearly(tmp_path, distilbert_dir):

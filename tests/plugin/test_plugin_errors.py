@@ -151,13 +151,13 @@ MISTAKES = {
         toml("{model}", model_lines='layer = ["distilbert.embeddings.LayerNorm", "relu", "classifier"]'),
         {"fix.jsonl": GOOD},
         "suite/warp.toml:3: field 'model.layer': repair layer 'distilbert.embeddings.LayerNorm' is a LayerNorm, "
-        "not a dense (nn.Linear) layer: WARP repairs a dense → activation → linear head",
+        "not a dense (nn.Linear) layer: WARP repairs a dense → activation → linear head, or the final linear layer",
     ),
     "head that does not reproduce the logits": (
         toml("{model}", model_lines='layer = ["pre_classifier", "tanh", "classifier"]'),
         {"fix.jsonl": GOOD},
         "suite/warp.toml:3: field 'model.layer': the head at 'pre_classifier' → tanh → 'classifier' does not "
-        "reproduce the model's logits (max error *)*WARP cannot repair this layer",
+        "reproduce the model's logits (max error *)*WARP cannot repair this layer; layer = 'auto' finds the head *",
     ),
     "unknown activation": (
         toml("{model}", model_lines='layer = ["pre_classifier", "softplus", "classifier"]'),

@@ -23,9 +23,11 @@ ALIASES: dict[str, str] = {
     "silu": "silu",
     "swish": "silu",
     "siluactivation": "silu",
+    "identity": "identity",
+    "linear": "identity",  # transformers' summary_activation for "no activation"
 }
 
-KNOWN = ("gelu", "gelu_tanh", "relu", "sigmoid", "silu", "tanh")
+KNOWN = ("gelu", "gelu_tanh", "identity", "relu", "sigmoid", "silu", "tanh")
 
 
 def canonical_name(name: str) -> str:

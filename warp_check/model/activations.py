@@ -101,6 +101,10 @@ def _sigmoid_slope(x: Array) -> Array:
     return s * (1.0 - s)
 
 
+def _identity_slope(x: Array) -> Array:
+    return np.ones_like(np.asarray(x, dtype=np.float64))
+
+
 def _silu(x: Array) -> Array:
     return x * _sigmoid(x)
 
@@ -119,7 +123,10 @@ ACTIVATIONS: dict[str, Activation] = {
     "gelu": Activation("gelu", _gelu, _gelu_slope, 1.1290, (-_SQRT2, _SQRT2), "gelu"),
     "gelu_tanh": Activation("gelu_tanh", _gelu_tanh, _gelu_tanh_slope, 1.1290, (-1.418504, 1.418504), "gelu_tanh"),
     "silu": Activation("silu", _silu, _silu_slope, 1.0999, (-2.399357, 2.399357), "silu"),
+    # The final-linear form (the classifier itself is repaired): no σ, the gap is linear in W.
+    "identity": Activation("identity", lambda x: np.asarray(x, dtype=np.float64), _identity_slope, 1.0, (), "identity"),
 }
+
 
 def get_activation(name: str) -> Activation:
     """Look an activation up by our name, a transformers ``hidden_act`` or a module class name."""
@@ -137,5 +144,6 @@ def torch_activation(name: str):
         "gelu": torch.nn.functional.gelu,
         "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
         "silu": torch.nn.functional.silu,
+        "identity": lambda x: x,
     }
     return table[name]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,16 +17,23 @@ import numpy as np
 
 from warp_check.errors import ModelError
 from warp_check.model.activations import get_activation
+from warp_check.model.discovery import find_head, pooled_positions
 from warp_check.model.head import DenseHead
 from warp_check.model.loading import load_model_folder
-from warp_check.model.specs import HeadSpec, resolve_spec
+from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-EQUIVALENCE_ATOL = 1e-5
-EQUIVALENCE_RTOL = 1e-5
+# How closely the head, recomputed in float64 from the weights and v, must give the model's own
+# logits, by the dtype the model computes in: its rounding of each layer's output is the error.
+EQUIVALENCE_TOLERANCE: dict[str, float] = {"float64": 1e-5, "float32": 1e-5, "float16": 1e-2, "bfloat16": 6e-2}
 PROBE_TEXTS = ("a plain probe sentence.", "another, longer probe sentence to check the head with.")
+
+
+def equivalence_tolerance(dtype: str) -> float:
+    """Absolute and relative tolerance of the head-equivalence check for a model computing in ``dtype``."""
+    return EQUIVALENCE_TOLERANCE.get(dtype, EQUIVALENCE_TOLERANCE["float32"])
 
 
 def _submodule(model: Any, name: str, role: str):
@@ -38,24 +46,47 @@ def _submodule(model: Any, name: str, role: str):
     if not isinstance(module, torch.nn.Linear):
         raise ModelError(
             f"{role} '{name}' is a {type(module).__name__}, not a dense (nn.Linear) layer: "
-            "WARP repairs a dense → activation → linear head"
+            "WARP repairs a dense → activation → linear head, or the final linear layer"
         )
     return module
 
 
 def _input_limit(model: Any, tokenizer: Any) -> int:
     """The most tokens the model's forward pass takes (a very large number when it does not say)."""
-    limits = [getattr(tokenizer, "model_max_length", None)]
-    config = getattr(model, "config", None)
-    positions = getattr(config, "max_position_embeddings", None)
-    if isinstance(positions, int) and getattr(config, "model_type", None) not in _OFFSET_POSITIONS:
-        limits.append(positions)
+    limits = [getattr(tokenizer, "model_max_length", None), position_capacity(model)]
     usable = [n for n in limits if isinstance(n, int) and 0 < n < 1_000_000]  # HF's "unset" is ~1e30
     return min(usable, default=1_000_000)
 
 
-# RoBERTa-style models number positions from padding_idx + 1: two fewer than their table.
-_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "camembert"})
+def position_capacity(model: Any) -> int | None:
+    """How many positions the model's position table really has room for (None: no limit known).
+
+    RoBERTa-style embeddings (RoBERTa, XLM-R, CamemBERT, Longformer, MPNet, data2vec-text, ...)
+    number positions from ``padding_idx + 1``: their table of n rows takes n − padding_idx − 1
+    tokens, not ``max_position_embeddings``.
+    """
+    import torch
+
+    config = getattr(model, "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    base = getattr(model, "base_model", model)
+    embeddings = getattr(base, "embeddings", None)
+    table = getattr(embeddings, "position_embeddings", None)
+    offset = getattr(embeddings, "padding_idx", None)
+    if isinstance(table, torch.nn.Embedding) and isinstance(offset, int):
+        return int(table.num_embeddings) - offset - 1
+    return positions if isinstance(positions, int) else None
+
+
+def _probe_batch(model: Any, tokenizer: Any, max_length: int) -> dict[str, Any]:
+    """The forward arguments of the probe texts (one text where nothing can pad)."""
+    keys = set(inspect.signature(model.forward).parameters)
+    config_pad = getattr(getattr(model, "config", None), "pad_token_id", None)
+    pad = config_pad is not None and tokenizer.pad_token_id is not None
+    texts = list(PROBE_TEXTS) if pad else list(PROBE_TEXTS[:1])
+    limit = min(int(max_length), _input_limit(model, tokenizer))
+    encoded = tokenizer(texts, truncation=True, max_length=limit, padding=pad, return_tensors="pt")
+    return {k: v for k, v in encoded.items() if k in keys}
 
 
 class ClassifierAdapter:
@@ -80,16 +111,20 @@ class ClassifierAdapter:
         self.source = source
         self.activation = get_activation(spec.activation)
         self.repair_layer = _submodule(model, spec.repair_layer, "repair layer")
-        self.classifier = _submodule(model, spec.classifier, "classifier")
-        if self.repair_layer.out_features != self.classifier.in_features:
+        # The layer whose output is the logits: the classifier, or the repair layer itself.
+        self.classifier = None if spec.classifier is None else _submodule(model, spec.classifier, "classifier")
+        self.logits_layer = self.classifier if self.classifier is not None else self.repair_layer
+        if self.classifier is not None and self.repair_layer.out_features != self.classifier.in_features:
             raise ModelError(
                 f"repair layer '{spec.repair_layer}' outputs {self.repair_layer.out_features} features "
                 f"but classifier '{spec.classifier}' takes {self.classifier.in_features}"
             )
-        if self.repair_layer.bias is None or self.classifier.bias is None:
-            missing = spec.repair_layer if self.repair_layer.bias is None else spec.classifier
-            raise ModelError(f"layer '{missing}' has no bias; WARP's head form needs one (b, b_c)")
+        self.dtype = str(self.repair_layer.weight.dtype).removeprefix("torch.")
         self._forward_keys = set(inspect.signature(model.forward).parameters)
+        # Without a pad token the model cannot tell padding from text (decoder-only classifiers pool
+        # the last non-pad token): such a model sees one input at a time, unpadded.
+        pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
+        self.one_at_a_time = pad_id is None or getattr(tokenizer, "pad_token_id", None) is None
         if check:
             self.check_finite()
             self.check_equivalence(PROBE_TEXTS)
@@ -106,22 +141,58 @@ class ClassifierAdapter:
     ) -> ClassifierAdapter:
         """Load a local Hugging Face folder offline; never runs remote code."""
         model, tokenizer = load_model_folder(path)
+        if isinstance(layer, str) and layer in ("auto", "final"):
+            return cls.found(model, tokenizer, layer, max_length=max_length, source=str(path), check=check)
         spec = resolve_spec(model, layer)
         return cls(model, tokenizer, spec, max_length=max_length, source=str(path), check=check)
 
+    @classmethod
+    def found(
+        cls, model: Any, tokenizer: Any, layer: str, *, max_length: int, source: str | None, check: bool = True
+    ) -> ClassifierAdapter:
+        """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
+        head traced from the model itself (dense → σ → linear, or the final linear layer).
+        ``layer = "final"``: the final linear layer, whatever comes before it."""
+        table = HEAD_SPECS.get(getattr(getattr(model, "config", None), "model_type", None))
+        if layer == "auto" and table is not None:
+            spec = replace(table, found_by=f"the head table's entry for {model.config.model_type}")
+            try:
+                adapter = cls(model, tokenizer, spec, max_length=max_length, source=source, check=False)
+            except ModelError:
+                adapter = None  # an architecture variant the table does not describe: trace it
+            if adapter is not None and check:
+                adapter.check_finite()
+                try:
+                    adapter.check_equivalence(PROBE_TEXTS)
+                except ModelError:
+                    adapter = None
+            if adapter is not None:
+                return adapter
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        tolerance = equivalence_tolerance(dtype)
+        spec = find_head(model, _probe_batch(model, tokenizer, max_length), atol=tolerance, rtol=tolerance)
+        if layer == "final" and spec.classifier is not None:
+            spec = HeadSpec.final_linear(spec.classifier, found_by="layer = 'final': the final linear layer")
+        return cls(model, tokenizer, spec, max_length=max_length, source=source, check=check)
+
     # -- the head as numbers ----------------------------------------------------------
     def head(self) -> DenseHead:
+        """The head in float64; the final-linear form as W v + b with an identity classifier."""
+
         def arr(t) -> np.ndarray:
             return t.detach().cpu().double().numpy()
 
-        return DenseHead(
-            arr(self.repair_layer.weight),
-            arr(self.repair_layer.bias),
-            arr(self.classifier.weight),
-            arr(self.classifier.bias),
-            self.activation,
-            storage_dtype=str(self.repair_layer.weight.dtype).removeprefix("torch."),
-        )
+        def bias(layer) -> np.ndarray:  # a missing bias is zero, and stays zero
+            return np.zeros(layer.out_features) if layer.bias is None else arr(layer.bias)
+
+        W, b = arr(self.repair_layer.weight), bias(self.repair_layer)
+        if self.classifier is None:
+            Wc, bc = np.eye(W.shape[0]), np.zeros(W.shape[0])
+        else:
+            Wc, bc = arr(self.classifier.weight), bias(self.classifier)
+        # GSN-FT tunes b, W_c and b_c: not where a bias is missing or the classifier is the identity.
+        fixed = self.classifier is None or self.repair_layer.bias is None or self.classifier.bias is None
+        return DenseHead(W, b, Wc, bc, self.activation, storage_dtype=self.dtype, fixed_head=fixed)
 
     def with_head(self, head: DenseHead) -> ClassifierAdapter:
         """A new adapter over a deep copy of the model carrying ``head``'s weights.
@@ -134,13 +205,16 @@ class ClassifierAdapter:
         new = ClassifierAdapter(
             model, self.tokenizer, self.spec, max_length=self.max_length, source=self.source, check=False
         )
+        layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
+        if new.classifier is not None:
+            layers.append((self.spec.classifier, new.classifier, head.Wc, head.bc))
         with torch.no_grad():
-            for module, (weight, bias) in (
-                (new.repair_layer, (head.W, head.b)),
-                (new.classifier, (head.Wc, head.bc)),
-            ):
+            for name, module, weight, bias in layers:
                 module.weight.copy_(torch.as_tensor(weight, dtype=module.weight.dtype))
-                module.bias.copy_(torch.as_tensor(bias, dtype=module.bias.dtype))
+                if module.bias is not None:
+                    module.bias.copy_(torch.as_tensor(bias, dtype=module.bias.dtype))
+                elif np.any(bias != 0):
+                    raise ModelError(f"layer '{name}' has no bias to carry a changed one")
         return new
 
     # -- encoding -----------------------------------------------------------------------
@@ -160,29 +234,45 @@ class ClassifierAdapter:
         keys = [k for k in encoded.keys() if k in self._forward_keys]
         return [{k: list(encoded[k][i]) for k in keys} for i in range(len(texts))]
 
+    def padded(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
+        """The model's forward arguments for ``features``, padded to the longest."""
+        batch = self.tokenizer.pad(features, return_tensors="pt")
+        return {k: v for k, v in batch.items() if k in self._forward_keys}
+
     def forward_batch(self, features: list[dict[str, list[int]]]) -> tuple[np.ndarray, np.ndarray]:
-        """(v, logits) for one batch, v captured by a pre-hook on the repair layer."""
+        """(v, logits) for one batch: v is the repair layer's input, at the position the model pools
+        (found where the logits layer's per-position output is the logits) when it runs on every one."""
+        if self.one_at_a_time and len(features) > 1:
+            parts = [self.forward_batch([f]) for f in features]
+            return np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
         import torch
 
-        batch = self.tokenizer.pad(features, return_tensors="pt")
-        captured: list[torch.Tensor] = []
-
-        def hook(_module, args):
-            captured.append(args[0].detach())
-
-        handle = self.repair_layer.register_forward_pre_hook(hook)
+        inputs: list[torch.Tensor] = []
+        outputs: list[torch.Tensor] = []
+        handles = [
+            self.repair_layer.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach())),
+            self.logits_layer.register_forward_hook(lambda _m, _a, out: outputs.append(out.detach())),
+        ]
         try:
             with torch.inference_mode():
-                logits = self.model(**{k: v for k, v in batch.items() if k in self._forward_keys}).logits
+                logits = self.model(**self.padded(features)).logits
         finally:
-            handle.remove()
-        if len(captured) != 1 or captured[0].ndim != 2:
-            shape = tuple(captured[0].shape) if captured else None
+            for handle in handles:
+                handle.remove()
+        per_position_logits = len(outputs) == 1 and outputs[0].ndim == 3
+        if len(inputs) != 1 or not (inputs[0].ndim == 2 or (inputs[0].ndim == 3 and per_position_logits)):
+            shape = tuple(inputs[0].shape) if inputs else None
             raise ModelError(
-                f"repair layer '{self.spec.repair_layer}' was called {len(captured)} time(s) with input "
-                f"shape {shape}; WARP needs exactly one call on a (batch, features) input"
+                f"repair layer '{self.spec.repair_layer}' was called {len(inputs)} time(s) with input "
+                f"shape {shape}; WARP needs exactly one call on a (batch, features) input, or on every "
+                "position when the model takes its logits from one position of the final layer"
             )
-        return captured[0].float().cpu().numpy(), logits.float().cpu().numpy()
+        v = inputs[0]
+        if v.ndim == 3:  # run on every position; the model pooled one of them into the logits
+            per_position = outputs[0].double().cpu().numpy()
+            positions = pooled_positions(per_position, logits.double().cpu().numpy())
+            v = v[torch.arange(v.shape[0]), torch.as_tensor(positions)]
+        return v.float().cpu().numpy(), logits.float().cpu().numpy()
 
     def check_equivalence(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> float:
         """Max |model logits − W_c σ(W v + b) − b_c| on ``texts``; raises if above 1e-5."""
@@ -206,19 +296,19 @@ class ClassifierAdapter:
     def check_logits(self, V: np.ndarray, logits: np.ndarray) -> float:
         recomputed = self.head().logits(np.asarray(V, dtype=np.float64))
         error = np.abs(recomputed - logits)
-        bound = EQUIVALENCE_ATOL + EQUIVALENCE_RTOL * np.abs(logits)
-        if not np.all(error <= bound):
+        tolerance = equivalence_tolerance(self.dtype)
+        if not np.all(error <= tolerance + tolerance * np.abs(logits)):
             raise ModelError(
-                f"the head at '{self.spec.repair_layer}' → {self.spec.activation} → '{self.spec.classifier}' "
-                f"does not reproduce the model's logits (max error {float(error.max()):.3g} > "
-                f"{EQUIVALENCE_ATOL:g}): something between these layers is not "
-                "dense → activation → linear, so WARP cannot repair this layer"
+                f"the head at {self.spec.quoted} does not reproduce the model's logits (max error "
+                f"{float(error.max()):.3g} > {tolerance:g} for {self.dtype} weights): something between these "
+                "layers is not dense → activation → linear, so WARP cannot repair this layer; "
+                "layer = 'auto' finds the head from the model, layer = [final_layer] repairs the last linear layer"
             )
         return float(error.max())
 
     def upstream_parameters(self) -> list[tuple[str, Any]]:
         """Every parameter except those of the head: all that v depends on."""
-        head = {f"{self.spec.repair_layer}.", f"{self.spec.classifier}."}
+        head = {f"{name}." for name in (self.spec.repair_layer, self.spec.classifier) if name is not None}
         return [
             (name, tensor)
             for name, tensor in self.model.state_dict().items()

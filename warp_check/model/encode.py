@@ -94,5 +94,3 @@ def _progress(total: int, *, enabled: bool):
     return tqdm(
         total=total, desc="warp: encoding cases", unit="case", disable=not enabled or total < PROGRESS_MIN_CASES
     )
-
-

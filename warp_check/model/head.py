@@ -21,6 +21,8 @@ class DenseHead:
     bc: np.ndarray  # (C,)
     activation: Activation
     storage_dtype: str = "float32"  # the model's dtype: repaired weights are rounded to it
+    # Only W may change (a bias is missing, or the classifier is the identity of the final-linear form).
+    fixed_head: bool = False
 
     def __post_init__(self) -> None:
         for name in ("W", "b", "Wc", "bc"):
@@ -51,6 +53,10 @@ class DenseHead:
 
     def round_to_storage(self, W: np.ndarray) -> np.ndarray:
         """W as it will be saved: certify what is written, not what was computed."""
+        if self.storage_dtype == "bfloat16":  # numpy has no bfloat16
+            import torch
+
+            return torch.as_tensor(np.asarray(W, dtype=np.float64)).to(torch.bfloat16).double().numpy()
         return np.asarray(W, dtype=self.storage_dtype).astype(np.float64)
 
     def pre_activation(self, V: np.ndarray) -> np.ndarray:

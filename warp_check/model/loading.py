@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,10 +61,16 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
     if not (path / "config.json").is_file() or not weights:
         what = "config.json" if not (path / "config.json").is_file() else "weights (*.safetensors)"
         raise ModelError(f"model folder {str(path)!r} has no {what}: not a Hugging Face model folder")
+    read_config(path)
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelError(
+            f"model folder {str(path)!r} has no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}, ...): save the "
+            "tokenizer beside the model (tokenizer.save_pretrained(folder)); a model is never run with a guessed one"
+        )
     try:
         with quiet_transformers_progress():
-            model = AutoModelForSequenceClassification.from_pretrained(
-                path, trust_remote_code=False, local_files_only=True
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                path, trust_remote_code=False, local_files_only=True, output_loading_info=True
             )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 — any loader failure is the folder's fault: say which
@@ -85,4 +92,71 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
             ) from None
         why = f"{type(exc).__name__}: {_first_line(exc)}"
         raise ModelError(f"cannot load the model in {str(path)!r}: {why}") from exc
+    _check_whole(path, info)
     return model, tokenizer
+
+
+# What a model folder's tokenizer can be saved as; save_pretrained writes the first two.
+TOKENIZER_FILES = (
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """``config.json`` of a model folder, checked for what WARP can repair.
+
+    Raises ModelError (naming the folder) when it is not a JSON object, or when the head is a
+    regression head or a multi-label head: WARP's gap is the margin of an argmax over ≥ 2
+    classes, which says nothing of a regression value or of independent sigmoid decisions.
+    """
+    path = Path(path)
+    where = f"model folder {str(path)!r}: config.json"
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ModelError(f"{where} cannot be read ({exc})") from None
+    if not isinstance(config, dict):
+        raise ModelError(f"{where} is a JSON {type(config).__name__}, not an object: not a Hugging Face config")
+    problem = config.get("problem_type")
+    labels = config.get("id2label")
+    count = config.get("num_labels", len(labels) if isinstance(labels, dict) else None)
+    if problem == "regression" or count == 1:
+        raise ModelError(
+            f"{where}: a regression head ({'problem_type regression' if problem == 'regression' else 'num_labels 1'}): "
+            "WARP repairs classifiers, whose prediction is the argmax of ≥ 2 logits; a regression value has no "
+            "margin to certify"
+        )
+    if problem == "multi_label_classification":
+        raise ModelError(
+            f"{where}: a multi-label head (problem_type multi_label_classification): each label is its own "
+            "sigmoid decision, and WARP's certificates are about an argmax over the classes; repairing it as one "
+            "would change the labels' decisions silently"
+        )
+    return config
+
+
+def _check_whole(path: Path, info: dict[str, Any]) -> None:
+    """Refuse a folder whose weights do not fill the model: transformers would initialise the missing
+    tensors at random, and the suite would run on a model nobody trained."""
+    problems = []
+    for key, what in (
+        ("missing_keys", "missing"),
+        ("unexpected_keys", "unexpected"),
+        ("mismatched_keys", "of the wrong size"),
+    ):
+        names = sorted(str(k if isinstance(k, str) else k[0]) for k in info.get(key) or ())
+        if names:
+            shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+            problems.append(f"{len(names)} parameter(s) {what} ({shown})")
+    if problems:
+        raise ModelError(
+            f"model folder {str(path)!r} does not load whole: " + "; ".join(problems) + ": the weights do not "
+            "match the config's architecture (a damaged or partial checkpoint); warp-check never runs a model "
+            "with randomly initialised weights"
+        )

@@ -6,36 +6,77 @@ Standard library only: a suite's ``[model] layer`` becomes a HeadSpec when it lo
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from warp_check.errors import ModelError
 from warp_check.model.activation_names import canonical_name
 
 
+class HeadForm(str, enum.Enum):
+    """What repair changes: the dense layer before the classifier (the paper's form), or the
+    final linear layer itself where no dense → σ → linear head exists."""
+
+    DENSE = "dense"  # logits = W_c σ(W v + b) + b_c; W is repaired
+    FINAL_LINEAR = "final_linear"  # logits = W v + b; W (the classifier) is repaired
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, kw_only=True)
 class HeadSpec:
-    """Where the repairable head lives: dotted module names and the activation between."""
+    """Where the repairable head lives: dotted module names and the activation between.
+
+    ``classifier`` None is the final-linear form: ``repair_layer`` is the layer that gives the
+    logits, and the activation is the identity. ``found_by`` says how ``layer = "auto"`` found
+    it (reports show it); it is not part of the head's identity.
+    """
 
     repair_layer: str
     activation: str
-    classifier: str
+    classifier: str | None
+    found_by: str = field(default="", compare=False)
+
+    @property
+    def form(self) -> HeadForm:
+        return HeadForm.FINAL_LINEAR if self.classifier is None else HeadForm.DENSE
 
     @property
     def chain(self) -> str:
-        """``repair_layer → activation → classifier``: how reports name the head."""
+        """How reports name the head: ``repair_layer → activation → classifier``, or the final layer."""
+        if self.classifier is None:
+            return f"{self.repair_layer} (final linear layer)"
         return f"{self.repair_layer} → {self.activation} → {self.classifier}"
 
+    @property
+    def quoted(self) -> str:
+        """The chain with the module names quoted, for messages."""
+        if self.classifier is None:
+            return f"'{self.repair_layer}' (final linear layer)"
+        return f"'{self.repair_layer}' → {self.activation} → '{self.classifier}'"
+
     def __post_init__(self) -> None:
-        for name in ("repair_layer", "activation", "classifier"):
+        names = ("repair_layer", "activation") + (("classifier",) if self.classifier is not None else ())
+        for name in names:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ModelError(f"HeadSpec.{name}={value!r}: must be a non-empty string")
         try:
-            canonical_name(self.activation)
+            canonical = canonical_name(self.activation)
         except KeyError as exc:
             raise ModelError(f"HeadSpec.activation={self.activation!r}: {exc.args[0]}") from None
+        if self.classifier is None and canonical != "identity":
+            raise ModelError(
+                f"HeadSpec.activation={self.activation!r}: the final-linear form (no classifier after the "
+                "repair layer) has no activation; give 'identity'"
+            )
+
+    @classmethod
+    def final_linear(cls, layer: str, *, found_by: str = "") -> HeadSpec:
+        return cls(repair_layer=layer, activation="identity", classifier=None, found_by=found_by)
 
 
 # Per-architecture heads. Every entry is dense → activation → linear with only dropout in
@@ -59,7 +100,10 @@ def resolve_spec(model: Any, layer: str | HeadSpec | Sequence[str] = "auto") -> 
         return layer
     if isinstance(layer, str):
         if layer != "auto":
-            raise ModelError(f"layer={layer!r}: give 'auto' or the three names (repair_layer, activation, classifier)")
+            raise ModelError(
+                f"layer={layer!r}: give 'auto', 'final', the three names (repair_layer, activation, classifier) "
+                "or [final_layer]"
+            )
         model_type = getattr(getattr(model, "config", None), "model_type", None)
         if model_type not in HEAD_SPECS:
             known = ", ".join(sorted(HEAD_SPECS))
@@ -69,6 +113,8 @@ def resolve_spec(model: Any, layer: str | HeadSpec | Sequence[str] = "auto") -> 
             )
         return HEAD_SPECS[model_type]
     names = list(layer)
+    if len(names) == 1:
+        return HeadSpec.final_linear(names[0], found_by="named: the final linear layer")
     if len(names) != 3:
-        raise ModelError(f"layer={names!r}: expected [repair_layer, activation, classifier]")
+        raise ModelError(f"layer={names!r}: expected [repair_layer, activation, classifier] or [final_layer]")
     return HeadSpec(repair_layer=names[0], activation=names[1], classifier=names[2])

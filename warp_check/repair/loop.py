@@ -99,6 +99,11 @@ class _Repair:
         """GSN-FT when the must_fix cases' mean κ is below the threshold and there are aux cases."""
         mean_kappa, settings = mean(self.kappa_before.values()), self.settings
         self.gsn = GsnFtRecord(False, "no aux cases")
+        if self.head.fixed_head:
+            if len(self.aux):
+                reason = "only the repair layer's weight may change in this head (final-linear form or a missing bias)"
+                self.gsn = GsnFtRecord(False, reason)
+            return self.head
         if len(self.aux) and len(self.fix) and mean_kappa < settings.gsn_threshold:
             work_head, self.gsn = gsn_finetune(self.head, self.fix, self.aux, settings)
             return work_head

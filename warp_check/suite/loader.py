@@ -39,6 +39,7 @@ from typing import Any
 from warp_check import advice
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, SuiteError
+from warp_check.model.specs import HeadSpec
 from warp_check.qp.settings import SolverSettings
 from warp_check.repair.settings import RepairSettings
 from warp_check.suite.case_files import CaseFile, Location, read_case_tables, read_cases
@@ -88,10 +89,10 @@ class Suite:
     @property
     def layer(self) -> Any:
         """The ``layer`` argument for :meth:`ClassifierAdapter.from_pretrained`."""
-        if self.model.layer == "auto":
-            return "auto"
-        from warp_check.model.specs import HeadSpec
-
+        if isinstance(self.model.layer, str):
+            return self.model.layer
+        if len(self.model.layer) == 1:
+            return HeadSpec.final_linear(self.model.layer[0], found_by="named in warp.toml: [final_layer]")
         repair_layer, activation, classifier = self.model.layer
         return HeadSpec(repair_layer=repair_layer, activation=activation, classifier=classifier)
 

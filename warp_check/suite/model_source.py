@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import re
 import sys
 import traceback
@@ -17,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_check.errors import SuiteError
+from warp_check.errors import ModelError, SuiteError
 from warp_check.model.activation_names import canonical_name
+from warp_check.model.loading import read_config
 from warp_check.suite.toml_lines import SuiteToml
 
 _MODEL_KEYS = ("path", "factory", "layer", "max_length", "batch_size")
@@ -33,7 +33,7 @@ class ModelSettings:
 
     path: str | None = None  # as written in warp.toml
     factory: str | None = None  # "file.py:function", as written
-    layer: str | tuple[str, str, str] = "auto"  # "auto" or (repair_layer, activation, classifier)
+    layer: str | tuple[str] | tuple[str, str, str] = "auto"  # "auto", "final", (final_layer,) or the three names
     max_length: int = 128
     batch_size: int = 32
 
@@ -69,13 +69,16 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
     return ModelSettings(path=path, factory=factory, layer=layer, **counts)
 
 
-def _layer(loader: SuiteToml, value: Any) -> str | tuple[str, str, str]:
+def _layer(loader: SuiteToml, value: Any) -> str | tuple[str] | tuple[str, str, str]:
     usage = (
-        'give "auto" (the per-architecture table), [repair_layer, activation, classifier] '
-        "or {repair_layer = ..., activation = ..., classifier = ...}"
+        'give "auto" (found from the model), "final" (repair the final linear layer), '
+        "[repair_layer, activation, classifier], {repair_layer = ..., activation = ..., classifier = ...} "
+        "or [final_layer]"
     )
-    if value == "auto":
-        return "auto"
+    if value in ("auto", "final"):
+        return value
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str) and value[0].strip():
+        return (value[0],)  # the final-linear form on a named layer
     if isinstance(value, dict):
         loader.unknown(value, _LAYER_KEYS, "model.layer")
         missing = [k for k in _LAYER_KEYS if k not in value]
@@ -183,10 +186,10 @@ def labels_of(loader: SuiteToml, data: dict[str, Any], model_dir: Path) -> tuple
 
 def model_labels(loader: SuiteToml, model_dir: Path) -> tuple[dict[int, str], int | None]:
     try:
-        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise loader.error("model.path", f"cannot read {model_dir / 'config.json'}: {exc}") from None
-    raw = config.get("id2label") if isinstance(config, dict) else None
+        config = read_config(model_dir)
+    except ModelError as exc:
+        raise loader.error("model.path", str(exc)) from None
+    raw = config.get("id2label")
     id2label: dict[int, str] = {}
     if isinstance(raw, dict):
         for key, value in raw.items():
@@ -194,7 +197,7 @@ def model_labels(loader: SuiteToml, model_dir: Path) -> tuple[dict[int, str], in
                 id2label[int(key)] = str(value)
             except (TypeError, ValueError):
                 continue
-    num = config.get("num_labels") if isinstance(config, dict) else None
+    num = config.get("num_labels")
     if not isinstance(num, int) or isinstance(num, bool):
         num = len(id2label) or None
     return id2label, num
