@@ -228,3 +228,23 @@ def test_the_record_names_its_command_and_variant():
     assert split == ("bench_qp", ["--rank", "2"])
     with pytest.raises(ValueError, match="is not `python -m benchmarks"):
         results.split_command("python benchmarks/bench_qp.py --rank 2")
+
+
+RESULT_FILES = sorted((REPO / "benchmarks" / "results").glob("*.json"))
+
+
+def _parses(command: str) -> None:
+    name, args = results.split_command(command)
+    try:
+        importlib.import_module(f"benchmarks.{name}").build_parser().parse_args(args)
+    except SystemExit:
+        pytest.fail(f"{command!r} does not run as written")
+
+
+def test_every_result_file_is_a_dated_record_whose_command_runs():
+    assert RESULT_FILES
+    for path in RESULT_FILES:
+        assert results.problems_of(path) == []
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert record.get("transcribed") is True or record["code"]["warp_check_sources_sha256"], path.name
+        _parses(record["command"])
