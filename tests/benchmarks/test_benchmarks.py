@@ -248,3 +248,19 @@ def test_every_result_file_is_a_dated_record_whose_command_runs():
         record = json.loads(path.read_text(encoding="utf-8"))
         assert record.get("transcribed") is True or record["code"]["warp_check_sources_sha256"], path.name
         _parses(record["command"])
+
+
+def test_the_results_document_cites_every_result_file_and_its_commands_run():
+    # Every figure in RESULTS.md is backed by a file in benchmarks/results/ (and every file is
+    # cited); every full command it or the README's Benchmarks section prints runs as written.
+    document = (REPO / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Benchmarks") :]
+    section = section[: section.find("\n## ", 1) if "\n## " in section[1:] else len(section)]
+    linked = set(re.findall(r"\]\((?:benchmarks/)?results/([^)]+\.json)\)", document + section))
+    assert linked == {p.name for p in RESULT_FILES}
+    commands = re.findall(r"`((?:[A-Z_]+=\S+ )*python -m benchmarks\.[a-z_0-9]+(?: [^`]*)?)`", document + section)
+    assert {results.split_command(command)[0] for command in commands} == set(SCRIPTS)
+    for command in commands:
+        _parses(command)
+    assert len(document.splitlines()) <= 150
