@@ -10,32 +10,33 @@ as ``warp-check attack`` writes it), δ = v(attacked) − v(original). Printed p
 * ``auc``: how well the mean-δ direction alone tells must_fix from must_keep cases (0.5: not
   at all, 1: perfectly).
 
-Featureless must_fix cases (no shared part, as ``_synthetic`` draws them) have shared ≈ 1/pairs
-(the mean of that many random δ) and auc near 0.5 (a little above: the direction is fitted on
-the same cases). Run: ``python benchmarks/attack_shape.py [SUITE ...] [--json]`` (default: the two
-example suites). Reads the suites and encodes their cases; writes nothing.
+Featureless must_fix cases (no shared part, as ``benchmarks.synthetic`` draws them) have shared ≈
+1/pairs (the mean of that many random δ) and auc near 0.5 (a little above: the direction is fitted
+on the same cases). Run: ``python -m benchmarks.attack_shape [SUITE ...] [--json]`` from the
+repository root (default: the two example suites). Reads the suites and encodes their cases.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
+from benchmarks.example_models import EXAMPLE_SUITES
+from benchmarks.results import add_output_arguments, report
+from warp_check.cases import Kind
+from warp_check.model.adapter import ClassifierAdapter
+from warp_check.runs.pipeline import evaluate
+from warp_check.suite.loader import load_suite
 
-import numpy as np  # noqa: E402
-
-SUITES = (ROOT / "example_suites" / "reviews-distilbert", ROOT / "example_suites" / "reviews-bert")
+SUITES = (EXAMPLE_SUITES / "reviews-distilbert", EXAMPLE_SUITES / "reviews-bert")
 
 
 def originals(suite) -> dict[str, str]:
     """must_fix id → the id its JSONL record names as ``original`` (each file read once)."""
-    from warp_check.cases import Kind
-
     lines: dict[Path, list[str]] = {}
     found = {}
     for case in suite.cases:
@@ -71,11 +72,6 @@ def shape_of(fix: np.ndarray, original: np.ndarray, keep: np.ndarray) -> dict[st
 
 
 def measure(folder: Path) -> dict[str, object]:
-    from warp_check.cases import Kind
-    from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.runs.pipeline import evaluate
-    from warp_check.suite.loader import load_suite
-
     suite = load_suite(folder)
     adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
     V = evaluate(adapter, suite.cases, batch_size=suite.model.batch_size, progress=False).encoded.V
@@ -89,23 +85,29 @@ def measure(folder: Path) -> dict[str, object]:
     return {"suite": str(folder), "d_in": int(V.shape[1]), **shape_of(V[fix_rows], V[original_rows], keep)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.attack_shape", description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="*", type=Path, help="suite folders (default: the two example suites)")
-    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    add_output_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     rows = [measure(folder) for folder in (args.suites or SUITES)]
-    if args.json:
-        print(json.dumps(rows))
-        return 0
+    report("attack_shape", parser, args, argv, {"suites": rows}, print_table)
+    return 0
+
+
+def print_table(result: dict[str, object]) -> None:
     print("| suite | pairs | ‖δ‖ / spread of must_keep | shared part of δ | mean cos(δᵢ, δⱼ) | AUC along mean δ |")
     print("|---|---|---|---|---|---|")
-    for r in rows:
+    for r in result["suites"]:
         print(
             f"| {r['suite']} | {r['pairs']} | {r['displacement']:.2f} | {r['shared']:.1%} | "
             f"{r['mean_cosine']:.3f} | {r['auc']:.2f} |"
         )
-    return 0
 
 
 if __name__ == "__main__":

@@ -30,29 +30,26 @@ plain_cold (goal ≤ 0.1), each on wall time and on suite-run time; and, without
 ``repair_over_plain_warm`` = repair_warm / plain_warm: a repair must load the model (it saves
 one), a warm plain run does not, so this one is large because the plain run got fast.
 
-Run: ``python benchmarks/bench_e2e.py --json`` (about 3 minutes on 2 cores with --repeat 3).
-Exit 1 if a run's exit code is not the expected one (plain 1, repair 0).
+Run: ``python -m benchmarks.bench_e2e --json`` from the repository root (about 3 minutes on 2
+cores with --repeat 3). Exit 1 if a run's exit code is not the expected one (plain 1, repair 0).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.example_models import EXAMPLE_SUITES
+from benchmarks.results import add_output_arguments, report
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import re  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "example_suites"
 DURATION = re.compile(r"^\s*([0-9.]+)s\s+(call|setup|teardown)\s+(\S+)", re.MULTILINE)
 GOALS = {"repair_over_plain": 1.3, "warm_over_cold": 0.1}
 
@@ -82,23 +79,28 @@ def median_of(runs: list[dict[str, object]], key: str) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_e2e", description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="reviews-distilbert", help="example suite folder name")
     parser.add_argument(
         "--suite-path", type=Path, help="any suite folder instead (its model path must not be relative to it)"
     )
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
+    add_output_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="warp-e2e-"))
     try:
-        source = args.suite_path or EXAMPLES / args.suite
+        source = args.suite_path or EXAMPLE_SUITES / args.suite
         suite = work / source.name
         shutil.copytree(source, suite, ignore=shutil.ignore_patterns(".warp"))
         if args.suite_path is None:  # the checkout's layout: warp.toml's factory is "../minilm/models.py:..."
-            shutil.copytree(EXAMPLES / "minilm", work / "minilm", ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(EXAMPLE_SUITES / "minilm", work / "minilm", ignore=shutil.ignore_patterns("__pycache__"))
         warmup = pytest_run(suite, "--warp-cache", "none")  # assembles the model if missing; not timed
         names = ("plain_cold", "plain_warm", "repair_cold", "repair_warm")
         runs: dict[str, list[dict[str, object]]] = {name: [] for name in names}
@@ -112,8 +114,6 @@ def main(argv: list[str] | None = None) -> int:
             runs["repair_warm"].append(pytest_run(suite, "--warp-repair"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-    import _synthetic
 
     medians = {name: {k: median_of(r, k) for k in ("wall_s", "suite_run_s")} for name, r in runs.items()}
 
@@ -137,20 +137,20 @@ def main(argv: list[str] | None = None) -> int:
         "medians": medians,
         "ratios": ratios,
         "goals": GOALS,
+        "goals_met": {name: ratios[name] is not None and ratios[name] <= goal for name, goal in GOALS.items()},
         "runs": runs,
         "exit_codes_as_expected": ok,
         "env": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "bytecode_cache": True},
-        "machine": _synthetic.machine_info(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        for name, m in medians.items():
-            print(f"{name:<12} wall {m['wall_s']} s, suite run {m['suite_run_s']} s")
-        for name, value in ratios.items():
-            print(f"{name:<28} {value}")
+    report("bench_e2e", parser, args, argv, result, print_text, ignore=("suite_path",))
     return 0 if ok else 1
+
+
+def print_text(result: dict[str, object]) -> None:
+    for name, m in result["medians"].items():
+        print(f"{name:<12} wall {m['wall_s']} s, suite run {m['suite_run_s']} s")
+    for name, value in result["ratios"].items():
+        print(f"{name:<28} {value}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Benchmark: the paper's primal QP against our dual QP, on one paper-size linearised problem.
 
 What is measured: wall-clock seconds of ``warp_check.qp.solve`` on the *first* linearised QP
-of the repair loop (synthetic head and cases from ``_synthetic``: 108 must_fix, 800 must_keep,
+of the repair loop (synthetic head and cases of ``benchmarks.synthetic``: 108 must_fix, 800 must_keep,
 d_in = 768, γ_s = 1.0, γ_h = 0.3, ρ = 2, λ = 50), solved three ways in one process with the
 same OSQP tolerances:
 
@@ -15,53 +15,51 @@ factorisation, ADMM, polishing, working-set rounds); V Vᵀ is *not* cached unle
 ``speedup = primal_s / dual_s``, ``speedup_full = primal_s / dual_full_s``.
 ``same_solution`` is true when both dual solutions agree with the primal B to 1e-6 (max abs).
 
-``--blas-threads N`` pins the BLAS threads (see ``_synthetic.blas_threads``); the thread
-counts and the load average at the end of the run are in ``machine``.
+``--blas-threads N`` pins the BLAS threads (``benchmarks.measure.blas_threads``); the thread
+counts and the load average at the end of the run are in the record's ``machine``.
 
-Run: ``python benchmarks/bench_qp.py --rank 2 --json``. Exit 1 if a solve fails or the
-solutions differ. Timings are of one run on this machine (``machine`` in the output): rerun
-and compare on a quiet machine before quoting them.
+Run: ``python -m benchmarks.bench_qp --rank 2 --json`` from the repository root. Exit 1 if a
+solve fails or the solutions differ. Timings are of one run on this machine: rerun and compare
+on a quiet machine before quoting them.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
-from pathlib import Path
+import time
+from dataclasses import replace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
-from dataclasses import replace  # noqa: E402
-
-import _synthetic  # noqa: E402
-import numpy as np  # noqa: E402
-
-import warp_check.qp.solve as qp  # noqa: E402
+from benchmarks import synthetic
+from benchmarks.measure import blas_threads
+from benchmarks.results import add_output_arguments, report
+from warp_check.qp import solve as qp_solve
+from warp_check.qp.problem import LinearisedProblem
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solution import QPSolution
 
 TOLERANCE = 1e-6  # max |B_primal − B_dual| for "same solution"
 
 
 def run(rank: int, seed: int, activation: str, cached_vvt: bool, threads: int | None = None) -> dict[str, object]:
-    synthetic = _synthetic.build(seed, activation)
-    problem = _synthetic.first_problem(synthetic, rank, cache_vvt=cached_vvt)
-    base = qp.SolverSettings()  # identical tolerances for every form
+    built = synthetic.build(seed, activation)
+    problem = synthetic.first_problem(built, rank, cache_vvt=cached_vvt)
+    base = SolverSettings()  # identical tolerances for every form
     variants = {
         "primal": replace(base, form="primal", working_set=False),
         "dual_full": replace(base, form="dual", working_set=False),
         "dual": replace(base, form="dual", working_set=True),
     }
-    solutions: dict[str, qp.QPSolution] = {}
+    solutions: dict[str, QPSolution] = {}
     wall: dict[str, float] = {}
-    with _synthetic.blas_threads(threads):
+    with blas_threads(threads):
         _warm_up()
         for name, settings in variants.items():
             start = time.perf_counter()
-            solutions[name] = qp.solve(problem, settings)
+            solutions[name] = qp_solve.solve(problem, settings)
             wall[name] = time.perf_counter() - start
-        machine = _synthetic.machine_info()
 
     primal, dual, full = solutions["primal"], solutions["dual"], solutions["dual_full"]
     ok = all(s.status.has_solution and s.B is not None for s in solutions.values())
@@ -78,6 +76,7 @@ def run(rank: int, seed: int, activation: str, cached_vvt: bool, threads: int | 
         "d_in": problem.d_in,
         "activation": activation,
         "seed": seed,
+        "blas_threads": threads,
         "cached_vvt": cached_vvt,
         "primal_s": round(wall["primal"], 4),
         "dual_s": round(wall["dual"], 4),
@@ -96,8 +95,7 @@ def run(rank: int, seed: int, activation: str, cached_vvt: bool, threads: int | 
         "iterations_primal": primal.iterations,
         "iterations_dual": dual.iterations,
         "iterations_dual_full": full.iterations,
-        "problem": _synthetic.describe(synthetic),
-        "machine": machine,
+        "problem": synthetic.describe(built),
     }
 
 
@@ -107,9 +105,9 @@ def _warm_up() -> None:
     Both of its constraints bind in either form (the must_fix slack is priced out, the
     must_keep row is slack), so OSQP's polish step does not print "no active set".
     """
-    tiny = qp.LinearisedProblem(np.ones((2, 1)), np.eye(2), np.array([1e3, -1.0]), 1, 2.0, 50.0)
+    tiny = LinearisedProblem(np.ones((2, 1)), np.eye(2), np.array([1e3, -1.0]), 1, 2.0, 50.0)
     for form in ("primal", "dual"):
-        qp.solve(tiny, qp.SolverSettings(form=form, working_set=False))
+        qp_solve.solve(tiny, SolverSettings(form=form, working_set=False))
 
 
 def print_table(result: dict[str, object]) -> None:
@@ -134,20 +132,22 @@ def print_table(result: dict[str, object]) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_qp", description=__doc__.splitlines()[0])
     parser.add_argument("--rank", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--activation", choices=("relu", "tanh"), default="relu")
     parser.add_argument("--cached-vvt", action="store_true", help="hand the dual V Vᵀ precomputed")
-    parser.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads")
-    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    parser.add_argument("--blas-threads", type=int, default=None, help="limit BLAS threads (measure with 1)")
+    add_output_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     result = run(args.rank, args.seed, args.activation, args.cached_vvt, args.blas_threads)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print_table(result)
+    report("bench_qp", parser, args, argv, result, print_table)
     return 0 if result["same_solution"] else 1
 
 

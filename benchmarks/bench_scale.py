@@ -2,15 +2,15 @@
 
 What is measured, per must_keep size n: ``warp_check.repair.loop.repair_head(head, fix, keep,
 settings=RepairSettings(rank=R))`` on the synthetic head and 108 must_fix cases of
-``_synthetic`` (d_in = d_out = 768, float32 weights, paper defaults) with n must_keep
+``benchmarks.synthetic`` (d_in = d_out = 768, float32 weights, paper defaults) with n must_keep
 representations v ~ N(0, I) labelled with the head's own prediction (``--distribution
 measured``: shaped like real ones; ``--head measured``: a repair layer with the spectrum spike
 and class alignment of real fine-tuned heads, where the default random W has neither; see
-``_synthetic``; ``--source sst2``: a real problem instead, see ``_sst2_scale``). ``--keep margin`` (the
-default) keeps only cases that already meet γ_h = 0.3, as a clean regression set that passes
-its gate before repair does; ``--keep natural`` keeps every correct case, with the ~5% tail
-below γ_h that the repair must then lift too (the harder problem: its elastic rows all enter
-every QP).
+``benchmarks.synthetic``; ``--source sst2``: a real problem instead, see
+``benchmarks.sst2_problem``). ``--keep margin`` (the default) keeps only cases that already meet
+γ_h = 0.3, as a clean regression set that passes its gate before repair does; ``--keep natural``
+keeps every correct case, with the ~5% tail below γ_h that the repair must then lift too (the
+harder problem: its elastic rows all enter every QP).
 
 Each size runs in its own subprocess, so that its peak resident memory is its own:
 
@@ -21,94 +21,44 @@ Each size runs in its own subprocess, so that its peak resident memory is its ow
   ``data_rss_mb`` the same just before ``repair`` (the representations alone are n·768·8 bytes);
 * ``qp_rows`` / ``qp_working_set`` per iteration: rows of the linearised problem and rows in the
   last QP the working set needed (``qp_rounds`` QPs that iteration);
-* ``cert1`` / ``cert2`` recomputed here, in float64, from ``result.head_after``.
+* ``cert1`` / ``cert2`` recomputed in float64 from the repaired weights (``benchmarks.certificates``).
 
 Ratios: ``qp_seconds_per_1k_keep`` and, for sizes ≤ ``--compare-full`` (default 1000), the same
 repair with every row in every QP (``working_set=False``): ``full_seconds``, ``full_qp_seconds``,
 ``lazy_speedup_qp`` and ``same_head`` (max |W_lazy − W_full| ≤ 1e-5 and the same status).
 Goal (issue 6): at 100k, peak RSS < 4 GB and QP time < 60 s.
 
-Run: ``python benchmarks/bench_scale.py --json`` (one JSON line with every size; ``--max-iter 1``: the
-first QP of each size alone; ``--backend``: the QP solver). Exit 1 unless
-every repair converged with Cert 2 on every must_keep case.
+Run: ``python -m benchmarks.bench_scale --json`` from the repository root (one JSON record with
+every size; ``--max-iter 1``: the first QP of each size alone; ``--backend``: the QP solver).
+Exit 1 unless every repair converged with Cert 2 on every must_keep case.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
+import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import resource  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-from dataclasses import replace  # noqa: E402
-
-import _synthetic  # noqa: E402
-import numpy as np  # noqa: E402
-from bench_repair import recording_qp_solves  # noqa: E402
-
+from benchmarks import REPO, sst2_problem, synthetic
+from benchmarks.certificates import recomputed_certificates
+from benchmarks.measure import peak_rss_mb
+from benchmarks.results import add_output_arguments, report
 from warp_check.repair.loop import repair_head
-from warp_check.repair.records import CaseSet, RepairStatus
+from warp_check.repair.records import RepairStatus
 from warp_check.repair.settings import RepairSettings
 
 SIZES = (1_000, 10_000, 100_000)
 GOAL_RSS_MB = 4096
 GOAL_QP_SECONDS = 60.0
 SAME_HEAD_TOLERANCE = 1e-5
-BLOCK = 8192  # rows drawn (and classified) at a time: the data set-up adds no n×d_out temporaries
-
-
-def keep_cases(synthetic: _synthetic.SyntheticProblem, n: int, seed: int, keep: str) -> CaseSet:
-    """n must_keep cases v ~ N(0, I), labelled by the head; ``margin``: only gap ≥ γ_h."""
-    head = synthetic.head
-    rng = np.random.default_rng(seed + 1_000_003)
-    V = np.empty((n, head.d_in))
-    labels = np.empty(n, dtype=np.int64)
-    filled = 0
-    while filled < n:
-        block = synthetic.sampler.draw(rng, BLOCK)
-        predicted = head.predict(block)
-        if keep == "margin":
-            gap, _ = head.gaps(block, predicted)
-            chosen = gap >= _synthetic.GAMMA_H
-            block, predicted = block[chosen], predicted[chosen]
-        take = min(n - filled, block.shape[0])
-        V[filled : filled + take] = block[:take]
-        labels[filled : filled + take] = predicted[:take]
-        filled += take
-    return CaseSet(tuple(f"keep-{i:06d}" for i in range(n)), V, labels)
-
-
-def certificates(result, fix: CaseSet, keep: CaseSet, settings: RepairSettings) -> dict[str, object]:
-    """Cert 1 and Cert 2 in float64 from the repaired weights, a block of cases at a time."""
-    after = result.head_after
-    gap_fix, _ = after.gaps(fix.V, fix.labels)
-    keep_ok = 0
-    min_keep = np.inf
-    for lo in range(0, len(keep), BLOCK):
-        V, labels = keep.V[lo : lo + BLOCK], keep.labels[lo : lo + BLOCK]
-        logits = after.logits(V)
-        gap, _ = _synthetic_gaps(logits, labels)
-        keep_ok += int(np.sum((gap >= settings.gamma_h) & (np.argmax(logits, axis=1) == labels)))
-        min_keep = min(min_keep, float(gap.min()))
-    return {
-        "cert1": f"{int(np.sum(gap_fix >= settings.gamma_s))}/{len(fix)}",
-        "cert2": f"{keep_ok}/{len(keep)}",
-        "cert2_all": keep_ok == len(keep),
-        "min_gap_fix": float(gap_fix.min()),
-        "min_gap_keep": min_keep,
-    }
-
-
-def _synthetic_gaps(logits: np.ndarray, labels: np.ndarray):
-    from warp_check.model.head import gaps_from_logits
-
-    return gaps_from_logits(logits, labels)
 
 
 def run_size(
@@ -127,20 +77,19 @@ def run_size(
 ) -> dict[str, object]:
     """One repair at one must_keep size, in this process (call it in a fresh one for the RSS).
 
-    ``source="sst2"``: the real problem of ``_sst2_scale`` instead of a synthetic one (the
-    example model's head, its suite's attacked must_fix cases, SST-2 train as must_keep);
-    ``seed``, ``activation``, ``distribution`` and ``head`` do not apply to it.
+    ``source="sst2"``: the real problem of ``benchmarks.sst2_problem`` instead of a synthetic
+    one (the example model's head, its suite's attacked must_fix cases, SST-2 train as
+    must_keep); ``seed``, ``activation``, ``distribution`` and ``head`` do not apply to it.
+    The row's ``_W_after`` (the repaired weight, up to 5k must_keep) is for the caller to pop.
     """
     if source == "sst2":
-        import _sst2_scale
-
-        problem_head, fix, keep_set, about = _sst2_scale.problem(n_keep, keep)
+        problem_head, fix, keep_set, about = sst2_problem.problem(n_keep, keep)
         about |= {"distribution": None, "head": None, "class_alignment_r": None, "seed": None}
     else:
-        synthetic = _synthetic.build(seed, activation, distribution, head)
-        problem_head, fix = synthetic.head, synthetic.fix
-        keep_set = keep_cases(synthetic, n_keep, seed, keep)
-        alignment = round(_synthetic.class_alignment(synthetic.head.W, synthetic.head.Wc, rank), 3)
+        built = synthetic.build(seed, activation, distribution, head)
+        problem_head, fix = built.head, built.fix
+        keep_set = synthetic.keep_cases(built, n_keep, seed, keep)
+        alignment = round(synthetic.class_alignment(built.head.W, built.head.Wc, rank), 3)
         about = {"distribution": distribution, "head": head, "class_alignment_r": alignment, "seed": seed}
     settings = RepairSettings(rank=rank, blas_threads=threads)
     settings = replace(settings, solver=replace(settings.solver, backend=backend))
@@ -151,13 +100,13 @@ def run_size(
     import osqp  # noqa: F401  (one-off imports are the process's cost, not the repair's)
     import scipy.sparse.linalg  # noqa: F401
 
-    data_rss = _peak_rss_mb()
-    with recording_qp_solves() as solutions:
-        start = time.perf_counter()
-        result = repair_head(problem_head, fix, keep_set, settings=settings)
-        seconds = time.perf_counter() - start
-    peak_rss = _peak_rss_mb()
-    qp_seconds = sum(s.seconds for s in solutions)
+    data_rss = peak_rss_mb()
+    start = time.perf_counter()
+    result = repair_head(problem_head, fix, keep_set, settings=settings)
+    seconds = time.perf_counter() - start
+    peak_rss = peak_rss_mb()
+    qp_seconds = sum(r.qp_seconds for r in result.iterations)
+    gaps_before_keep = np.array(list(result.gaps_before.values())[len(fix) :])
     return {
         "source": source,
         "n_keep": n_keep,
@@ -180,13 +129,13 @@ def run_size(
         "peak_rss_mb": round(peak_rss, 1),
         "data_rss_mb": round(data_rss, 1),
         "representations_mb": round(keep_set.V.nbytes / 2**20, 1),
-        **certificates(result, fix, keep_set, settings),
+        **recomputed_certificates(result.head_after, fix, keep_set, gamma_s=settings.gamma_s, gamma_h=settings.gamma_h),
         "excluded_keep": len(result.excluded_keep),
-        "keep_below_gamma_h_before": int(np.sum(np.array(list(result.gaps_before.values())[len(fix) :]) < 0.3)),
+        "keep_below_gamma_h_before": int(np.sum(gaps_before_keep < settings.gamma_h)),
         "qp_rows": [r.qp_rows for r in result.iterations],
         "qp_working_set": [r.qp_working_set for r in result.iterations],
         "qp_rounds": [r.qp_rounds for r in result.iterations],
-        "qp_seconds_per_iteration": [round(s.seconds, 3) for s in solutions],
+        "qp_seconds_per_iteration": [round(r.qp_seconds, 3) for r in result.iterations],
         # How the loop moved: the share of each QP step taken (< 1: the full step made the true
         # gaps worse) and the smallest must_fix gap after it.
         "step_fraction": [r.step_fraction for r in result.iterations],
@@ -197,7 +146,7 @@ def run_size(
         "promised_keep_missed": [r.promised_keep_missed for r in result.iterations],
         "full_step_keep_missed": [r.full_step_keep_missed for r in result.iterations],
         "message": result.message,
-        "W_after_sha": _digest(result.head_after.W),
+        "W_after_sha": hashlib.sha256(np.ascontiguousarray(result.head_after.W).tobytes()).hexdigest()[:12],
         "_W_after": result.head_after.W if n_keep <= 5_000 else None,
     }
 
@@ -206,49 +155,21 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _peak_rss_mb() -> float:
-    # Linux reports ru_maxrss in KiB (macOS in bytes).
-    scale = 1.0 / 1024 if sys.platform != "darwin" else 1.0 / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
-
-
-def _digest(W: np.ndarray) -> str:
-    import hashlib
-
-    return hashlib.sha256(np.ascontiguousarray(W).tobytes()).hexdigest()[:12]
-
-
-def in_subprocess(n_keep: int, args: argparse.Namespace, lazy: bool = True) -> dict[str, object]:
-    """run_size in a fresh interpreter, so ru_maxrss is this size's alone."""
+def in_subprocess(n_keep: int, args: argparse.Namespace, weights: Path, lazy: bool = True) -> dict[str, object]:
+    """run_size in a fresh interpreter, so ru_maxrss is this size's alone; the repaired weight
+    (sizes up to 5k) goes to ``weights`` (.npy) for the comparison with every row."""
     command = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--one",
-        str(n_keep),
-        "--seed",
-        str(args.seed),
-        "--activation",
-        args.activation,
-        "--rank",
-        str(args.rank),
-        "--keep",
-        args.keep,
-        "--blas-threads",
-        str(args.blas_threads),
-        "--distribution",
-        args.distribution,
-        "--backend",
-        args.backend,
-        "--head",
-        args.head,
-        "--source",
-        args.source,
-    ]
+        sys.executable, "-m", "benchmarks.bench_scale", "--one", str(n_keep), "--weights-out", str(weights),
+        "--seed", str(args.seed), "--activation", args.activation, "--rank", str(args.rank), "--keep", args.keep,
+        "--blas-threads", str(args.blas_threads), "--distribution", args.distribution, "--backend", args.backend,
+        "--head", args.head, "--source", args.source,
+    ]  # fmt: skip
     if args.max_iter is not None:
         command += ["--max-iter", str(args.max_iter)]
     if not lazy:
         command.append("--full")
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    # From the repository root, as `python -m benchmarks.bench_scale` itself runs.
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO)
     if done.returncode != 0:
         raise SystemExit(f"bench_scale: size {n_keep} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -272,8 +193,8 @@ def compare_with_full(lazy: dict[str, object], full: dict[str, object]) -> dict[
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_scale", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES), help="must_keep sizes, comma-separated")
     parser.add_argument("--rank", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
@@ -281,13 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", choices=("margin", "natural"), default="margin")
     parser.add_argument(
         "--distribution",
-        choices=_synthetic.DISTRIBUTIONS,
+        choices=synthetic.DISTRIBUTIONS,
         default="isotropic",
         help="representations: isotropic N(0, I) (worst case) or shaped like measured MiniLM ones",
     )
     parser.add_argument(
         "--head",
-        choices=_synthetic.HEADS,
+        choices=synthetic.HEADS,
         default="random",
         help="repair layer: random W (worst case) or with the spike and class alignment measured on real heads",
     )
@@ -309,44 +230,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-iter", type=int, default=None, help="stop each repair after this many loop iterations (1: the first QP)"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    add_output_arguments(parser)
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # the subprocess's job
     parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--weights-out", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.one is not None:
-        lazy = not args.full
-        result = run_size(
-            args.one,
-            args.seed,
-            args.activation,
-            args.rank,
-            args.keep,
-            lazy,
-            args.blas_threads,
-            args.distribution,
-            args.backend,
-            args.max_iter,
-            args.head,
-            args.source,
-        )
-        W = result.pop("_W_after")
-        if W is not None:
-            np.save(_w_path(args), W)
-        print(json.dumps(result))
-        return 0
+        return run_one_size(args)
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rows = []
-    for n in sizes:
-        row = in_subprocess(n, args)
-        if n <= args.compare_full:
-            W_lazy = np.load(_w_path(args, n))
-            full = in_subprocess(n, args, lazy=False)
-            W_full = np.load(_w_path(args, n, full=True))
-            row["max_abs_dW_vs_full"] = float(np.max(np.abs(W_lazy - W_full)))
-            row.update(compare_with_full(row, full))
-            row["same_head"] = bool(row["same_status"] and row["max_abs_dW_vs_full"] <= SAME_HEAD_TOLERANCE)
-        rows.append(row)
+    with tempfile.TemporaryDirectory(prefix="bench_scale-") as work:
+        for n in sizes:
+            lazy_weights, full_weights = Path(work) / f"{n}-lazy.npy", Path(work) / f"{n}-full.npy"
+            row = in_subprocess(n, args, lazy_weights)
+            if n <= args.compare_full:
+                full = in_subprocess(n, args, full_weights, lazy=False)
+                row["max_abs_dW_vs_full"] = float(np.max(np.abs(np.load(lazy_weights) - np.load(full_weights))))
+                row.update(compare_with_full(row, full))
+                row["same_head"] = bool(row["same_status"] and row["max_abs_dW_vs_full"] <= SAME_HEAD_TOLERANCE)
+            rows.append(row)
     largest = max(rows, key=lambda r: r["n_keep"])
     summary = {
         "sizes": rows,
@@ -358,25 +266,23 @@ def main(argv: list[str] | None = None) -> int:
             and largest["peak_rss_mb"] < GOAL_RSS_MB
             and largest["qp_seconds"] < GOAL_QP_SECONDS
         ),
-        "machine": _synthetic.machine_info(),
     }
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        print_table(summary)
+    report("bench_scale", parser, args, argv, summary, print_table)
     ok = all(r["converged"] and r["cert2_all"] for r in rows)
     return 0 if ok else 1
 
 
-def _w_path(args: argparse.Namespace, n: int | None = None, full: bool | None = None) -> Path:
-    import tempfile
-
-    n = args.one if n is None else n
-    full = args.full if full is None else full
-    mode = "full" if full else "lazy"
-    problem = f"{args.source}-{args.activation}-{args.head}-{args.distribution}-{args.keep}"
-    tag = f"{problem}-r{args.rank}-s{args.seed}-n{n}-{mode}"
-    return Path(tempfile.gettempdir()) / f"bench_scale-{tag}.npy"
+def run_one_size(args: argparse.Namespace) -> int:
+    """The subprocess's job: one size, its row as the last line of stdout, the weight to --weights-out."""
+    result = run_size(
+        args.one, args.seed, args.activation, args.rank, args.keep, not args.full, args.blas_threads,
+        args.distribution, args.backend, args.max_iter, args.head, args.source,
+    )  # fmt: skip
+    W = result.pop("_W_after")
+    if W is not None and args.weights_out is not None:
+        np.save(args.weights_out, W)
+    print(json.dumps(result))
+    return 0
 
 
 def print_table(summary: dict[str, object]) -> None:

@@ -2,13 +2,12 @@
 
 For each task and model:
 
-* **Models.** SST-2: the two MiniLM example models (``example_suites/minilm/models.py``:
+* **Models.** SST-2: the two MiniLM example models (``benchmarks.example_models.minilm``:
   DistilBERT layout with a ReLU ``pre_classifier`` head, BERT with the tanh pooler head). They
   were trained on airline tweets, not SST-2; their SST-2 accuracy is reported as it is. RTE: the
-  same assembled models fine-tuned here on RTE train pairs (all layers, AdamW lr 5e-5, batch 16,
-  ``--rte-epochs`` epochs, max_length 128, seed 0), cached under
-  ``$XDG_CACHE_HOME/warp-check/benchmarks/`` keyed by a hash of the settings.
-* **Cases.** Data is read from ``../shared/data`` (never copied into the repository). A seeded
+  same models fine-tuned on RTE train pairs for ``--rte-epochs`` epochs
+  (``benchmarks.example_models.rte_finetune``, cached).
+* **Cases.** Data is read from ``../shared/data`` (``benchmarks.data``). A seeded
   sample of train sentences (SST-2: at least 6 words) is encoded; those the model gets right by a
   gap ≥ 0.05 are split, in order, into must_keep (``--keep``), attack sources for must_fix
   (``--fix-pool``) and attack sources for the held-out attack set (``--heldout-pool``), all
@@ -22,165 +21,37 @@ For each task and model:
   attack and the paper's Monte Carlo test), and WARP-only ablations: ranks 1/2/8/32, must_fix size,
   must_keep size (seeded subsamples).
 
-Run: ``python benchmarks/paper_tables.py --task sst2 --models distilbert --out sst2.md`` (the
-commands and sizes behind benchmarks/RESULTS.md are written at the top of each of its tables).
-Writes only ``--out`` / ``--json``, the model cache and a temporary folder it removes.
+Run: ``python -m benchmarks.paper_tables --task sst2 --models distilbert --out sst2.md`` from
+the repository root (the commands behind benchmarks/RESULTS.md are in the JSON records it links).
+Needs a Python with TextAttack for the attacks (``--attack-python``). Writes only ``--out``, the
+``--save`` record, the model cache and a temporary folder it removes.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "example_suites" / "minilm"))
+import numpy as np
 
-import argparse  # noqa: E402
-import csv  # noqa: E402
-import hashlib  # noqa: E402
-import inspect  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+from benchmarks.data import read_jsonl, read_tsv, write_jsonl, write_suite
+from benchmarks.example_models import minilm, rte_finetune
+from benchmarks.measure import machine_info
+from benchmarks.results import add_output_arguments, command_line, report
+from warp_check import Case, Kind, evaluate, load_suite, monte_carlo_flip_multiplier, repair_cases
+from warp_check.extras.baselines import TrainSettings
+from warp_check.extras.compare import CompareSettings, compare_suite
+from warp_check.runs.load import load_adapter
 
-import numpy as np  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data"
-LABELS = {"sst2": ["negative", "positive"], "rte": ["entailment", "not_entailment"]}
 MARGIN = 0.05
-RTE_FORMAT = "warp-bench-rte/1"
-
-
-# -- data -------------------------------------------------------------------------------------
-
-
-def read_tsv(task: str, split: str) -> list[dict]:
-    path = DATA / task / f"{split}.tsv"
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
-    out = []
-    for i, row in enumerate(rows):
-        if task == "sst2":
-            out.append({"id": f"{split}-{i}", "text": row["sentence"].strip(), "label": int(row["label"])})
-        else:
-            out.append(
-                {
-                    "id": f"{split}-{row['idx']}",
-                    "text": row["sentence1"].strip(),
-                    "text_pair": row["sentence2"].strip(),
-                    "label": int(row["label"]),
-                }
-            )
-    return out
-
-
-def write_jsonl(path: Path, rows: list[dict], task: str) -> Path:
-    with open(path, "w", encoding="utf-8") as handle:
-        for row in rows:
-            record = {k: v for k, v in row.items() if k in ("id", "text", "text_pair", "source", "original")}
-            record["label"] = LABELS[task][row["label"]] if isinstance(row["label"], int) else row["label"]
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return path
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def write_suite(folder: Path, model_dir: Path, task: str, files: dict[str, str]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [f"labels = {json.dumps(LABELS[task])}\n", f"[model]\npath = {json.dumps(str(model_dir))}\n"]
-    for name, kind in files.items():
-        lines.append(f'[[cases]]\npath = "{name}"\nkind = "{kind}"\n')
-    (folder / "warp.toml").write_text("\n".join(lines), encoding="utf-8")
-    return folder
-
-
-# -- models -----------------------------------------------------------------------------------
-
-
-def sst2_model(name: str) -> Path:
-    import models  # example_suites/minilm/models.py
-
-    return models.assemble(name)
-
-
-def cache_root() -> Path:
-    """Where the benchmarks keep what they build once: ``$XDG_CACHE_HOME/warp-check/benchmarks``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "warp-check" / "benchmarks"
-
-
-def rte_model(name: str, epochs: int, log) -> tuple[Path, dict]:
-    """The example model ``name`` fine-tuned on RTE train pairs; cached by a hash of the recipe."""
-    import models
-
-    base = models.assemble(name)
-    recipe = {"format": RTE_FORMAT, "base": base.name, "epochs": epochs, "lr": 5e-5, "batch": 16, "seed": 0}
-    key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
-    root = cache_root()
-    final = root / f"rte-minilm-{name}-{key}"
-    if (final / "training.json").is_file():
-        return final, json.loads((final / "training.json").read_text())
-    import torch
-    import torch.nn.functional as F
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForSequenceClassification.from_pretrained(base)
-    model.config.id2label = dict(enumerate(LABELS["rte"]))
-    model.config.label2id = {v: k for k, v in model.config.id2label.items()}
-    train = read_tsv("rte", "train")
-    accepted = set(inspect.signature(model.forward).parameters)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=recipe["lr"])
-    generator = torch.Generator().manual_seed(0)
-    start = time.perf_counter()
-    for epoch in range(epochs):
-        model.train()
-        order = torch.randperm(len(train), generator=generator).tolist()
-        total = 0.0
-        for begin in range(0, len(order), recipe["batch"]):
-            rows = [train[i] for i in order[begin : begin + recipe["batch"]]]
-            batch = tokenizer(
-                [r["text"] for r in rows], [r["text_pair"] for r in rows],
-                truncation=True, max_length=128, padding=True, return_tensors="pt",
-            )  # fmt: skip
-            batch = {k: v for k, v in batch.items() if k in accepted}
-            loss = F.cross_entropy(model(**batch).logits, torch.tensor([r["label"] for r in rows]))
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            total += float(loss.detach()) * len(rows)
-        seconds = time.perf_counter() - start
-        log(f"rte {name}: epoch {epoch + 1}/{epochs}, loss {total / len(train):.4f}, {seconds:.0f} s")
-    model.eval()
-    dev = read_tsv("rte", "dev")
-    with torch.inference_mode():
-        correct = 0
-        for begin in range(0, len(dev), 64):
-            rows = dev[begin : begin + 64]
-            batch = tokenizer(
-                [r["text"] for r in rows], [r["text_pair"] for r in rows],
-                truncation=True, max_length=128, padding=True, return_tensors="pt",
-            )  # fmt: skip
-            batch = {k: v for k, v in batch.items() if k in accepted}
-            correct += int((model(**batch).logits.argmax(-1) == torch.tensor([r["label"] for r in rows])).sum())
-    info = recipe | {"seconds": round(time.perf_counter() - start, 1), "dev_accuracy": correct / len(dev)}
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
-    model.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    (tmp / "training.json").write_text(json.dumps(info, indent=2))
-    os.replace(tmp, final)
-    return final, info
 
 
 # -- cases ------------------------------------------------------------------------------------
@@ -188,8 +59,6 @@ def rte_model(name: str, epochs: int, log) -> tuple[Path, dict]:
 
 def correct_pool(adapter, task: str, rows: list[dict], want: int, log) -> tuple[list[dict], float]:
     """Rows the model gets right by ≥ MARGIN, in order, until ``want``; also the accuracy seen."""
-    from warp_check import Case, Kind, evaluate
-
     chosen, seen, right = [], 0, 0
     for begin in range(0, len(rows), 512):
         chunk = rows[begin : begin + 512]
@@ -222,18 +91,15 @@ def attack(python: str, model_dir: Path, task: str, sources: list[dict], work: P
     if done.returncode != 0:
         raise RuntimeError(f"warp-check attack failed ({done.returncode}): {done.stderr[-2000:]}")
     found = read_jsonl(out)
-    report = json.loads(done.stdout)
+    summary = json.loads(done.stdout)
     log(f"attack {name}: {len(found)} cases from {len(sources)} sources in {time.perf_counter() - start:.0f} s")
-    return found, report["counts"] | {"seconds": round(time.perf_counter() - start, 1)}
+    return found, summary["counts"] | {"seconds": round(time.perf_counter() - start, 1)}
 
 
 # -- certificates -----------------------------------------------------------------------------
 
 
 def certificate_table(suite, cache: Path) -> dict:
-    from warp_check import evaluate, monte_carlo_flip_multiplier, repair_cases
-    from warp_check.runs.load import load_adapter
-
     adapter = load_adapter(suite)
     evaluation = evaluate(adapter, suite.cases, batch_size=64, cache_dir=cache, progress=False)
     outcome = repair_cases(adapter, suite.cases, suite.repair, evaluation=evaluation, progress=False)
@@ -288,17 +154,12 @@ def certificate_table(suite, cache: Path) -> dict:
 
 
 def run_one(task: str, name: str, args, work: Path, log) -> dict:
-    from warp_check import load_suite
-    from warp_check.extras.baselines import TrainSettings
-    from warp_check.extras.compare import CompareSettings, compare_suite
-    from warp_check.runs.load import load_adapter
-
     started = time.perf_counter()
     info: dict = {"task": task, "model": name}
     if task == "sst2":
-        model_dir = sst2_model(name)
+        model_dir = minilm(name)
     else:
-        model_dir, info["rte_training"] = rte_model(name, args.rte_epochs, log)
+        model_dir, info["rte_training"] = rte_finetune(name, args.rte_epochs, log)
     info["model_dir"] = str(model_dir)
     folder = work / f"{task}-{name}"
     train = read_tsv(task, "train")
@@ -337,9 +198,9 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
     log(f"{task}/{name}: compare (epochs ≤ {args.epochs})")
     train_settings = TrainSettings(max_epochs=args.epochs, seed=args.seed, restore_best=args.restore_best)
     settings = CompareSettings(train=train_settings, seed=args.seed, batch_size=64)
-    main = compare_suite(suite, settings, general=general, heldout=heldout, cache_dir=cache, progress=log)
-    info["compare"] = main.to_dict()
-    info["compare_markdown"] = main.to_markdown(heading="####")
+    comparison = compare_suite(suite, settings, general=general, heldout=heldout, cache_dir=cache, progress=log)
+    info["compare"] = comparison.to_dict()
+    info["compare_markdown"] = comparison.to_markdown(heading="####")
     log(f"{task}/{name}: certificates")
     info["certificates"] = certificate_table(suite, cache)
     ablations = {}
@@ -424,9 +285,11 @@ def render(results: list[dict], meta: dict) -> str:
                 f"| Cert 3 (ε* > 0, no PGD flip in the certified ball) | {c['cert3']} (flips found: "
                 f"{c['pgd_flips_inside']}) |",
                 "| ε* (paper) min / median / mean / max | "
-                + " / ".join(num(c["eps_star"][k]) for k in ("min", "median", "mean", "max")) + " |",
+                + " / ".join(num(c["eps_star"][k]) for k in ("min", "median", "mean", "max"))
+                + " |",
                 "| local radius min / median / mean / max | "
-                + " / ".join(num(c["eps_local"][k]) for k in ("min", "median", "mean", "max")) + " |",
+                + " / ".join(num(c["eps_local"][k]) for k in ("min", "median", "mean", "max"))
+                + " |",
                 f"| local / ε* median | {num(c['local_over_star']['median'])} |",
                 f"| v-space attack flip radius / ε*: min / median / max | {num(c['attack_flip_over_star']['min'])} / "
                 f"{num(c['attack_flip_over_star']['median'])} / {num(c['attack_flip_over_star']['max'])} |",
@@ -460,9 +323,12 @@ def render(results: list[dict], meta: dict) -> str:
                     f"{row['status']} | {num(row['eps_star_median'])} | {row['seconds']:.2f} s |"
                 )
             lines.append("")
-        lines += [f"Where WARP loses: {losses(r['compare'])}",
+        lines += [
+            f"Where WARP loses: {losses(r['compare'])}",
             "",
-            f"Total time for this table: {r['seconds']:.0f} s.", ""]
+            f"Total time for this table: {r['seconds']:.0f} s.",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -486,8 +352,8 @@ def losses(comparison: dict) -> str:
     return "; ".join(out) if out else "nowhere in this table"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.paper_tables", description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=("sst2", "rte", "all"), default="all")
     parser.add_argument("--models", default="distilbert,bert")
     parser.add_argument("--keep", type=int, default=800, help="must_keep size (RTE: --rte-keep)")
@@ -497,22 +363,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=300, help="attack queries per row")
     parser.add_argument("--epochs", type=int, default=20, help="baselines' epoch cap (paper: 300)")
     parser.add_argument("--rte-epochs", type=int, default=2)
-    parser.add_argument(
-        "--restore-best", action="store_true", help="baselines keep their lowest-loss epoch's weights"
-    )
+    parser.add_argument("--restore-best", action="store_true", help="baselines keep their lowest-loss epoch's weights")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--attack-python", default="/tmp/ta-venv/bin/python")
-    parser.add_argument("--out", help="Markdown fragment")
-    parser.add_argument("--json", help="all numbers as JSON")
+    parser.add_argument(
+        "--attack-python", default="/tmp/ta-venv/bin/python", help="a Python with warp-check[attack] (TextAttack)"
+    )
+    parser.add_argument("--out", help="also write the tables as a Markdown fragment to this file")
+    add_output_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-    import _synthetic
-    import peft
-    import torch
-    import transformers
 
     tasks = ("sst2", "rte") if args.task == "all" else (args.task,)
     results = []
@@ -525,21 +391,22 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(run_one(task, name, task_args, work, log))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    machine = _synthetic.machine_info()
+    machine = machine_info()
+    versions = machine["libraries"]
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "json", "save", "save_dir", "variant")}
     meta = {
-        "command": "python benchmarks/paper_tables.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": command_line("paper_tables", sys.argv[1:] if argv is None else argv),
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "machine": f"{machine['cpu_count']} CPU cores ({machine['processor']}, shared), no GPU, "
         f"load {machine['load_average_1m']} at the end",
-        "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, peft {peft.__version__}",
-        "args": vars(args),
+        "versions": f"torch {versions['torch']}, transformers {versions['transformers']}, peft {versions['peft']}",
+        "args": settings,
     }
     text = render(results, meta)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
-    print(text)
+    result = {"settings": settings, "tables": results}
+    report("paper_tables", parser, args, argv, result, lambda _: print(text), ignore=("out", "attack_python"))
     return 0
 
 

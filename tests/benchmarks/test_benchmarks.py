@@ -1,85 +1,86 @@
-"""The benchmarks run end to end at the smallest sizes CI can afford: their code paths, not their figures."""
+"""The benchmarks run end to end at the smallest sizes CI can afford: their code paths, not their figures;
+and their records: what --save writes, what benchmarks/results/ holds, the commands RESULTS.md prints."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from testkit import REPO
 from testkit.suite_builder import write_suite
 
+from benchmarks import attack_shape, bench_e2e, bench_scale, data, head_shape, results, sst2_problem, synthetic
+
+SCRIPTS = ("bench_qp", "bench_repair", "bench_scale", "bench_e2e", "paper_tables", "head_shape", "attack_shape")
+
 
 @pytest.mark.parametrize(
-    ("backend", "head"), [("auto", "random"), ("ipm", "random"), ("active_set", "random"), ("auto", "measured")]
+    ("backend", "head"),
+    [
+        ("auto", "random"),
+        pytest.param("ipm", "random", marks=pytest.mark.slow),
+        ("active_set", "random"),
+        ("auto", "measured"),
+    ],
 )
-def test_scale_benchmark_runs_at_a_small_size(monkeypatch, backend, head):
-    # benchmarks/bench_scale.py at 500 must_keep (d_in = 768): the function CI can afford,
+def test_scale_benchmark_runs_at_a_small_size(backend, head):
+    # benchmarks.bench_scale at 500 must_keep (d_in = 768): the function CI can afford,
     # with the QP backend auto picks there (OSQP) and the one it picks at 100k, and the
     # head shaped like real ones.
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import bench_scale
-
     row = bench_scale.run_size(500, seed=0, activation="relu", rank=2, keep="margin", backend=backend, head=head)
     assert row["converged"] and row["cert2"] == "500/500" and row["cert1"] == "108/108", row["message"]
     assert row["qp_backends"] == ([backend] if backend != "auto" else ["osqp"])
+    # every QP the loop solved is recorded with its time (a loop that finds ``solve`` elsewhere would read 0)
+    assert len(row["qp_seconds_per_iteration"]) >= row["iterations"] and row["qp_seconds"] > 0
     assert row["peak_rss_mb"] >= row["data_rss_mb"] > 0
     assert max(w for w in row["qp_working_set"] if w is not None) < row["qp_rows"][0]
     assert len(row["step_fraction"]) == len(row["min_gap_fix_per_iteration"]) == row["iterations"]
     assert row["min_gap_fix_per_iteration"][-1] == pytest.approx(row["min_gap_fix"], abs=1e-4)
 
 
-def test_measured_representation_shape_in_the_scale_benchmark(monkeypatch):
+def test_measured_representation_shape_in_the_scale_benchmark():
     # bench_scale --distribution measured: N(μ, Σ) with the shape measured on real MiniLM
     # representations (mean share of E‖v‖², power-law spectrum), same E‖v‖² as N(0, I).
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import _synthetic
-
-    sampler = _synthetic.Sampler.make("measured", seed=0)
+    sampler = synthetic.Sampler.make("measured", seed=0)
     V = sampler.draw(np.random.default_rng(1), 20_000)
     energy = float(np.mean(np.sum(V * V, axis=1)))
-    assert abs(energy / _synthetic.D - 1.0) < 0.02
+    assert abs(energy / synthetic.D - 1.0) < 0.02
     mean = V.mean(axis=0)
-    assert abs(float(mean @ mean) / energy - _synthetic.MEASURED_MEAN_SHARE) < 0.02
+    assert abs(float(mean @ mean) / energy - synthetic.MEASURED_MEAN_SHARE) < 0.02
     spectrum = np.linalg.eigvalsh(np.cov(V, rowvar=False))[::-1]
     k = np.arange(2, 101)
     slope = np.polyfit(np.log(k), np.log(spectrum[1:100]), 1)[0]
-    assert abs(slope + _synthetic.MEASURED_SPECTRUM_SLOPE) < 0.05
-    isotropic = _synthetic.Sampler.make("isotropic", seed=0).draw(np.random.default_rng(1), 4)
-    assert np.array_equal(isotropic, np.random.default_rng(1).normal(size=(4, _synthetic.D)))
+    assert abs(slope + synthetic.MEASURED_SPECTRUM_SLOPE) < 0.05
+    isotropic = synthetic.Sampler.make("isotropic", seed=0).draw(np.random.default_rng(1), 4)
+    assert np.array_equal(isotropic, np.random.default_rng(1).normal(size=(4, synthetic.D)))
     with pytest.raises(ValueError, match="distribution"):
-        _synthetic.Sampler.make("uniform", seed=0)
+        synthetic.Sampler.make("uniform", seed=0)
 
 
-def test_measured_head_shape_in_the_scale_benchmark(monkeypatch):
+def test_measured_head_shape_in_the_scale_benchmark():
     # bench_scale --head measured: the spectrum spike and class alignment measured on the real
     # MiniLM heads (σ₁ / median σ, share of w₁ − w₀ in W's top singular directions); the
     # random head has neither, and the rest of the problem is drawn the same for both.
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import _synthetic
-
-    random, measured = (_synthetic.build(0, "relu", "isotropic", shape) for shape in _synthetic.HEADS)
+    random, measured = (synthetic.build(0, "relu", "isotropic", shape) for shape in synthetic.HEADS)
     singular = np.linalg.svd(measured.head.W, compute_uv=False)
-    assert abs(singular[0] / np.median(singular) - _synthetic.MEASURED_SPIKE_OVER_MEDIAN) < 0.5
-    alignment = _synthetic.class_alignment(measured.head.W, measured.head.Wc, 1)
-    assert abs(alignment - _synthetic.MEASURED_CLASS_ALIGNMENT) < 0.01
-    assert _synthetic.class_alignment(random.head.W, random.head.Wc, 2) < 0.1
+    assert abs(singular[0] / np.median(singular) - synthetic.MEASURED_SPIKE_OVER_MEDIAN) < 0.5
+    alignment = synthetic.class_alignment(measured.head.W, measured.head.Wc, 1)
+    assert abs(alignment - synthetic.MEASURED_CLASS_ALIGNMENT) < 0.01
+    assert synthetic.class_alignment(random.head.W, random.head.Wc, 2) < 0.1
     assert 0.4 < float(np.mean(measured.keep.labels)) < 0.6  # both classes, as on a real head
-    assert np.array_equal(random.head.W, _synthetic.build(0, "relu").head.W)
+    assert np.array_equal(random.head.W, synthetic.build(0, "relu").head.W)
     assert np.array_equal(random.keep.V, measured.keep.V)  # only the head differs
     with pytest.raises(ValueError, match="head_shape"):
-        _synthetic.build(0, "relu", "isotropic", "spiky")
+        synthetic.build(0, "relu", "isotropic", "spiky")
 
 
-def test_head_shape_benchmark_measures_spike_and_class_alignment(monkeypatch, distilbert_dir):
-    # benchmarks/head_shape.py: the numbers behind _synthetic's measured head, on any model folder.
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import head_shape
-
+def test_head_shape_benchmark_measures_spike_and_class_alignment(distilbert_dir):
+    # benchmarks.head_shape: the numbers behind the synthetic measured head, on any model folder.
     W = np.diag([10.0, 2.0] + [1.0] * 6)
     Wc = np.zeros((2, 8))
     Wc[1, :2] = [0.6, 0.8]  # w₁ − w₀ = 0.6 e₀ + 0.8 e₁: 60 % along σ₁'s direction, all of it in the top two
@@ -93,16 +94,8 @@ def test_head_shape_benchmark_measures_spike_and_class_alignment(monkeypatch, di
     assert rows[0]["d_in"] == rows[0]["d_out"] == 32 and 0.0 <= rows[0]["alignment_r2"] <= 1.0
 
 
-def test_attack_shape_benchmark_measures_how_must_fix_sit_among_must_keep(
-    monkeypatch, tmp_path, distilbert_dir, tiny_split
-):
-    # benchmarks/attack_shape.py: displacement, shared part and separability of attacked cases.
-
-    from testkit.suite_builder import write_suite
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import attack_shape
-
+def test_attack_shape_benchmark_measures_how_must_fix_sit_among_must_keep(tmp_path, distilbert_dir, tiny_split):
+    # benchmarks.attack_shape: displacement, shared part and separability of attacked cases.
     rng = np.random.default_rng(0)
     keep = rng.normal(size=(400, 16))
     original = keep[:50]
@@ -125,19 +118,13 @@ def test_attack_shape_benchmark_measures_how_must_fix_sit_among_must_keep(
 def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, tiny_split):
     # bench_scale --source sst2: a model's head and its suite's must_fix, must_keep from a
     # TSV of sentences (SST-2 train in the benchmark; here the tiny model's own cases).
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import _sst2_scale
-    import bench_scale
-    import paper_tables
-
     wrong, right = tiny_split
     rows = ["sentence\tlabel"] + [f"{r['text']}\t{['negative', 'positive'].index(r['label'])}" for r in right + wrong]
-    data = tmp_path / "data"
-    (data / "sst2").mkdir(parents=True)
-    (data / "sst2" / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    monkeypatch.setattr(paper_tables, "DATA", data)
-    monkeypatch.setattr(_sst2_scale, "SUITE", tiny_suite)
+    folder = tmp_path / "data"
+    (folder / "sst2").mkdir(parents=True)
+    (folder / "sst2" / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.setattr(data, "DATA", folder)
+    monkeypatch.setattr(sst2_problem, "SUITE", tiny_suite)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     n = len(right) - 1
     row = bench_scale.run_size(n, seed=0, activation="relu", rank=2, keep="natural", source="sst2")
@@ -146,41 +133,134 @@ def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, ti
     assert row["sentences_scanned"] == len(rows) - 1
     assert any((tmp_path / "cache" / "warp-check" / "benchmarks" / "sst2-train-cache").iterdir())  # encoded once
     with pytest.raises(SystemExit, match=f"only {len(right)} of the {len(rows) - 1} SST-2 train sentences"):
-        _sst2_scale.problem(len(right) + 1, "natural")
+        sst2_problem.problem(len(right) + 1, "natural")
 
 
-def test_scale_benchmark_meets_its_goal_only_with_a_converged_repair(monkeypatch, capsys):
+@pytest.mark.slow
+def test_scale_benchmark_meets_its_goal_only_with_a_converged_repair(capsys):
     # bench_scale.main at 300 must_keep (its subprocess and summary): the goal's verdict needs the
     # repair converged with Cert 2 on every case, as well as the time and memory bounds.
-    import json
-
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import bench_scale
-
     assert bench_scale.main(["--sizes", "300", "--compare-full", "0", "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    summary = json.loads(capsys.readouterr().out)["result"]
     assert summary["goal"]["n_keep"] == 300 and summary["goal_met"] is True
     assert summary["sizes"][0]["cert2"] == "300/300"
     # One loop iteration: not converged, so not met, however fast.
     assert bench_scale.main(["--sizes", "300", "--compare-full", "0", "--max-iter", "1", "--json"]) == 1
-    starved = json.loads(capsys.readouterr().out)
+    starved = json.loads(capsys.readouterr().out)["result"]
     assert not starved["sizes"][0]["converged"] and starved["goal_met"] is False
 
 
-def test_the_e2e_benchmark_runs_on_a_tiny_suite(tmp_path, distilbert_dir, tiny_split, monkeypatch, capsys):
-    # benchmarks/bench_e2e.py at the smallest size CI can afford: one repeat on the tiny model.
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import bench_e2e
-
+@pytest.mark.slow
+def test_the_e2e_benchmark_runs_on_a_tiny_suite(tmp_path, distilbert_dir, tiny_split, capsys):
+    # benchmarks.bench_e2e at the smallest size CI can afford: one repeat on the tiny model.
     wrong, right = tiny_split
     suite = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right)
     assert bench_e2e.main(["--suite-path", str(suite), "--repeat", "1", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert data["exit_codes_as_expected"] is True
-    loaded = {name: [r["model_loaded"] for r in runs] for name, runs in data["runs"].items()}
+    result = json.loads(capsys.readouterr().out)["result"]
+    assert result["exit_codes_as_expected"] is True
+    loaded = {name: [r["model_loaded"] for r in runs] for name, runs in result["runs"].items()}
     assert loaded == {"plain_cold": [True], "plain_warm": [False], "repair_cold": [True], "repair_warm": [True]}
     # Wall-time ratios always exist; a tiny suite's warm run may take "0.00s" per item, so the
     # suite-run ratios may not.
-    assert all(data["ratios"][name] > 0 for name in ("repair_over_plain", "warm_over_cold", "repair_over_plain_warm"))
-    assert data["medians"]["plain_warm"]["wall_s"] < data["medians"]["plain_cold"]["wall_s"]
+    assert all(result["ratios"][name] > 0 for name in ("repair_over_plain", "warm_over_cold", "repair_over_plain_warm"))
+    assert result["medians"]["plain_warm"]["wall_s"] < result["medians"]["plain_cold"]["wall_s"]
     assert not (suite / ".warp").exists()  # the runs happen on a copy
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_benchmark_says_how_to_run_it(name, capsys):
+    module = importlib.import_module(f"benchmarks.{name}")
+    with pytest.raises(SystemExit) as stopped:
+        module.main(["--help"])
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    assert f"usage: python -m benchmarks.{name}" in out and "--save" in out and "--json" in out
+
+
+def test_the_benchmarks_run_as_modules_from_the_repository_root():
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_repair", "--help"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and "usage: python -m benchmarks.bench_repair" in done.stdout, done.stderr
+    # as a package, with no script reaching for its neighbours through sys.path
+    assert [p.name for p in (REPO / "benchmarks").glob("*.py") if "sys.path" in p.read_text(encoding="utf-8")] == []
+
+
+def test_save_writes_a_dated_record_atomically_and_only_when_asked(monkeypatch, tmp_path, distilbert_dir, capsys):
+    # --json prints the record; --save writes the same to <dir>/<date>-<benchmark>[-<variant>].json,
+    # with the command that reproduces it (less the save options), the machine and the code.
+    default_dir = tmp_path / "default"
+    monkeypatch.setattr(results, "RESULTS_DIR", default_dir)
+    assert head_shape.main([str(distilbert_dir), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert not default_dir.exists()  # nothing written unless asked
+    assert printed["command"] == f"python -m benchmarks.head_shape {distilbert_dir} --json"
+
+    out = tmp_path / "out"
+    assert head_shape.main([str(distilbert_dir), "--save", "--save-dir", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("| head |")  # the table, as without --save
+    (path,) = out.iterdir()  # one file, no temporary left beside it
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}-head_shape-models1\.json", path.name)
+    assert results.problems_of(path) == []
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["command"] == f"python -m benchmarks.head_shape {distilbert_dir}"
+    assert record["result"] == printed["result"] and record["benchmark"] == "head_shape"
+    assert record["machine"]["cpu_count"] >= 1 and re.fullmatch(
+        r"[0-9a-f]{16}", record["code"]["warp_check_sources_sha256"]
+    )
+    assert record["code"]["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}", record["code"]["git_commit"])
+    assert "transcribed" not in record
+
+    assert head_shape.main([str(distilbert_dir), "--save", "--variant", "tiny"]) == 0
+    assert [p.name for p in default_dir.iterdir()] == [f"{record['date']}-head_shape-tiny.json"]
+
+
+def test_the_record_names_its_command_and_variant():
+    parser = bench_scale.build_parser()
+    argv = ["--sizes", "100000", "--rank", "8", "--head", "measured", "--save", "--save-dir", "x", "--json"]
+    assert results.variant_of(parser, parser.parse_args(argv)) == "sizes-100000-rank8-head-measured"
+    assert results.variant_of(parser, parser.parse_args(["--json"])) == ""
+    assert results.command_line("bench_scale", argv + ["--variant=v"]) == (
+        "python -m benchmarks.bench_scale --sizes 100000 --rank 8 --head measured --json"
+    )
+    split = results.split_command("OMP_NUM_THREADS=1 python -m benchmarks.bench_qp --rank 2")
+    assert split == ("bench_qp", ["--rank", "2"])
+    with pytest.raises(ValueError, match="is not `python -m benchmarks"):
+        results.split_command("python benchmarks/bench_qp.py --rank 2")
+
+
+RESULT_FILES = sorted((REPO / "benchmarks" / "results").glob("*.json"))
+
+
+def _parses(command: str) -> None:
+    name, args = results.split_command(command)
+    try:
+        importlib.import_module(f"benchmarks.{name}").build_parser().parse_args(args)
+    except SystemExit:
+        pytest.fail(f"{command!r} does not run as written")
+
+
+def test_every_result_file_is_a_dated_record_whose_command_runs():
+    assert RESULT_FILES
+    for path in RESULT_FILES:
+        assert results.problems_of(path) == []
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert record.get("transcribed") is True or record["code"]["warp_check_sources_sha256"], path.name
+        _parses(record["command"])
+
+
+def test_the_results_document_cites_every_result_file_and_its_commands_run():
+    # Every figure in RESULTS.md is backed by a file in benchmarks/results/ (and every file is
+    # cited); every full command it or the README's Benchmarks section prints runs as written.
+    document = (REPO / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Benchmarks") :]
+    section = section[: section.find("\n## ", 1) if "\n## " in section[1:] else len(section)]
+    linked = set(re.findall(r"\]\((?:benchmarks/)?results/([^)]+\.json)\)", document + section))
+    assert linked == {p.name for p in RESULT_FILES}
+    commands = re.findall(r"`((?:[A-Z_]+=\S+ )*python -m benchmarks\.[a-z_0-9]+(?: [^`]*)?)`", document + section)
+    assert {results.split_command(command)[0] for command in commands} == set(SCRIPTS)
+    for command in commands:
+        _parses(command)
+    assert len(document.splitlines()) <= 150

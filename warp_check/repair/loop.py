@@ -247,6 +247,8 @@ class _Iterations:
                 qp_working_set=solution.working_set_size,
                 qp_rounds=solution.rounds,
                 qp_backend=solution.backend,
+                qp_seconds=solution.seconds,
+                qp_iterations=solution.iterations,
                 **(check or {}),
             )
         )

@@ -76,6 +76,8 @@ class IterationRecord:
     qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
     qp_rounds: int = 1  # QPs solved this iteration (working-set rounds)
     qp_backend: Backend = Backend.OSQP
+    qp_seconds: float = 0.0  # the QP solve alone (within ``seconds``)
+    qp_iterations: int = 0  # the backend's own iterations (ADMM, Newton), summed over rounds
     # The linear model against the true gaps at the full QP step (before any backtracking):
     # what the QP promised and what the step would really give. Where they part, the
     # activations switched or saturated under the step; the loop then cut it (step_fraction).

@@ -1,9 +1,9 @@
-"""A real large repair problem for bench_scale (``--source sst2``): no synthetic representation.
+"""The real large repair problem of ``bench_scale --source sst2``: no synthetic representation.
 
 * head: the MiniLM DistilBERT example model's (pre_classifier 384×384 → ReLU → classifier);
 * must_fix: the 167 DeepWordBug cases of ``example_suites/reviews-distilbert`` (real attacks);
 * must_keep: SST-2 train sentences (``../shared/data/sst2/train.tsv``, 67,349 of them, read by
-  ``paper_tables.read_tsv``) in file order, those the model gets right (``keep="natural"``) or
+  ``data.read_tsv``) in file order, those the model gets right (``keep="natural"``) or
   right by γ_h = 0.3 or more (``keep="margin"``), until n are found.
 
 Representations are encoded once into ``~/.cache/warp-check/benchmarks/sst2-train-cache`` (the
@@ -16,33 +16,32 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import paper_tables
 
-ROOT = Path(__file__).resolve().parent.parent
-SUITE = ROOT / "example_suites" / "reviews-distilbert"
+from benchmarks import REPO, data
+from warp_check.cases import Case, Kind
+from warp_check.model.adapter import ClassifierAdapter
+from warp_check.repair.records import CaseSet
+from warp_check.runs.pipeline import evaluate
+from warp_check.suite.loader import load_suite
+
+SUITE = REPO / "example_suites" / "reviews-distilbert"
 GAMMA_H = 0.3
 BLOCK = 4096  # sentences encoded (or read from the cache) at a time
 
 
 def cache_dir() -> Path:
-    return paper_tables.cache_root() / "sst2-train-cache"
+    return data.cache_root() / "sst2-train-cache"
 
 
 def sentences() -> list[dict]:
-    path = paper_tables.DATA / "sst2" / "train.tsv"
+    path = data.DATA / "sst2" / "train.tsv"
     if not path.exists():
         raise SystemExit(f"bench_scale --source sst2: needs the SST-2 data at {path}")
-    return paper_tables.read_tsv("sst2", "train")
+    return data.read_tsv("sst2", "train")
 
 
 def problem(n_keep: int, keep: str):
     """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep."""
-    from warp_check.cases import Case, Kind
-    from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.repair.records import CaseSet
-    from warp_check.runs.pipeline import evaluate
-    from warp_check.suite.loader import load_suite
-
     suite = load_suite(SUITE)
     adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
     head = adapter.head()

@@ -1,4 +1,4 @@
-"""A deterministic, paper-size synthetic repair problem for the benchmarks (no model needed).
+"""The synthetic repair problem of the benchmarks: deterministic, paper-size, no model needed.
 
 What it builds, from a seed:
 
@@ -18,24 +18,13 @@ What it builds, from a seed:
 
 The paper's sizes (108 must_fix, 800 must_keep, d = 768) and defaults (γ_s = 1.0, γ_h = 0.3,
 ρ = 2, λ = 50) are used throughout. ``first_problem`` returns the first linearised QP of the
-repair loop for a two-class head (one row per case, the strongest competitor).
-
-``machine_info`` and ``blas_threads`` are shared by the benchmark scripts: the first says what
-the numbers were measured on (CPU count, BLAS threads, load average, hashes of the solver code),
-the second pins the BLAS thread count for a run. On a small or busy machine, OpenBLAS with more
-than one thread can be many times *slower* on the small dense solves the loop makes; compare
-``--blas-threads 1`` before reading anything into a slow run.
+repair loop for a two-class head (one row per case, the strongest competitor); ``keep_cases``
+draws n further must_keep cases for the scale benchmark.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import platform
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -57,7 +46,7 @@ AIM_ABOVE = 1e-3  # RepairSettings.aim_above: the QP targets γ + this
 
 
 # Shape of real representations, measured on 1,804 SST-2 sentences through the MiniLM
-# DistilBERT example model (pre_classifier input, d = 384; benchmarks/paper_tables.py's cache):
+# DistilBERT example model (pre_classifier input, d = 384; the cache of benchmarks.paper_tables):
 # the mean carries 67% of E‖v‖², the centred spectrum falls as k^-0.79 (fitted over k = 2..200),
 # its largest eigenvalue is 19% of the variance. Transformer representations are anisotropic
 # like this; an isotropic N(0, I) in 768-d is far from it.
@@ -249,45 +238,26 @@ def describe(synthetic: SyntheticProblem) -> dict[str, float | int]:
     }
 
 
-def code_version() -> dict[str, str]:
-    """Short SHA-256 of the core modules the timings depend on (they change between runs)."""
-    root = Path(__file__).resolve().parent.parent / "warp_check"
-    modules = ("qp/solve.py", "repair/loop.py", "model/head.py")
-    return {name: hashlib.sha256((root / name).read_bytes()).hexdigest()[:12] for name in modules}
+KEEP_BLOCK = 8192  # rows drawn (and classified) at a time: no n×d_out temporaries at 100k
 
 
-def machine_info() -> dict[str, object]:
-    """Where and with what the numbers were taken."""
-    info: dict[str, object] = {
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "blas_threads": _blas_thread_counts(),
-        "code": code_version(),
-    }
-    return info
-
-
-def _blas_thread_counts() -> list[int] | None:
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-    return sorted({int(pool["num_threads"]) for pool in threadpool_info() if pool.get("user_api") == "blas"})
-
-
-@contextmanager
-def blas_threads(count: int | None) -> Iterator[None]:
-    """Limit BLAS to ``count`` threads for the block (no-op for None); needs threadpoolctl."""
-    if count is None:
-        yield
-        return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        # Setting OPENBLAS_NUM_THREADS now would be too late for a loaded BLAS: say so.
-        raise SystemExit("--blas-threads needs threadpoolctl: pip install threadpoolctl") from None
-    with threadpool_limits(limits=count, user_api="blas"):
-        yield
+def keep_cases(synthetic: SyntheticProblem, n: int, seed: int, keep: str) -> CaseSet:
+    """n further must_keep cases from the problem's sampler, labelled by its head; ``keep="margin"``:
+    only cases whose gap is already ≥ γ_h (``"natural"``: every one)."""
+    head = synthetic.head
+    rng = np.random.default_rng(seed + 1_000_003)
+    V = np.empty((n, head.d_in))
+    labels = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        block = synthetic.sampler.draw(rng, KEEP_BLOCK)
+        predicted = head.predict(block)
+        if keep == "margin":
+            gap, _ = head.gaps(block, predicted)
+            chosen = gap >= GAMMA_H
+            block, predicted = block[chosen], predicted[chosen]
+        take = min(n - filled, block.shape[0])
+        V[filled : filled + take] = block[:take]
+        labels[filled : filled + take] = predicted[:take]
+        filled += take
+    return CaseSet(tuple(f"keep-{i:06d}" for i in range(n)), V, labels)

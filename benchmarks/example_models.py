@@ -1,0 +1,103 @@
+"""The MiniLM example models the benchmarks run on, and their RTE fine-tunes.
+
+``minilm(name)``: the model of the example suite ``example_suites/reviews-<name>`` (``distilbert``:
+DistilBERT layout with a ReLU ``pre_classifier`` head; ``bert``: the tanh pooler head), assembled
+into the user cache by the suite's own factory on first use. They were trained on airline
+tweets, not SST-2. ``rte_finetune(name, epochs, log)``: the same model fine-tuned on RTE train
+pairs (the example heads are two-class sentiment heads; RTE needs its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks import REPO
+from benchmarks.data import LABELS, cache_root, read_tsv
+from warp_check.suite.loader import load_suite
+
+EXAMPLE_SUITES = REPO / "example_suites"
+NAMES = ("distilbert", "bert")
+RTE_FORMAT = "warp-bench-rte/1"  # part of the cache key: bump when the recipe below changes
+
+
+def minilm(name: str) -> Path:
+    """The folder of the example model ``name`` (``distilbert`` or ``bert``), assembled if missing."""
+    if name not in NAMES:
+        raise SystemExit(f"benchmarks: no example model {name!r}; there are {', '.join(NAMES)}")
+    return load_suite(EXAMPLE_SUITES / f"reviews-{name}").model_dir
+
+
+def rte_finetune(name: str, epochs: int, log: Callable[[str], None]) -> tuple[Path, dict]:
+    """The example model ``name`` fine-tuned on RTE train pairs, and its training record.
+
+    All layers, AdamW lr 5e-5, batch 16, max_length 128, seed 0; built once into
+    ``data.cache_root()`` under a hash of that recipe, and read from there afterwards.
+    """
+    base = minilm(name)
+    recipe = {"format": RTE_FORMAT, "base": base.name, "epochs": epochs, "lr": 5e-5, "batch": 16, "seed": 0}
+    key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+    root = cache_root()
+    final = root / f"rte-minilm-{name}-{key}"
+    if (final / "training.json").is_file():
+        return final, json.loads((final / "training.json").read_text())
+    # torch and transformers only to train: a cached fine-tune needs neither.
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForSequenceClassification.from_pretrained(base)
+    model.config.id2label = dict(enumerate(LABELS["rte"]))
+    model.config.label2id = {v: k for k, v in model.config.id2label.items()}
+    train = read_tsv("rte", "train")
+    accepted = set(inspect.signature(model.forward).parameters)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=recipe["lr"])
+    generator = torch.Generator().manual_seed(0)
+    start = time.perf_counter()
+    for epoch in range(epochs):
+        model.train()
+        order = torch.randperm(len(train), generator=generator).tolist()
+        total = 0.0
+        for begin in range(0, len(order), recipe["batch"]):
+            rows = [train[i] for i in order[begin : begin + recipe["batch"]]]
+            batch = pair_batch(tokenizer, rows, accepted)
+            loss = F.cross_entropy(model(**batch).logits, torch.tensor([r["label"] for r in rows]))
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach()) * len(rows)
+        seconds = time.perf_counter() - start
+        log(f"rte {name}: epoch {epoch + 1}/{epochs}, loss {total / len(train):.4f}, {seconds:.0f} s")
+    model.eval()
+    dev = read_tsv("rte", "dev")
+    with torch.inference_mode():
+        correct = 0
+        for begin in range(0, len(dev), 64):
+            rows = dev[begin : begin + 64]
+            batch = pair_batch(tokenizer, rows, accepted)
+            correct += int((model(**batch).logits.argmax(-1) == torch.tensor([r["label"] for r in rows])).sum())
+    info = recipe | {"seconds": round(time.perf_counter() - start, 1), "dev_accuracy": correct / len(dev)}
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    model.save_pretrained(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    (tmp / "training.json").write_text(json.dumps(info, indent=2))
+    os.replace(tmp, final)
+    return final, info
+
+
+def pair_batch(tokenizer, rows: list[dict], accepted: set[str]) -> dict:
+    """RTE rows as one padded batch of (text, text_pair), with only the inputs the model accepts."""
+    batch = tokenizer(
+        [r["text"] for r in rows], [r["text_pair"] for r in rows],
+        truncation=True, max_length=128, padding=True, return_tensors="pt",
+    )  # fmt: skip
+    return {k: v for k, v in batch.items() if k in accepted}
