@@ -48,3 +48,11 @@ def test_aliases_from_transformers_names():
     assert get_activation("GELUActivation").name == "gelu"
     with pytest.raises(KeyError, match="not supported"):
         get_activation("softsign")
+
+
+def test_every_activation_is_known_by_its_own_name():
+    from warp_check.model.activation_names import KNOWN, canonical_name
+
+    assert set(KNOWN) == set(ACTIVATIONS)
+    for name in ACTIVATIONS:
+        assert canonical_name(name) == name and canonical_name(name.upper()) == name

@@ -243,9 +243,12 @@ def read_certificate(path: str | Path) -> dict[str, Any]:
         raise CertificateError(f"{path}: format {data['format']!r} is not {FORMAT!r}")
     if not isinstance(data["model"], dict):
         raise CertificateError(f"{path}: model must be an object, got {type(data['model']).__name__}")
-    for key in ("repair_layer", "activation", "classifier", "sha256_repair_layer", "sha256_frozen"):
+    for key in ("repair_layer", "activation", "sha256_repair_layer", "sha256_frozen"):
         if not isinstance(data["model"].get(key), str):
             raise CertificateError(f"{path}: model.{key} is missing or not a string")
+    # None: the final-linear form (the layer that gives the logits was repaired itself).
+    if data["model"].get("classifier") is not None and not isinstance(data["model"]["classifier"], str):
+        raise CertificateError(f"{path}: model.classifier is not a string")
     if not isinstance(data["cases"], list):
         raise CertificateError(f"{path}: cases must be a list")
     return data

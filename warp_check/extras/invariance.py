@@ -52,7 +52,7 @@ def _logits(adapter: ClassifierAdapter, texts: list[str], batch_size: int) -> np
     rows = [
         adapter.forward_batch(adapter.tokenize(texts[i : i + batch_size]))[1] for i in range(0, len(texts), batch_size)
     ]
-    return np.concatenate(rows) if rows else np.zeros((0, adapter.classifier.out_features))
+    return np.concatenate(rows) if rows else np.zeros((0, adapter.num_classes))
 
 
 def predictor(adapter: ClassifierAdapter, *, batch_size: int = 32) -> Callable[[list[str]], list[int]]:

@@ -14,6 +14,7 @@ ALIASES: dict[str, str] = {
     "gelu": "gelu",
     "geluactivation": "gelu",
     "gelu_python": "gelu",
+    "gelu_tanh": "gelu_tanh",
     "gelu_new": "gelu_tanh",
     "newgeluactivation": "gelu_tanh",
     "gelu_fast": "gelu_tanh",

@@ -175,6 +175,10 @@ class ClassifierAdapter:
             spec = HeadSpec.final_linear(spec.classifier, found_by="layer = 'final': the final linear layer")
         return cls(model, tokenizer, spec, max_length=max_length, source=source, check=check)
 
+    @property
+    def num_classes(self) -> int:
+        return int(self.logits_layer.out_features)
+
     # -- the head as numbers ----------------------------------------------------------
     def head(self) -> DenseHead:
         """The head in float64; the final-linear form as W v + b with an identity classifier."""

@@ -35,14 +35,18 @@ def _first_line(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def quiet_transformers_progress() -> Iterator[None]:
-    """transformers 5 draws a progress bar on every load and save: noise in a test report."""
+    """transformers 5 draws a progress bar on every load and save, and a load report of missing
+    keys that warp-check turns into its own error: noise in a test report."""
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hf_logging.set_verbosity(verbosity)
         if was_enabled:
             hf_logging.enable_progress_bar()
 

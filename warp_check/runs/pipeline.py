@@ -63,7 +63,7 @@ def evaluate(
     cache_dir: str | Path | None = None,
     progress: bool = True,
 ) -> Evaluation:
-    num_classes = adapter.classifier.out_features
+    num_classes = adapter.num_classes
     for case in cases:
         if case.label >= num_classes:
             raise ValueError(f"case {case.id!r}: label {case.label} out of range for {num_classes} classes")
