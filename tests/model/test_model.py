@@ -271,3 +271,26 @@ def test_text_pairs_reach_the_model_as_pairs(pair_dir):
     V = evaluate(adapter, mixed, progress=False).encoded.V
     np.testing.assert_allclose(V[0], cls_state[0], atol=1e-5)
     np.testing.assert_allclose(V[1], _reference(pair_dir, [cases[1].text])[0][0], atol=1e-5)
+
+
+def test_the_device_is_cpu_cuda_or_auto_and_checked(distilbert_dir, monkeypatch):
+    from warp_check.model.adapter import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu" and resolve_device("cpu") == "cpu"
+    for bad, why in (
+        ("cuda", "sees no CUDA device"),
+        ("cuda:0", "sees no CUDA device"),
+        ("tpu", "give 'auto'"),
+        ("cuda:x", "give"),
+    ):
+        with pytest.raises(ModelError, match=why):
+            resolve_device(bad)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("auto") == "cuda" and resolve_device("cuda:0") == "cuda:0"
+    with pytest.raises(ModelError, match="sees 1 CUDA device"):
+        resolve_device("cuda:3")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir, device="auto")
+    assert adapter.device == "cpu" and next(adapter.model.parameters()).device.type == "cpu"

@@ -78,6 +78,27 @@ def position_capacity(model: Any) -> int | None:
     return positions if isinstance(positions, int) else None
 
 
+def resolve_device(device: str) -> str:
+    """``auto``: the first CUDA device when torch sees one, else the CPU; anything else as given,
+    checked (``cpu``, ``cuda``, ``cuda:N``)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return device
+    if device == "cuda" or device.startswith("cuda:"):
+        index = device.partition(":")[2]
+        if index and not index.isdigit():
+            raise ModelError(f"device={device!r}: give 'auto', 'cpu', 'cuda' or 'cuda:N'")
+        if not torch.cuda.is_available():
+            raise ModelError(f"device={device!r}: torch sees no CUDA device here; use 'cpu' or 'auto'")
+        if index and int(index) >= torch.cuda.device_count():
+            raise ModelError(f"device={device!r}: torch sees {torch.cuda.device_count()} CUDA device(s)")
+        return device
+    raise ModelError(f"device={device!r}: give 'auto', 'cpu', 'cuda' or 'cuda:N'")
+
+
 def _probe_batch(model: Any, tokenizer: Any, max_length: int) -> dict[str, Any]:
     """The forward arguments of the probe texts (one text where nothing can pad)."""
     keys = set(inspect.signature(model.forward).parameters)
@@ -101,8 +122,10 @@ class ClassifierAdapter:
         max_length: int = 128,
         source: str | None = None,
         check: bool = True,
+        device: str = "cpu",
     ) -> None:
-        self.model = model.eval()
+        self.device = resolve_device(device)
+        self.model = model.eval().to(self.device)
         self.tokenizer = tokenizer
         self.spec = spec
         # Longer inputs than the model has positions for crash its forward pass: truncate to
@@ -138,17 +161,27 @@ class ClassifierAdapter:
         layer: str | HeadSpec | Sequence[str] = "auto",
         max_length: int = 128,
         check: bool = True,
+        device: str = "cpu",
     ) -> ClassifierAdapter:
-        """Load a local Hugging Face folder offline; never runs remote code."""
+        """Load a local Hugging Face folder offline (never running remote code) onto ``device``."""
         model, tokenizer = load_model_folder(path)
+        model = model.to(resolve_device(device))
+        where = {"max_length": max_length, "source": str(path), "check": check, "device": device}
         if isinstance(layer, str) and layer in ("auto", "final"):
-            return cls.found(model, tokenizer, layer, max_length=max_length, source=str(path), check=check)
-        spec = resolve_spec(model, layer)
-        return cls(model, tokenizer, spec, max_length=max_length, source=str(path), check=check)
+            return cls.found(model, tokenizer, layer, **where)
+        return cls(model, tokenizer, resolve_spec(model, layer), **where)
 
     @classmethod
     def found(
-        cls, model: Any, tokenizer: Any, layer: str, *, max_length: int, source: str | None, check: bool = True
+        cls,
+        model: Any,
+        tokenizer: Any,
+        layer: str,
+        *,
+        max_length: int,
+        source: str | None,
+        check: bool = True,
+        device: str = "cpu",
     ) -> ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
         head traced from the model itself (dense → σ → linear, or the final linear layer).
@@ -157,7 +190,7 @@ class ClassifierAdapter:
         if layer == "auto" and table is not None:
             spec = replace(table, found_by=f"the head table's entry for {model.config.model_type}")
             try:
-                adapter = cls(model, tokenizer, spec, max_length=max_length, source=source, check=False)
+                adapter = cls(model, tokenizer, spec, max_length=max_length, source=source, check=False, device=device)
             except ModelError:
                 adapter = None  # an architecture variant the table does not describe: trace it
             if adapter is not None and check:
@@ -170,7 +203,8 @@ class ClassifierAdapter:
                 return adapter
         dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         tolerance = equivalence_tolerance(dtype)
-        spec = find_head(model, _probe_batch(model, tokenizer, max_length), atol=tolerance, rtol=tolerance)
+        batch = {k: v.to(resolve_device(device)) for k, v in _probe_batch(model, tokenizer, max_length).items()}
+        spec = find_head(model, batch, atol=tolerance, rtol=tolerance)
         if layer == "final" and spec.classifier is not None:
             spec = HeadSpec.final_linear(spec.classifier, found_by="layer = 'final': the final linear layer")
         return cls(model, tokenizer, spec, max_length=max_length, source=source, check=check)
@@ -207,7 +241,13 @@ class ClassifierAdapter:
 
         model = copy.deepcopy(self.model)
         new = ClassifierAdapter(
-            model, self.tokenizer, self.spec, max_length=self.max_length, source=self.source, check=False
+            model,
+            self.tokenizer,
+            self.spec,
+            max_length=self.max_length,
+            source=self.source,
+            check=False,
+            device=self.device,
         )
         layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
         if new.classifier is not None:
@@ -241,7 +281,7 @@ class ClassifierAdapter:
     def padded(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
         """The model's forward arguments for ``features``, padded to the longest."""
         batch = self.tokenizer.pad(features, return_tensors="pt")
-        return {k: v for k, v in batch.items() if k in self._forward_keys}
+        return {k: v.to(self.device) for k, v in batch.items() if k in self._forward_keys}
 
     def forward_batch(self, features: list[dict[str, list[int]]]) -> tuple[np.ndarray, np.ndarray]:
         """(v, logits) for one batch: v is the repair layer's input, at the position the model pools

@@ -1,0 +1,134 @@
+"""Benchmark: cases per second of warp-check's encoder pass against a plain transformers loop.
+
+Both run the same model, on the same device, in the same process, over the same sentences
+(SST-2 train, in file order), with the same batch size, one after the other, twice each in
+alternation (the better of the two of each is reported: CPU timings move with the machine's
+load). warp-check's pass is :func:`warp_check.model.encode.encode_cases` with no cache: it
+tokenizes, sorts by length, captures v at the repair layer and checks the head against the
+model's logits on every batch. The plain loop is what a user would write: tokenize a batch
+with padding, ``model(**batch).logits`` under ``torch.inference_mode()``. Goal: ratio ≥ 0.8.
+
+Models: ``minilm`` (the example's all-MiniLM-L6-v2 DistilBERT model) and ``bert-base`` (a
+BERT-base-sized model built from ``BertConfig()`` with random weights: 12 layers, 768 wide;
+its speed does not depend on its weights).
+
+Run: ``python -m benchmarks.bench_encode --model minilm --device cpu --cases 2000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.data import read_tsv
+from benchmarks.example_models import minilm
+from benchmarks.results import add_output_arguments, report
+
+
+def bert_base(folder: Path) -> Path:
+    """A BERT-base-sized sequence classifier (random weights) with MiniLM's tokenizer, saved to ``folder``."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(num_labels=2)).eval()
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(minilm("distilbert")).save_pretrained(folder)
+    return folder
+
+
+def plain_loop(model_dir: Path, texts: list[str], batch_size: int, device: str) -> float:
+    """Seconds for a plain transformers forward loop over ``texts``."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir).to(device).eval()
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for lo in range(0, len(texts), batch_size):
+            batch = tokenizer(
+                texts[lo : lo + batch_size], padding=True, truncation=True, max_length=128, return_tensors="pt"
+            )
+            model(**{k: v.to(device) for k, v in batch.items()}).logits.cpu()
+    _synchronise(device)
+    return time.perf_counter() - start
+
+
+def warp_pass(model_dir: Path, texts: list[str], batch_size: int, device: str) -> float:
+    """Seconds for warp-check's encoder pass (no cache) over ``texts``."""
+    from warp_check.cases import Case, Kind
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.model.encode import encode_cases
+
+    adapter = ClassifierAdapter.from_pretrained(model_dir, device=device)
+    cases = [Case(id=str(i), text=t, label=0, kind=Kind.MUST_KEEP) for i, t in enumerate(texts)]
+    start = time.perf_counter()
+    encode_cases(adapter, cases, batch_size=batch_size, progress=False)
+    _synchronise(device)
+    return time.perf_counter() - start
+
+
+def _synchronise(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def measure(model_dir: Path, texts: list[str], batch_size: int, device: str, threads: int | None) -> dict[str, Any]:
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    plain, warp = [], []
+    for _ in range(2):  # alternating, so a load change on the machine hits both
+        plain.append(plain_loop(model_dir, texts, batch_size, device))
+        warp.append(warp_pass(model_dir, texts, batch_size, device))
+    best_plain, best_warp = min(plain), min(warp)
+    return {
+        "cases": len(texts),
+        "plain_cases_per_s": round(len(texts) / best_plain, 1),
+        "warp_cases_per_s": round(len(texts) / best_warp, 1),
+        "ratio": round(best_plain / best_warp, 3),
+        "goal": 0.8,
+        "goal_met": best_plain / best_warp >= 0.8,
+        "plain_seconds": [round(s, 3) for s in plain],
+        "warp_seconds": [round(s, 3) for s in warp],
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_encode", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=("minilm", "bert-base"), default="minilm")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    add_output_arguments(parser)
+    args = parser.parse_args(argv)
+    texts = [row["text"] for row in read_tsv("sst2", "train")[: args.cases]]
+    with tempfile.TemporaryDirectory() as work:
+        model_dir = minilm("distilbert") if args.model == "minilm" else bert_base(Path(work) / "bert-base")
+        result = {"model": args.model, "device": args.device, "batch_size": args.batch_size}
+        result |= measure(model_dir, texts, args.batch_size, args.device, args.threads)
+    report("bench_encode", parser, args, argv, result, _print)
+    return 0 if result["goal_met"] else 1
+
+
+def _print(result: dict[str, Any]) -> None:
+    print(
+        f"{result['model']} on {result['device']}, {result['cases']} cases, batch {result['batch_size']}, "
+        f"{result['torch_threads']} torch thread(s): plain {result['plain_cases_per_s']} cases/s, "
+        f"warp-check {result['warp_cases_per_s']} cases/s, ratio {result['ratio']} (goal ≥ {result['goal']}: "
+        f"{'met' if result['goal_met'] else 'MISSED'})"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
