@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import unicodedata
 from dataclasses import dataclass
 
 
@@ -34,6 +35,22 @@ class Case:
             raise ValueError(f"id={self.id!r}: must be a non-empty string")
         if not isinstance(self.text, str) or not self.text.strip():
             raise ValueError(f"text={self.text!r}: must be a non-empty string")
+        for name in ("text", "text_pair"):
+            value = getattr(self, name)
+            problem = None if value is None else text_problem(value)
+            if problem is not None:
+                raise ValueError(f"{name}={value[:40]!r}: {problem}")
         if isinstance(self.label, bool) or not isinstance(self.label, int) or self.label < 0:
             raise ValueError(f"label={self.label!r}: must be a class id (int >= 0)")
         object.__setattr__(self, "kind", Kind(self.kind))
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` is no text a model can be tested on, or None: NUL bytes (a binary file read as
+    text), or no visible character at all (only spaces, zero-width or other format and control
+    characters: ``str.strip()`` keeps a zero-width space)."""
+    if "\x00" in text:
+        return "holds NUL bytes (\\x00): a binary file read as text?"
+    if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):
+        return "has no visible character (only spaces, zero-width or control characters)"
+    return None

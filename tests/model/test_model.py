@@ -294,3 +294,20 @@ def test_the_device_is_cpu_cuda_or_auto_and_checked(distilbert_dir, monkeypatch)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir, device="auto")
     assert adapter.device == "cpu" and next(adapter.model.parameters()).device.type == "cpu"
+
+
+def test_inputs_the_model_sees_as_no_text_are_refused_naming_file_and_line(distilbert_dir):
+    from warp_check.cases import Case, Kind
+    from warp_check.errors import SuiteError
+    from warp_check.model.encode import encode_cases
+
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    emoji = Case(id="e", text="😀😀 🙂", label=0, kind=Kind.MUST_FIX, origin="fix.jsonl:4")
+    with pytest.raises(SuiteError, match=r"fix.jsonl:4: field 'text': tokenizes to nothing but special .*\[UNK\]"):
+        encode_cases(adapter, [emoji], progress=False)
+
+
+def test_a_max_length_that_leaves_no_room_for_text_is_refused(distilbert_dir):
+    with pytest.raises(ModelError, match=r"max_length=2 leaves no room for text: the tokenizer adds 2 special"):
+        ClassifierAdapter.from_pretrained(distilbert_dir, max_length=2)
+    assert ClassifierAdapter.from_pretrained(distilbert_dir, max_length=3).max_length == 3

@@ -31,12 +31,12 @@ from warp_check import (
     Kind,
     RepairOutcome,
     RepairSettings,
-    RepairStatus,
     read_certificate,
     repair_cases,
     verify,
 )
 from warp_check.certify.artefact import folder_hashes
+from warp_check.errors import SuiteError
 
 # fixture, task, the head the certificate must name
 MODELS = [
@@ -283,20 +283,19 @@ def test_input_model_folder_is_untouched(repaired):
     assert repaired.artefact.parent != repaired.source and repaired.source not in repaired.artefact.parents
 
 
-def test_a_repair_that_cannot_converge_writes_nothing(distilbert_dir, tmp_path):
-    # One text twice, with both labels: must_keep as the model answers, must_fix as the other
-    # label. Same v, so gap_fix = −gap_keep: no weights can give both margins.
+def test_one_input_with_two_labels_is_refused_before_the_qp_naming_both(distilbert_dir, tmp_path):
+    # One text twice (up to case: the tokenizer lowercases), with both labels: same v, so
+    # gap_fix = −gap_keep and no weights can give both margins. Found before any QP, both named.
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     text = "the plot was good"
     predicted = int(adapter.head().predict(adapter.forward_batch(adapter.tokenize([text]))[0].astype(float))[0])
     cases = [
-        Case(id="keep", text=text, label=predicted, kind=Kind.MUST_KEEP),
-        Case(id="fix", text=text, label=1 - predicted, kind=Kind.MUST_FIX),
+        Case(id="keep", text=text, label=predicted, kind=Kind.MUST_KEEP, origin="keep.jsonl:3"),
+        Case(id="fix", text=text.upper(), label=1 - predicted, kind=Kind.MUST_FIX, origin="fix.jsonl:7"),
     ]
     out = tmp_path / "out"
-    outcome = repair_cases(adapter, cases, RepairSettings(max_iter=40), out_dir=out, progress=False)
-    assert outcome.result.status in (RepairStatus.NOT_CONVERGED, RepairStatus.INFEASIBLE)
-    assert outcome.artefact is None and outcome.certificate is None and outcome.certificates == ()
-    assert "fix" in {m.id for m in outcome.result.misses}
-    assert "'fix'" in outcome.result.message
+    with pytest.raises(
+        SuiteError, match=r"fix.jsonl:7: field 'label': case 'fix' .* and case 'keep' at keep.jsonl:3 .*same input"
+    ):
+        repair_cases(adapter, cases, RepairSettings(max_iter=40), out_dir=out, progress=False)
     assert list(tmp_path.iterdir()) == []  # no folder, no temp folder

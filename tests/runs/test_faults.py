@@ -151,10 +151,9 @@ def test_must_keep_cases_that_forbid_every_fix_fail_clearly_and_write_nothing(di
     suite = write_suite(tmp_path / "suite", model=distilbert_dir, fix=fix, keep=keep, extra="[repair]\nmax_iter = 60\n")
     before = tree_digest(distilbert_dir)
     out = tmp_path / "out"
-    assert repair(suite, out) == 1
-    printed = capsys.readouterr().out
-    assert "repair failed (not_converged)" in printed or "repair failed (infeasible)" in printed
-    assert "nothing was written" in printed and "repaired model: none written" in printed
+    assert repair(suite, out) == 2  # found before the QP: the same input with both labels
+    said = capsys.readouterr().err
+    assert "field 'label'" in said and "are the same input to the model" in said and "fix-" in said, said
     assert not out.exists() and leftovers(out) == [] and tree_digest(distilbert_dir) == before
 
 

@@ -191,6 +191,31 @@ FAMILIES: dict[str, Family] = {
 }
 
 
+def qwen2_tokenizer():
+    """A byte-level BPE tokenizer over the shared words: transformers loads a Qwen2 folder's tokenizer
+    as Qwen2Tokenizer whatever its tokenizer_config says, so the tiny Qwen2 gets a real one."""
+    from transformers import Qwen2Tokenizer
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    vocab: dict[str, int] = {}
+    for token in ("<|endoftext|>", *bytes_to_unicode().values()):
+        vocab.setdefault(token, len(vocab))
+    merges: list[tuple[str, str]] = []
+    for word in (w for w in VOCAB if not w.startswith("[")):
+        built = word[0]
+        for ch in word[1:]:
+            if (built, ch) not in merges:
+                merges.append((built, ch))
+            built += ch
+            vocab.setdefault(built, len(vocab))
+        merges.append(("Ġ", word))
+        vocab.setdefault("Ġ" + word, len(vocab))
+    return Qwen2Tokenizer(vocab=vocab, merges=merges)
+
+
+OWN_TOKENIZER = {"qwen2": qwen2_tokenizer}
+
+
 def build(model_type: str, out_dir: Path, *, steps: int = 150, seed: int = 0) -> Path:
     """A tiny ``model_type`` classifier, trained ``steps`` batches, saved with its tokenizer."""
     import torch
@@ -200,14 +225,18 @@ def build(model_type: str, out_dir: Path, *, steps: int = 150, seed: int = 0) ->
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = LABELS["binary"]
+    vocab_size = len(qwen2_tokenizer()) if model_type in OWN_TOKENIZER else len(VOCAB)
     config = AutoConfig.for_model(
         model_type,
-        **family.sizes(len(VOCAB)),
+        **family.sizes(vocab_size),
         num_labels=2,
         id2label=dict(enumerate(names)),
         label2id={n: i for i, n in enumerate(names)},
     )
-    tokenizer = make_tokenizer(out_dir, model_input_names=["input_ids", "attention_mask"])
+    if model_type in OWN_TOKENIZER:
+        tokenizer = OWN_TOKENIZER[model_type]()
+    else:
+        tokenizer = make_tokenizer(out_dir, model_input_names=["input_ids", "attention_mask"])
     tokenizer.padding_side = family.padding_side
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -40,3 +40,15 @@ def canonical_name(name: str) -> str:
     if key is None:
         raise KeyError(f"activation {name!r} is not supported by WARP (known: {', '.join(KNOWN)})")
     return key
+
+
+def exact_name(name: str) -> str:
+    """Our name for ``name`` written exactly as a known name (a suite's spelling is not guessed):
+    'ReLU' is refused with 'did you mean relu?' rather than silently read as relu."""
+    if name in ALIASES:
+        return ALIASES[name]
+    if name.lower() in ALIASES:
+        raise KeyError(
+            f"activation {name!r} is not supported by WARP under this spelling: did you mean {name.lower()!r}?"
+        )
+    raise KeyError(f"activation {name!r} is not supported by WARP (known: {', '.join(KNOWN)})")

@@ -131,6 +131,12 @@ class ClassifierAdapter:
         # Longer inputs than the model has positions for crash its forward pass: truncate to
         # what it takes (the tokenizer's model_max_length, as Hugging Face's own default does).
         self.max_length = min(int(max_length), _input_limit(model, tokenizer))
+        added = tokenizer.num_special_tokens_to_add() if hasattr(tokenizer, "num_special_tokens_to_add") else 0
+        if self.max_length <= added:
+            raise ModelError(
+                f"max_length={self.max_length} leaves no room for text: the tokenizer adds {added} special "
+                f"token(s) to every input; give max_length {added + 1} or more (128 is the default)"
+            )
         self.source = source
         self.activation = get_activation(spec.activation)
         self.repair_layer = _submodule(model, spec.repair_layer, "repair layer")

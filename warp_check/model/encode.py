@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from warp_check.cache.shards import ShardStore
-from warp_check.cases import Case
+from warp_check.cases import Case, Kind
+from warp_check.errors import SuiteError
 from warp_check.model.hashing import input_sha256, upstream_sha256
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,6 +59,7 @@ def encode_cases(
     ids = tuple(case.id for case in cases)
     features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
     keys = [input_sha256(f) for f in features]
+    check_inputs(adapter, cases, features)
     upstream = upstream_sha256(adapter)
     store = ShardStore(Path(cache_dir) / upstream) if cache_dir is not None else None
     known = store.load() if store is not None else {}
@@ -86,6 +88,47 @@ def encode_cases(
         if store is not None:
             store.save([keys[i] for i in missing], V[missing])
     return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream, tuple(keys))
+
+
+def check_inputs(adapter: ClassifierAdapter, cases: Sequence[Case], features: list[dict]) -> None:
+    """Refuse, naming the case's file:line, an input the model sees as no text: nothing but special
+    and unknown tokens (a text of emoji for an English vocabulary, say)."""
+    special = set(getattr(adapter.tokenizer, "all_special_ids", ()) or ())
+    for case, feature in zip(cases, features, strict=True):
+        if special and all(token in special for token in feature["input_ids"]):
+            tokens = adapter.tokenizer.convert_ids_to_tokens(feature["input_ids"])
+            raise _case_error(
+                case,
+                "text",
+                f"tokenizes to nothing but special and unknown tokens ({' '.join(tokens)}): the model sees no "
+                "text in it; remove the case or write it in words the model knows",
+            )
+
+
+def check_no_conflicts(cases: Sequence[Case], input_keys: Sequence[str], max_length: int) -> None:
+    """Refuse two must_fix / must_keep cases the tokenizer makes one input (lowercasing, truncation at
+    ``max_length``) with different labels, naming both: no repair can satisfy both, and no setting helps."""
+    first: dict[str, Case] = {}
+    for case, key in zip(cases, input_keys, strict=True):
+        if case.kind is Kind.AUX:
+            continue
+        other = first.setdefault(key, case)
+        if other is not case and other.label != case.label:
+            raise _case_error(
+                case,
+                "label",
+                f"case {case.id!r} (label {case.label}, {case.kind.value}) and case {other.id!r} at "
+                f"{other.origin or '?'} (label {other.label}, {other.kind.value}) are the same input to the model: "
+                f"its tokenizer gives both the same token ids (lowercasing, or truncation at max_length "
+                f"{max_length}), so no model can satisfy both labels and no setting helps; relabel or remove one",
+            )
+
+
+def _case_error(case: Case, field: str, message: str) -> SuiteError:
+    path, _, line = (case.origin or "").rpartition(":")
+    if not line.isdigit():
+        return SuiteError(f"case {case.id!r}: {message}", field=field)
+    return SuiteError(message, path=path, line=int(line), field=field)
 
 
 def _progress(total: int, *, enabled: bool):

@@ -21,7 +21,7 @@ from warp_check.certify.cases import CaseCertificate, certify_cases, summarise
 from warp_check.certify.falsify import AttackSettings
 from warp_check.errors import ModelError, SettingsError
 from warp_check.model.adapter import ClassifierAdapter
-from warp_check.model.encode import Encoded, encode_cases
+from warp_check.model.encode import Encoded, check_no_conflicts, encode_cases
 from warp_check.model.head import answers_from_logits
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet, RepairResult
@@ -115,6 +115,7 @@ def repair_cases(
     if out_dir is not None and destination is None:  # refuse a bad destination before the work, not after
         destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
+    check_no_conflicts(evaluation.cases, evaluation.encoded.input_keys, adapter.max_length)
     fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
     result = repair_head(adapter.head(), fix, keep, aux, settings)
     if not result.repaired:

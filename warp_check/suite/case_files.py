@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_check.cases import Case, Kind
+from warp_check.cases import Case, Kind, text_problem
 from warp_check.errors import SuiteError
 from warp_check.suite.toml_lines import SuiteToml
 
@@ -153,6 +153,9 @@ class CaseReader:
             raise error(key, f"must be a string, got {type(text).__name__}")
         if not text.strip():
             raise error(key, "is empty: a case needs some text" if key == "text" else "is empty: leave it out")
+        problem = text_problem(text)
+        if problem is not None:
+            raise error(key, problem)
         if len(text) > MAX_TEXT_CHARS:
             raise error(key, f"is {len(text):,} characters long (limit {MAX_TEXT_CHARS:,}): is this a case?")
         return text

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.errors import ModelError, SuiteError
-from warp_check.model.activation_names import canonical_name
+from warp_check.model.activation_names import exact_name
 from warp_check.model.loading import read_config
 from warp_check.suite.toml_lines import SuiteToml
 
@@ -88,7 +88,7 @@ def _layer(loader: SuiteToml, value: Any) -> str | tuple[str] | tuple[str, str, 
     if not isinstance(value, list) or len(value) != 3 or not all(isinstance(v, str) and v.strip() for v in value):
         raise loader.error("model.layer", f"{value!r} is not a layer: {usage}")
     try:
-        canonical_name(value[1])
+        exact_name(value[1])
     except KeyError as exc:
         raise loader.error("model.layer", exc.args[0]) from None
     return (value[0], value[1], value[2])
