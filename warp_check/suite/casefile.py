@@ -33,6 +33,8 @@ class NewCase:
     text_pair: str | None = None
     source: str | None = None
     original: str | None = None  # id of the case this one was derived from
+    id: str | None = None  # kept when given (and not taken in the file); else one from the text
+    kind: str | None = None  # written on the line when given; else the file's [[cases]] kind applies
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -83,12 +85,14 @@ def append_cases(path: str | Path, cases: Iterable[NewCase], *, id_prefix: str) 
             if case.content_key in seen_content:
                 duplicates += 1
                 continue
-            new_id = _fresh_id(id_prefix, case, seen_ids)
+            new_id = (
+                case.id if case.id is not None and case.id not in seen_ids else _fresh_id(id_prefix, case, seen_ids)
+            )
             record: dict[str, object] = {"id": new_id, "text": case.text}
             if case.text_pair is not None:
                 record["text_pair"] = case.text_pair
             record["label"] = case.label
-            for key in ("source", "original"):
+            for key in ("kind", "source", "original"):
                 if getattr(case, key) is not None:
                     record[key] = getattr(case, key)
             # Readable UTF-8, but the Unicode line separators escaped: editors and str.splitlines() break on them.

@@ -1,0 +1,117 @@
+"""warp_check.extras.importer: CSV, TSV, JSONL, Parquet and AdvGLUE files into a suite's case files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from testkit.suite_builder import write_suite
+
+from warp_check.cases import Kind
+from warp_check.errors import SettingsError, SuiteError
+from warp_check.extras.importer import ImportSettings, format_of, import_cases
+from warp_check.suite.loader import load_suite
+
+
+@pytest.fixture
+def suite(tmp_path: Path, distilbert_dir: Path):
+    folder = write_suite(
+        tmp_path / "suite", model=distilbert_dir, keep=[{"id": "k", "text": "it was good", "label": "positive"}]
+    )
+    return load_suite(folder)
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_csv_with_named_columns_keeps_ids_checks_labels_and_adds_nothing_twice(suite, tmp_path):
+    source = tmp_path / "reviews.csv"
+    source.write_text(
+        'review,sentiment,uid\n"great food, slow service",positive,r1\nawful,0,r2\nfine,1,\n', encoding="utf-8"
+    )
+    out = tmp_path / "imported.jsonl"
+    settings = ImportSettings(format="csv", text="review", label="sentiment", id="uid", kind=Kind.MUST_FIX)
+    with pytest.raises(SuiteError, match=r"reviews.csv:4: field 'uid': no id in column 'uid'"):
+        import_cases(suite, source, out, settings)
+    assert not out.exists()  # nothing half-written
+    source.write_text('review,sentiment,uid\n"great food, slow service",positive,r1\nawful,0,r2\n', encoding="utf-8")
+    result = import_cases(suite, source, out, settings)
+    assert result.rows == 2 and result.appended.added == ("r1", "r2")
+    assert lines(out) == [
+        {
+            "id": "r1",
+            "text": "great food, slow service",
+            "label": "positive",
+            "kind": "must_fix",
+            "source": "reviews.csv",
+        },
+        {"id": "r2", "text": "awful", "label": "negative", "kind": "must_fix", "source": "reviews.csv"},
+    ]
+    again = import_cases(suite, source, out, settings)
+    assert again.appended.added == () and again.appended.duplicates == 2
+
+
+def test_a_label_the_model_does_not_have_names_file_line_and_the_labels(suite, tmp_path):
+    source = tmp_path / "cases.tsv"
+    source.write_text("text\tlabel\nit was good\tpositive\nit was odd\tneutral\n", encoding="utf-8")
+    with pytest.raises(
+        SuiteError, match=r"cases.tsv:3: field 'label': label 'neutral' is not a label .*'negative' \(0\)"
+    ):
+        import_cases(suite, source, tmp_path / "out.jsonl", ImportSettings(format="tsv"))
+
+
+def test_jsonl_and_text_pairs(suite, tmp_path):
+    source = tmp_path / "pairs.jsonl"
+    source.write_text(json.dumps({"a": "the plot", "b": "it was good", "y": 1}) + "\n\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    import_cases(suite, source, out, ImportSettings(format="jsonl", text="a", text_pair="b", label="y"))
+    (case,) = lines(out)
+    assert case["text"] == "the plot" and case["text_pair"] == "it was good" and case["label"] == "positive"
+    assert case["id"].startswith("import-pairs-")
+    source.write_text('{"a": "x", "y": 1}\n[1]\n', encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"pairs.jsonl:1: field 'b': no text in column 'b'"):
+        import_cases(suite, source, out, ImportSettings(format="jsonl", text="a", text_pair="b", label="y"))
+
+
+def test_parquet_rows_are_named_by_their_position(suite, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "cases.parquet"
+    pq.write_table(pa.table({"text": ["good food", "\u200b"], "label": ["positive", "negative"]}), source)
+    with pytest.raises(SuiteError, match=r"row 2: has no visible character"):
+        import_cases(suite, source, tmp_path / "out.jsonl", ImportSettings(format="parquet"))
+    pq.write_table(pa.table({"text": ["good food"], "label": [1]}), source)
+    assert import_cases(suite, source, tmp_path / "out.jsonl", ImportSettings(format="parquet")).rows == 1
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(SuiteError, match="not a readable Parquet file"):
+        import_cases(suite, tmp_path / "broken.parquet", tmp_path / "out.jsonl", ImportSettings(format="parquet"))
+
+
+def test_advglue_dev_json_layout(suite, tmp_path):
+    source = tmp_path / "dev.json"
+    data = {
+        "sst2": [{"idx": 0, "label": 1, "sentence": "a gorgeous film"}, {"idx": 1, "label": 0, "sentence": "dull"}],
+        "rte": [{"idx": 0, "label": 0, "sentence1": "a", "sentence2": "b"}],
+    }
+    source.write_text(json.dumps(data), encoding="utf-8")
+    assert format_of(source) == "advglue"
+    out = tmp_path / "out.jsonl"
+    import_cases(suite, source, out, ImportSettings(format="advglue", task="sst2", kind=Kind.MUST_FIX))
+    assert [(c["id"], c["label"]) for c in lines(out)] == [
+        ("advglue-sst2-0", "positive"),
+        ("advglue-sst2-1", "negative"),
+    ]
+    with pytest.raises(SuiteError, match=r"no task 'qqp' in this AdvGLUE file \(tasks: sst2, rte\)"):
+        import_cases(suite, source, out, ImportSettings(format="advglue", task="qqp"))
+
+
+def test_settings_name_the_field():
+    with pytest.raises(SettingsError, match="format='xlsx'"):
+        ImportSettings(format="xlsx")
+    with pytest.raises(SettingsError, match="task=None"):
+        ImportSettings(format="advglue")
+    with pytest.raises(SettingsError, match="cannot tell the format"):
+        format_of("cases.xlsx")

@@ -1,0 +1,206 @@
+"""Bring your cases: CSV, TSV, JSONL, Parquet files and AdvGLUE's ``dev.json`` into a suite's JSONL.
+
+Columns are named by the caller (text, text pair, label, id); every label is checked against the
+suite's labels (a name or a class id of the model); a bad row is an error naming the file and the
+line (CSV, TSV, JSONL), the row (Parquet) or the entry (AdvGLUE). Cases are appended atomically
+with :func:`warp_check.suite.casefile.append_cases`: ids kept where the file gives them, made from
+the text otherwise, so importing twice adds nothing. Nothing is unpickled: Parquet is read with
+pyarrow (the ``import`` extra), the rest with the standard library.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from warp_check.cases import Kind, text_problem
+from warp_check.errors import SettingsError, SuiteError
+from warp_check.suite.casefile import AppendResult, NewCase, append_cases
+from warp_check.suite.loader import Suite
+
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "advglue")
+# AdvGLUE dev.json: {task: [{"idx", "label", <text fields>}]}; the fields of each task, in order.
+ADVGLUE_FIELDS: dict[str, tuple[str, str | None]] = {
+    "sst2": ("sentence", None),
+    "qqp": ("question1", "question2"),
+    "mnli": ("premise", "hypothesis"),
+    "mnli-mm": ("premise", "hypothesis"),
+    "qnli": ("question", "sentence"),
+    "rte": ("sentence1", "sentence2"),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportSettings:
+    """What to read from the file: its format and columns, and the kind and source of the cases."""
+
+    format: str
+    text: str = "text"
+    text_pair: str | None = None
+    label: str = "label"
+    id: str | None = None
+    kind: Kind = Kind.MUST_KEEP
+    source: str | None = None  # written on every case (default: the file's name)
+    task: str | None = None  # advglue: which task of dev.json
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise SettingsError("format", self.format, f"must be one of {', '.join(FORMATS)}")
+        object.__setattr__(self, "kind", Kind(self.kind))
+        if self.format == "advglue" and self.task not in ADVGLUE_FIELDS:
+            raise SettingsError("task", self.task, f"AdvGLUE needs one of {', '.join(ADVGLUE_FIELDS)}")
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    rows: int
+    appended: AppendResult
+
+
+def format_of(path: str | Path) -> str:
+    """The format a file's name says (``dev.json`` is AdvGLUE's layout)."""
+    name = Path(path).name.lower()
+    if name.endswith(".json"):
+        return "advglue"
+    for suffix, fmt in ((".csv", "csv"), (".tsv", "tsv"), (".jsonl", "jsonl"), (".parquet", "parquet")):
+        if name.endswith(suffix):
+            return fmt
+    raise SettingsError(
+        "format", None, f"cannot tell the format of {Path(path).name!r}: give one of {', '.join(FORMATS)}"
+    )
+
+
+def import_cases(suite: Suite, source: str | Path, out: str | Path, settings: ImportSettings) -> ImportResult:
+    """Read ``source``, check every row against the suite's labels, append the cases to ``out``."""
+    source = Path(source)
+    if not source.is_file():
+        raise SuiteError("no such file to import", path=source)
+    if settings.format == "advglue":  # its fields are fixed by the task
+        pair = "text_pair" if ADVGLUE_FIELDS[settings.task or ""][1] is not None else None
+        settings = replace(settings, text="text", text_pair=pair, label="label", id="id")
+    cases = [_case(suite, where, row, settings, source) for where, row in _rows(source, settings)]
+    appended = append_cases(out, cases, id_prefix=f"import-{source.stem}")
+    return ImportResult(len(cases), appended)
+
+
+def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: ImportSettings, source: Path) -> NewCase:
+    line, unit = where
+
+    def error(field: str, message: str) -> SuiteError:
+        # Parquet rows and AdvGLUE entries have no line: the position says which one.
+        return SuiteError(
+            message if unit == "line" else f"{unit} {line}: {message}",
+            path=source,
+            line=line if unit == "line" else None,
+            field=field,
+        )
+
+    text = _text(row, settings.text, error)
+    pair = _text(row, settings.text_pair, error) if settings.text_pair else None
+    if settings.label not in row or row[settings.label] in (None, ""):
+        raise error(settings.label, f"no label in column {settings.label!r}")
+    label = _label(suite, row[settings.label], error, settings.label)
+    case_id = None
+    if settings.id is not None:
+        value = row.get(settings.id)
+        if value in (None, ""):
+            raise error(settings.id, f"no id in column {settings.id!r}")
+        case_id = str(value)
+    return NewCase(
+        text=text,
+        text_pair=pair,
+        label=suite.label_name(label),
+        id=case_id,
+        kind=settings.kind.value,
+        source=settings.source or source.name,
+    )
+
+
+def _text(row: dict[str, Any], column: str, error) -> str:
+    value = row.get(column)
+    if not isinstance(value, str) or not value.strip():
+        raise error(column, f"no text in column {column!r} (got {value!r}); columns here: {', '.join(map(str, row))}")
+    problem = text_problem(value)
+    if problem is not None:
+        raise error(column, problem)
+    return value
+
+
+def _label(suite: Suite, value: Any, error, column: str) -> int:
+    """The class id of ``value``: a label name of the suite, or a class id (also as digits)."""
+    if isinstance(value, str) and value in suite.labels:
+        return suite.labels[value]
+    number = value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value)
+    if isinstance(number, float) and number.is_integer():
+        number = int(number)
+    known = set(suite.labels.values())
+    if isinstance(number, int) and not isinstance(number, bool) and number in known:
+        return number
+    names = ", ".join(f"{name!r} ({index})" for name, index in suite.labels.items())
+    raise error(column, f"label {value!r} is not a label of this suite's model: use one of {names}")
+
+
+def _rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
+    """((position, what the position counts), row) for every row of the file."""
+    if settings.format in ("csv", "tsv"):
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle, delimiter="," if settings.format == "csv" else "\t")
+            for row in reader:
+                yield (reader.line_num, "line"), row
+    elif settings.format == "jsonl":
+        with open(path, encoding="utf-8") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    row = json.loads(raw)
+                except ValueError as exc:
+                    raise SuiteError(f"not valid JSON ({exc})", path=path, line=number) from None
+                if not isinstance(row, dict):
+                    raise SuiteError("a row is a JSON object", path=path, line=number)
+                yield (number, "line"), row
+    elif settings.format == "parquet":
+        yield from _parquet_rows(path)
+    else:
+        yield from _advglue_rows(path, settings)
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
+    try:
+        import pyarrow.parquet as pq  # the import extra: only Parquet files need it
+    except ImportError:
+        raise SuiteError("reading Parquet needs pyarrow: pip install 'warp-check[import]'", path=path) from None
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 — whatever pyarrow says, the file is not readable Parquet
+        raise SuiteError(f"not a readable Parquet file ({exc})", path=path) from None
+    for number, row in enumerate(table.to_pylist(), start=1):
+        yield (number, "row"), row
+
+
+def _advglue_rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise SuiteError(f"not valid JSON ({exc})", path=path) from None
+    if not isinstance(data, dict) or not isinstance(data.get(settings.task), list):
+        tasks = ", ".join(data) if isinstance(data, dict) else "none"
+        raise SuiteError(f"no task {settings.task!r} in this AdvGLUE file (tasks: {tasks})", path=path)
+    first, second = ADVGLUE_FIELDS[settings.task]
+    for number, entry in enumerate(data[settings.task], start=1):
+        if not isinstance(entry, dict):
+            raise SuiteError(f"entry {number}: not a JSON object", path=path)
+        row = {
+            "text": entry.get(first),
+            "label": entry.get("label"),
+            "id": f"advglue-{settings.task}-{entry.get('idx')}",
+        }
+        if second is not None:
+            row["text_pair"] = entry.get(second)
+        yield (number, "entry"), row
