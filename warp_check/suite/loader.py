@@ -46,6 +46,7 @@ from warp_check.suite.case_files import CaseFile, Location, read_case_tables, re
 from warp_check.suite.model_source import (
     ModelSettings,
     check_model_dir,
+    hub_folder,
     labels_of,
     read_model_table,
     run_factory,
@@ -74,6 +75,7 @@ class Suite:
     model: ModelSettings
     model_dir: Path  # resolved model folder (after factory / override)
     model_overridden: bool
+    model_commit: str | None = None  # the Hub commit model_dir holds (model.id suites)
     labels: dict[str, int]  # name -> class id
     num_classes: int | None  # from the model's config.json, when it says
     case_files: tuple[CaseFile, ...]
@@ -197,6 +199,7 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         raise loader.error("description", f"must be a string, got {description!r}")
 
     model_settings = read_model_table(loader, data, overridden=model is not None)
+    commit = None
     if model is not None:
         model_dir = loader.resolve(Path(model).expanduser(), "model.path", str(model))
         check_model_dir(loader, model_dir, "model.path", overridden=True)
@@ -204,6 +207,9 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         written = model_settings.path
         model_dir = loader.resolve(toml.parent / Path(written).expanduser(), "model.path", written)
         check_model_dir(loader, model_dir, "model.path", overridden=False, written=model_settings.path)
+    elif model_settings.id is not None:
+        model_dir, commit = hub_folder(loader, model_settings)
+        check_model_dir(loader, model_dir, "model.id", overridden=False, written=str(model_dir))
     else:
         model_dir = run_factory(loader, model_settings.factory or "")
         check_model_dir(loader, model_dir, "model.factory", overridden=False, written=str(model_dir))
@@ -218,6 +224,7 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         model=model_settings,
         model_dir=model_dir,
         model_overridden=model is not None,
+        model_commit=commit,
         labels=labels,
         num_classes=num_classes,
         case_files=case_files,

@@ -18,10 +18,10 @@ from typing import Any
 
 from warp_check.errors import ModelError, SuiteError
 from warp_check.model.activation_names import exact_name
-from warp_check.model.loading import read_config
+from warp_check.model.loading import read_config, resolve_hub_model
 from warp_check.suite.toml_lines import SuiteToml
 
-_MODEL_KEYS = ("path", "factory", "layer", "max_length", "batch_size")
+_MODEL_KEYS = ("path", "factory", "id", "revision", "allow_moving_revision", "layer", "max_length", "batch_size")
 
 
 _LAYER_KEYS = ("repair_layer", "activation", "classifier")
@@ -33,6 +33,9 @@ class ModelSettings:
 
     path: str | None = None  # as written in warp.toml
     factory: str | None = None  # "file.py:function", as written
+    id: str | None = None  # a Hub model, "org/name", read from the Hugging Face cache
+    revision: str | None = None  # its commit (or, allowed, a branch or tag)
+    allow_moving_revision: bool = False
     layer: str | tuple[str] | tuple[str, str, str] = "auto"  # "auto", "final", (final_layer,) or the three names
     max_length: int = 128
     batch_size: int = 32
@@ -47,11 +50,39 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
     if not isinstance(table, dict):
         raise loader.error("model", f"must be a table ([model]), got {type(table).__name__}")
     loader.unknown(table, _MODEL_KEYS, "model")
-    path, factory = table.get("path"), table.get("factory")
-    if path is not None and factory is not None:
-        raise loader.error("model.factory", "give either model.path or model.factory, not both")
-    if path is None and factory is None and not overridden:
-        raise loader.error("model", "missing field 'path': give model.path (a local folder) or model.factory")
+    path, factory, hub_id = table.get("path"), table.get("factory"), table.get("id")
+    given = [key for key, value in (("path", path), ("factory", factory), ("id", hub_id)) if value is not None]
+    if len(given) > 1:
+        raise loader.error(
+            f"model.{given[1]}", f"give one of model.path, model.factory or model.id, not {' and '.join(given)}"
+        )
+    if not given and not overridden:
+        raise loader.error(
+            "model", "missing field 'path': give model.path (a local folder), model.factory or model.id (a Hub model)"
+        )
+    revision = table.get("revision")
+    allow_moving = table.get("allow_moving_revision", False)
+    if hub_id is None and (revision is not None or "allow_moving_revision" in table):
+        raise loader.error(
+            "model.revision" if revision is not None else "model.allow_moving_revision", "applies to model.id only"
+        )
+    if not isinstance(allow_moving, bool):
+        raise loader.error("model.allow_moving_revision", f"must be true or false, got {allow_moving!r}")
+    if hub_id is not None:
+        if not isinstance(hub_id, str) or not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", hub_id):
+            raise loader.error("model.id", f"{hub_id!r} is not a Hub model id of the form 'org/name'")
+        if revision is None:
+            raise loader.error(
+                "model.revision", "a Hub model needs model.revision: the commit to test (a branch moves under the gate)"
+            )
+        if not isinstance(revision, str) or not revision.strip():
+            raise loader.error("model.revision", f"must be a non-empty string, got {revision!r}")
+        if not COMMIT.fullmatch(revision) and not allow_moving:
+            raise loader.error(
+                "model.revision",
+                f"{revision!r} is a branch or tag, which can move under the gate: pin the commit (40 hex digits), "
+                "or set allow_moving_revision = true",
+            )
     for key, value in (("path", path), ("factory", factory)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise loader.error(f"model.{key}", f"must be a non-empty string, got {value!r}")
@@ -66,7 +97,15 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise loader.error(f"model.{key}", f"must be an integer >= 1, got {value!r}")
         counts[key] = value
-    return ModelSettings(path=path, factory=factory, layer=layer, **counts)
+    return ModelSettings(
+        path=path,
+        factory=factory,
+        id=hub_id,
+        revision=revision,
+        allow_moving_revision=allow_moving,
+        layer=layer,
+        **counts,
+    )
 
 
 def _layer(loader: SuiteToml, value: Any) -> str | tuple[str] | tuple[str, str, str]:
@@ -201,3 +240,15 @@ def model_labels(loader: SuiteToml, model_dir: Path) -> tuple[dict[int, str], in
     if not isinstance(num, int) or isinstance(num, bool):
         num = len(id2label) or None
     return id2label, num
+
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def hub_folder(loader: SuiteToml, settings: ModelSettings) -> tuple[Path, str]:
+    """The Hub model's folder in the Hugging Face cache, and the commit it is: read offline only
+    (a suite never downloads; fetch it once with huggingface-cli download ORG/NAME --revision R)."""
+    try:
+        return resolve_hub_model(settings.id or "", settings.revision or "")
+    except ModelError as exc:
+        raise loader.error("model.id", str(exc)) from None
