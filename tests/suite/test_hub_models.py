@@ -59,7 +59,7 @@ def test_a_moving_revision_is_refused_unless_allowed(hub_cache, tmp_path):
     ("lines", "field", "message"),
     [
         ("", "model.revision", "a Hub model needs model.revision"),
-        (f'revision = "{"f" * 40}"', "model.id", "the Hub model .* is not in the local Hugging Face cache.*huggingface-cli download"),
+        (f'revision = "{"f" * 40}"', "model.id", "the Hub model .* is not in the local Hugging Face cache.*fetch it"),
         ('revision = "main"\nallow_moving_revision = "yes"', "model.allow_moving_revision", "must be true or false"),
     ],
     ids=["no-revision", "not-in-cache", "allow-not-a-bool"],

@@ -17,7 +17,8 @@ from warp_check.cases import Case, Kind, text_problem
 from warp_check.errors import SuiteError
 from warp_check.suite.toml_lines import SuiteToml
 
-CASE_FIELDS = ("id", "text", "text_pair", "label", "kind", "source", "original")
+# fixed_by: the SHA-256 of the certificate that fixed a promoted case (warp-check promote).
+CASE_FIELDS = ("id", "text", "text_pair", "label", "kind", "source", "original", "fixed_by")
 
 
 MAX_TEXT_CHARS = 100_000  # far beyond any max_length; longer is a mistake (a pasted file), not a case
@@ -121,7 +122,7 @@ class CaseReader:
                     f"the same text is case {same.id!r} at {self._shown(first.path)}:{first.line} labelled "
                     f"{self._name(same.label)}, here {self._name(label)}: no model can satisfy both",
                 )
-        for key in ("source", "original"):
+        for key in ("source", "original", "fixed_by"):
             value = record.get(key)
             if value is not None and not isinstance(value, str):
                 raise error(key, f"must be a string, got {type(value).__name__}")

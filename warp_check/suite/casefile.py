@@ -35,6 +35,7 @@ class NewCase:
     original: str | None = None  # id of the case this one was derived from
     id: str | None = None  # kept when given (and not taken in the file); else one from the text
     kind: str | None = None  # written on the line when given; else the file's [[cases]] kind applies
+    fixed_by: str | None = None  # promoted cases: the SHA-256 of the certificate that fixed them
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -92,7 +93,7 @@ def append_cases(path: str | Path, cases: Iterable[NewCase], *, id_prefix: str) 
             if case.text_pair is not None:
                 record["text_pair"] = case.text_pair
             record["label"] = case.label
-            for key in ("kind", "source", "original"):
+            for key in ("kind", "source", "original", "fixed_by"):
                 if getattr(case, key) is not None:
                     record[key] = getattr(case, key)
             # Readable UTF-8, but the Unicode line separators escaped: editors and str.splitlines() break on them.
@@ -158,3 +159,19 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 __all__ = ["AppendResult", "NewCase", "append_cases", "case_id"]
+
+
+def remove_lines(path: str | Path, line_numbers: Iterable[int]) -> int:
+    """Rewrite ``path`` without the given (1-based) lines, every other byte kept; atomic, under the
+    same lock as :func:`append_cases`. Returns how many lines went."""
+    from filelock import FileLock
+
+    path = Path(path)
+    wanted = set(line_numbers)
+    with FileLock(_lock_path(path)):
+        lines = path.read_bytes().split(b"\n")
+        kept = [line for number, line in enumerate(lines, start=1) if number not in wanted]
+        removed = len(lines) - len(kept)
+        if removed:
+            _write_atomically(path, b"\n".join(kept))
+    return removed
