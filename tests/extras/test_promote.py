@@ -77,8 +77,8 @@ def test_five_rounds_of_repair_on_top_of_repair_keep_every_earlier_fix(distilber
         # Every earlier fix is now a must_keep case, and the new repair certifies it kept.
         kept = {c["id"]: c for c in certificate["cases"] if c["kind"] == "must_keep"}
         assert all(kept[i]["cert2"] for i in promoted), round_
+        assert exit_code(["verify", str(out), "--suite", str(folder)]) == 0, round_  # audited as released
         promoted += promote(load_suite(folder, model=out), out).promoted
         model = out
     assert len(promoted) == 10
-    assert exit_code(["verify", str(model), "--suite", str(folder)]) == 0
     assert exit_code(["check", str(folder), "--model", str(model), "-q"]) == 0  # all 30 cases right
