@@ -134,7 +134,7 @@ def test_a_working_set_that_does_not_settle_fails_or_solves_whole(monkeypatch):
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 10)
     failed = solve(problem, slow)  # large: no n×n fallback, a status that says why
     assert failed.status is QPStatus.MAX_ITER and failed.B is None
-    assert failed.solver_status.startswith(qp_module.WORKING_SET_UNSETTLED)
+    assert failed.unsettled and failed.solver_status.startswith(qp_module.WORKING_SET_UNSETTLED)
 
 
 @pytest.mark.parametrize("form", ["primal", "dual"])

@@ -113,7 +113,7 @@ def solve_working_set(
         if problem.n > FULL_SOLVE_MAX_ROWS:
             why = f"{WORKING_SET_UNSETTLED} after {settings.working_set_rounds} rounds ({rows.size} rows)"
             failed = QPSolution(None, QPStatus.MAX_ITER, solution.form, math.nan, iterations, 0.0, why)
-            return replace(failed, seconds=time.perf_counter() - start, rows=rows, rounds=rounds)
+            return replace(failed, seconds=time.perf_counter() - start, rows=rows, rounds=rounds, unsettled=True)
         solution = solve_once(problem, settings)  # no fixed point in time: solve it whole
         iterations += solution.iterations
         rows, rounds = None, rounds + 1

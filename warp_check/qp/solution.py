@@ -109,6 +109,7 @@ class QPSolution:
     rounds: int = 1  # QPs solved: 1 + working-set rounds that added rows
     backend: Backend = Backend.OSQP
     handed_over_from: Backend | None = None  # the backend that could not decide and passed its rows to OSQP
+    unsettled: bool = False  # OSQP's working set found no fixed point in its rounds (a limit, not infeasibility)
 
     @property
     def working_set_size(self) -> int | None:

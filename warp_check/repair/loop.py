@@ -19,7 +19,6 @@ import numpy as np
 from warp_check import advice
 from warp_check.errors import SettingsError
 from warp_check.model.head import DenseHead, top_left_singular_vectors
-from warp_check.qp.osqp_backend import WORKING_SET_UNSETTLED
 from warp_check.qp.solution import Backend, QPSolution
 from warp_check.qp.solve import solve
 from warp_check.repair.gsn import gsn_finetune
@@ -278,7 +277,7 @@ def _solver_failure(t: int, solution: QPSolution, settings: RepairSettings) -> t
             f"iteration {t}: the must_keep constraints cannot all hold together "
             f"(solver: {solution.solver_status}); {advice.INFEASIBLE_KEEP}"
         )
-    if solution.solver_status.startswith(WORKING_SET_UNSETTLED):
+    if solution.unsettled:
         return RepairStatus.SOLVER_FAILED, (
             f"iteration {t}: {solution.solver_status}; {advice.after_unsettled_working_set(settings)}"
         )
