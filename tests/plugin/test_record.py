@@ -2,7 +2,7 @@
 
 Inner test runs use pytester; the model-free ones plant a non-invariance in a keyword predictor,
 the last one in the tiny DistilBERT, whose predictions are measured independently
-(tests/suite_builder.py, plain transformers).
+(testkit/suite_builder.py, plain transformers).
 """
 
 from __future__ import annotations
@@ -69,6 +69,14 @@ def one_edit_from(text: str, variant: str) -> bool:
         return len(diff) == 1 or (swap and text[diff[1]] == variant[diff[0]])
     short, long = sorted((text, variant), key=len)
     return len(long) == len(short) + 1 and any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _public_names_loaded() -> None:
+    """Load the modules behind ``from warp_check import ...`` before any inner run: pytester drops
+    what a run imported, and warp_check (which stays) would keep pointing at the dropped ones."""
+    import warp_check.extras.invariance  # noqa: F401
+    import warp_check.extras.strategies  # noqa: F401
 
 
 def test_record_writes_the_shrunk_counterexample_once(pytester):
