@@ -7,19 +7,24 @@ message and no traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:  # pragma: no cover
-    from warp_check.cases import Case
-    from warp_check.suite.case_files import Location
+from warp_check.cases import Case, Kind
+from warp_check.errors import SuiteError, WarpError
+from warp_check.runs.result import Verdict
 
 from .state import STATE
 
-VERDICT = pytest.StashKey[dict]()
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.suite.case_files import Location
+
+VERDICT = pytest.StashKey[Verdict]()
+
 # Verdict properties recorded for JUnit XML (record_property), in this order, when present.
 JUNIT_PROPERTIES = (
     "kind",
@@ -51,9 +56,6 @@ class SuiteFile(pytest.File):
         return self.path.resolve()
 
     def collect(self):
-        from warp_check.cases import Kind
-        from warp_check.errors import SuiteError, WarpError
-
         try:
             suite = self.config.stash[STATE].load(self.path)
         except SuiteError as exc:
@@ -83,10 +85,8 @@ class CaseItem(pytest.Item):
         verdict = result.verdict(self.case.id)
         if verdict is None:
             raise CaseFailure(f"no verdict for this case: {result.message}")
-        record = verdict.to_dict()
-        record["suite"] = result.suite
-        self.stash[VERDICT] = record
-        properties = {"kind": verdict.kind} | verdict.properties
+        self.stash[VERDICT] = dataclasses.replace(verdict, suite=result.suite)
+        properties = {"kind": verdict.kind.value} | verdict.properties
         for name in JUNIT_PROPERTIES:
             value = properties.get(name)
             if value is not None:
@@ -95,8 +95,6 @@ class CaseItem(pytest.Item):
             raise CaseFailure(verdict.message)
 
     def repr_failure(self, excinfo, style=None):
-        from warp_check.errors import WarpError
-
         if isinstance(excinfo.value, (CaseFailure, WarpError)):
             shown = shown_path(self.config, self.case_location.path)
             pair = f"\n  text_pair: {self.case.text_pair!r}" if self.case.text_pair is not None else ""

@@ -2,8 +2,8 @@
 
 The command line wins over the ini file; both override the suite's own warp.toml. Relative
 paths on the command line are read from the directory pytest was started in, in the ini
-file from the ini file's directory. Nothing here imports warp_check: ``pytest --help`` must
-stay light.
+file from the ini file's directory. ``pytest --help`` must stay light: what this imports of
+warp_check is standard library only.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-CERTIFICATE_NAME = "warp_certificate.json"  # = warp_check.artefact.CERTIFICATE_NAME, kept light here
+from warp_check.certify.certificate import CERTIFICATE_NAME
+from warp_check.runs.modes import Mode
 
 # (flag, ini name, ini type, help)
 _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
@@ -78,8 +79,8 @@ class WarpOptions:
     gamma_h: float | None = None
 
     @property
-    def mode(self) -> str:
-        return "repair" if self.repair else "audit" if self.certificate is not None else "check"
+    def mode(self) -> Mode:
+        return Mode.REPAIR if self.repair else Mode.AUDIT if self.certificate is not None else Mode.CHECK
 
     @property
     def flags(self) -> dict[str, str]:

@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from warp_check.errors import WarpError
+from warp_check.runs.report import write_report
+
 from . import record
 from .items import VERDICT, CaseItem, SuiteFile
 from .options import add_options, read_options
 from .state import STATE, WarpSession
+from .summary import lines
 
 SUITE_FILE = "warp.toml"
 
@@ -65,9 +69,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     if call.when == "call" and isinstance(item, CaseItem) and VERDICT in item.stash:
-        case = item.stash[VERDICT]
-        report.warp_case = case  # travels with the report to the xdist controller
-        report.warp_run = item.config.stash[STATE].run_summary(case["suite"])
+        verdict = item.stash[VERDICT]
+        report.warp_case = verdict.to_dict()  # plain data: it travels with the report to the xdist controller
+        report.warp_run = item.config.stash[STATE].run_summary(verdict.suite)
     return report
 
 
@@ -79,9 +83,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not state.runs:
         state.report_error = "no warp-check case ran"
         return
-    from warp_check.errors import WarpError
-    from warp_check.runs.report import write_report
-
     try:
         state.report_path = write_report(state.options.report, state.report_runs())
     except (OSError, WarpError) as exc:
@@ -89,8 +90,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    from .summary import lines
-
     text = lines(config.stash[STATE])
     if text:
         terminalreporter.write_sep("=", "warp-check")

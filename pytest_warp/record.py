@@ -1,10 +1,10 @@
 """``--warp-record FILE.jsonl``: the counterexamples hypothesis finds become must_fix cases.
 
-A test that fails on a :class:`warp_check.invariance.InvarianceFailure` has its counterexample
+A test that fails on a :class:`warp_check.extras.invariance.InvarianceFailure` has its counterexample
 appended to the file (source = the test's node id). Only the exception the failed test finally
 raised is seen here — hypothesis catches every example it tries while shrinking and re-raises
 only the final, shrunk one — so intermediate examples are never written. Writing happens where
-the test ran (an xdist worker; ``warp_check.casefile`` locks and writes atomically) and the counts
+the test ran (an xdist worker; ``warp_check.suite.casefile`` locks and writes atomically) and the counts
 travel back on the report for the controller's terminal summary.
 """
 

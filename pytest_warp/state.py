@@ -18,7 +18,7 @@ import dataclasses
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,17 +27,16 @@ import pytest
 from warp_check.errors import WarpError
 from warp_check.runs.check import check, check_warm, warm_entry
 from warp_check.runs.load import load_adapter
-from warp_check.runs.result import Mode, RunResult
+from warp_check.runs.modes import Mode
+from warp_check.runs.result import Outcome, RunResult, Verdict
 from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
-from warp_check.suite.loader import load_suite
+from warp_check.suite.loader import Suite, load_suite
 
 from .options import WarpOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.cache.warm import WarmEntry
     from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.runs.result import RunResult
-    from warp_check.suite.loader import Suite
 
 RUNS_DIR = "runs"  # in <suite>/.warp: result files shared by xdist workers
 RUN_FILE_MAX_AGE_S = 24 * 3600
@@ -53,9 +52,9 @@ class WarpSession:
         self.warm: dict[Path, WarmEntry] = {}
         self.results: dict[Path, RunResult] = {}
         self.announced: set[str] = set()  # suites whose run summary went out with a report
-        # What the reports carried back (on the xdist controller too): for the summary/report.
-        self.runs: dict[str, dict[str, Any]] = {}
-        self.cases: dict[str, list[dict[str, Any]]] = {}
+        # What the reports carried back (on the xdist controller too), by suite: for the summary/report.
+        self.runs: dict[str, RunResult] = {}  # without verdicts
+        self.cases: dict[str, list[Verdict]] = {}  # each with pytest's outcome
         self.report_path: Path | None = None
         self.report_error: str | None = None
 
@@ -68,9 +67,8 @@ class WarpSession:
         """Load a suite and its model (a head WARP cannot repair is a collection error).
 
         A check whose model folder an earlier check recorded (same content, layer, libraries)
-        does not load the model: its cases are answered from the cache (warp_check.warm).
+        does not load the model: its cases are answered from the cache (warp_check.cache.warm).
         """
-
         key = toml.resolve()
         if key not in self.suites:
             model = self.options.model
@@ -78,7 +76,7 @@ class WarpSession:
                 model = self.options.certificate.parent  # audit: the certified folder itself
             suite = load_suite(toml, model=model)
             self.suites[key] = suite
-            entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode == "check" else None
+            entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode is Mode.CHECK else None
             if entry is not None:
                 self.warm[key] = entry
             else:
@@ -124,14 +122,12 @@ class WarpSession:
             try:
                 self.results[key] = self._shared(suite, lambda: self._compute(key, suite, selected), selected)
             except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
-                mode = Mode(self.options.mode)
                 message = f"internal error while running the suite: {type(exc).__name__}: {exc}"
-                self.results[key] = RunResult.failed(suite, mode, message)
+                self.results[key] = RunResult.failed(suite, self.options.mode, message)
         return self.results[key]
 
-    def _compute(self, key: Path, suite: Suite, selected: list[str]) -> RunResult:
-
-        mode = Mode(self.options.mode)
+    def _compute(self, key: Path, suite: Suite, selected: Sequence[str]) -> RunResult:
+        mode = self.options.mode
         try:
             if mode is Mode.CHECK:
                 cache = self.cache_dir(suite)
@@ -156,7 +152,7 @@ class WarpSession:
         except (WarpError, OSError) as exc:  # a user's mistake or environment: a message, not a traceback
             return RunResult.failed(suite, mode, f"{type(exc).__name__}: {exc}")
 
-    def _shared(self, suite: Suite, compute, selected: list[str]) -> RunResult:
+    def _shared(self, suite: Suite, compute: Callable[[], RunResult], selected: Sequence[str]) -> RunResult:
         """Compute once per test run: alone, or under xdist by the first worker to get here."""
         workerinput = getattr(self.config, "workerinput", None)
         if workerinput is None:
@@ -166,7 +162,7 @@ class WarpSession:
         runs = workdir(suite) / RUNS_DIR
         runs.mkdir(exist_ok=True)
         key = hashlib.sha256(
-            "\n".join([workerinput["testrunuid"], str(suite.toml), self.options.mode, *sorted(selected)]).encode()
+            "\n".join([workerinput["testrunuid"], str(suite.toml), self.options.mode.value, *sorted(selected)]).encode()
         ).hexdigest()[:32]
         target = runs / f"{key}.json"
         with FileLock(str(runs / f"{key}.lock")):
@@ -197,19 +193,18 @@ class WarpSession:
             return
         run = getattr(report, "warp_run", None)
         if run is not None:
-            self.runs.setdefault(run["suite"], run)
-        self.cases.setdefault(case["suite"], []).append(case | {"outcome": report.outcome})
+            summary = RunResult.from_dict(run)
+            self.runs.setdefault(summary.suite, summary)
+        verdict = dataclasses.replace(Verdict.from_dict(case), outcome=Outcome(report.outcome))
+        self.cases.setdefault(verdict.suite or "", []).append(verdict)
 
-    def report_runs(self) -> list[dict[str, Any]]:
-        """Run dicts (RunResult.to_dict() shape plus each case's pytest outcome) for the report."""
-        out = []
-        for suite_path, run in self.runs.items():
-            out.append(run | {"cases": self.cases.get(suite_path, [])})
-        return out
+    def report_runs(self) -> list[RunResult]:
+        """Each suite's run with the verdicts pytest reported, for the report."""
+        return [dataclasses.replace(run, verdicts=tuple(self.cases.get(suite, []))) for suite, run in self.runs.items()]
 
 
 def _stamp(result: RunResult, who: str) -> RunResult:
-    return dataclasses.replace(result, details=result.details | {"computed_by": who})
+    return dataclasses.replace(result, details=dataclasses.replace(result.details, computed_by=who))
 
 
 def _prune(runs: Path) -> None:

@@ -3,17 +3,16 @@ back (so it reads the same under pytest-xdist as in a serial run)."""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+from warp_check.cases import Kind
+from warp_check.runs.details import AuditDetails, CheckDetails, RepairDetails, RunDetails
+from warp_check.runs.messages import num
+from warp_check.runs.modes import RunStatus
+from warp_check.runs.result import Outcome, RunResult, Verdict
 
 from .state import WarpSession
-
-
-def _num(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    return f"{value:.4g}"
 
 
 def _relative(path: str, root: Path) -> str:
@@ -24,33 +23,9 @@ def _relative(path: str, root: Path) -> str:
 
 
 def lines(state: WarpSession) -> list[str]:
-    root = state.config.rootpath
     out: list[str] = []
     for suite_path, run in state.runs.items():
-        details = run.get("details", {})
-        cases = state.cases.get(suite_path, [])
-        mode = run["mode"]
-        out.append(f"suite '{run['name']}' ({_relative(suite_path, root)}): {mode} mode")
-        head = f" ({details['head']})" if details.get("head") else ""
-        out.append(f"  model: {details.get('model', '?')}{head}")
-        counts = details.get("counts", {})
-        for kind in ("must_fix", "must_keep"):
-            outcomes = [c["outcome"] for c in cases if c["kind"] == kind]
-            ran = f"{outcomes.count('passed')} passed, {outcomes.count('failed')} failed"
-            total = counts.get(kind, len(outcomes))
-            of = f" (of {total} in the suite)" if total != len(outcomes) else ""
-            out.append(f"  {kind:<9}  {ran}{of}")
-        if counts.get("aux"):
-            out.append(f"  aux        {counts['aux']} case(s): GSN-FT data, not tests")
-        if "encoded" in details:
-            out.append(
-                f"  encoder: {details['encoded']} case(s) encoded, {details.get('from_cache', 0)} from the cache"
-                + (f", {details['encode_seconds']:.2f} s" if details.get("encode_seconds") is not None else "")
-                + ("; model not loaded (same folder as the last check)" if details.get("model_loaded") is False else "")
-            )
-        out.extend(_mode_lines(run, details))
-        if details.get("computed_by") not in (None, "main"):
-            out.append(f"  computed once, by xdist worker {details['computed_by']}")
+        out += _suite_lines(run, state.cases.get(suite_path, []), state.config.rootpath)
     if state.report_path is not None:
         out.append(f"report: {state.report_path}")
     if state.report_error is not None:
@@ -58,45 +33,68 @@ def lines(state: WarpSession) -> list[str]:
     return out
 
 
-def _mode_lines(run: dict[str, Any], details: dict[str, Any]) -> list[str]:
-    mode, status = run["mode"], run["status"]
-    if mode == "check" or status == "error":
-        return [f"  {run['message']}"] if status == "error" else []
-    if mode == "audit":
-        out = [f"  audit: {run['message']}", f"  certificate: {details.get('certificate', '?')}"]
-        if details.get("not_in_suite"):
-            out.append(f"  {len(details['not_in_suite'])} certified case(s) are not in this suite")
-        return out
-    out = []
-    iterations = details.get("iterations", 0)
-    seconds = details.get("repair_seconds")
-    took = f"{iterations} iteration(s), {seconds:.2f} s" if seconds is not None else f"{iterations} iteration(s)"
-    if status == "converged":
-        out.append(f"  repair: converged in {took}")
-    elif status == "nothing_to_repair":
-        out.append("  repair: nothing to repair: every case already meets its margin; nothing was written")
+def _suite_lines(run: RunResult, verdicts: Sequence[Verdict], root: Path) -> list[str]:
+    details = run.details
+    out = [f"suite '{run.name}' ({_relative(run.suite, root)}): {run.mode.value} mode"]
+    head = details.head if isinstance(details, (CheckDetails, RepairDetails)) else None
+    out.append(f"  model: {details.model}" + (f" ({head})" if head else ""))
+    for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
+        outcomes = [v.reported for v in verdicts if v.kind is kind]
+        ran = f"{outcomes.count(Outcome.PASSED)} passed, {outcomes.count(Outcome.FAILED)} failed"
+        total = details.counts.get(kind, len(outcomes))
+        of = f" (of {total} in the suite)" if total != len(outcomes) else ""
+        out.append(f"  {kind.value:<9}  {ran}{of}")
+    if details.counts.get(Kind.AUX):
+        out.append(f"  aux        {details.counts[Kind.AUX]} case(s): GSN-FT data, not tests")
+    if isinstance(details, (CheckDetails, RepairDetails)):
+        out.append(
+            f"  encoder: {details.encoded} case(s) encoded, {details.from_cache} from the cache, "
+            f"{details.encode_seconds:.2f} s"
+            + ("; model not loaded (same folder as the last check)" if _warm(details) else "")
+        )
+    if run.status is RunStatus.ERROR:
+        out.append(f"  {run.message}")
+    elif isinstance(details, AuditDetails):
+        out += _audit_lines(run, details)
+    elif isinstance(details, RepairDetails):
+        out += _repair_lines(run, details)
+    computed_by = details.computed_by if isinstance(details, RunDetails) else None
+    if computed_by not in (None, "main"):
+        out.append(f"  computed once, by xdist worker {computed_by}")
+    return out
+
+
+def _warm(details: CheckDetails | RepairDetails) -> bool:
+    return isinstance(details, CheckDetails) and not details.model_loaded
+
+
+def _audit_lines(run: RunResult, details: AuditDetails) -> list[str]:
+    out = [f"  audit: {run.message}", f"  certificate: {details.certificate}"]
+    if details.not_in_suite:
+        out.append(f"  {len(details.not_in_suite)} certified case(s) are not in this suite")
+    return out
+
+
+def _repair_lines(run: RunResult, details: RepairDetails) -> list[str]:
+    took = f"{details.iterations} iteration(s), {details.repair_seconds:.2f} s"
+    if run.status is RunStatus.CONVERGED:
+        out = [f"  repair: converged in {took}"]
+    elif run.status is RunStatus.NOTHING_TO_REPAIR:
+        out = ["  repair: nothing to repair: every case already meets its margin; nothing was written"]
     else:
-        why = details.get("repair_message") or run["message"]
-        out.append(f"  repair: FAILED ({status}) after {took}: {why}; nothing was written")
-    gsn = details.get("gsn_ft") or {}
-    gsn_text = "applied" if gsn.get("applied") else f"not applied ({gsn.get('reason', 'n/a')})"
-    out.append(
-        f"  mean GSN κ: {_num(details.get('kappa_before'))} before, {_num(details.get('kappa_after'))} after; "
-        f"GSN-FT {gsn_text}"
-    )
-    certs = details.get("certs") or {}
-    if certs:
-        out.append(
-            f"  certificates: Cert 1 {certs.get('cert1', '-')}, Cert 2 {certs.get('cert2', '-')}, "
-            f"Cert 3 {certs.get('cert3', '-')} (γ_s = {_num(details.get('gamma_s'))}, "
-            f"γ_h = {_num(details.get('gamma_h'))})"
-        )
-    if details.get("excluded"):
-        out.append(
-            f"  {len(details['excluded'])} must_keep case(s) left out: the original model already got them wrong"
-        )
-    if details.get("artefact"):
-        out.append(f"  repaired model: {details['artefact']} (with warp_certificate.json)")
-    elif status != "error":
+        why = details.repair_message or run.message
+        out = [f"  repair: FAILED ({run.status.value}) after {took}: {why}; nothing was written"]
+    gsn = details.gsn_ft
+    gsn_text = "applied" if gsn.applied else f"not applied ({gsn.reason})"
+    before, after = num(details.kappa_before, show_inf=False), num(details.kappa_after, show_inf=False)
+    out.append(f"  mean GSN κ: {before} before, {after} after; GSN-FT {gsn_text}")
+    if details.certs is not None:
+        gamma_s, gamma_h = num(details.gamma_s, show_inf=False), num(details.gamma_h, show_inf=False)
+        out.append(f"  certificates: {details.certs} (γ_s = {gamma_s}, γ_h = {gamma_h})")
+    if details.excluded:
+        out.append(f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong")
+    if details.artefact:
+        out.append(f"  repaired model: {details.artefact} (with warp_certificate.json)")
+    else:
         out.append("  repaired model: none written")
     return out

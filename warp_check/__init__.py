@@ -23,9 +23,10 @@ from warp_check.repair.settings import RepairSettings
 from warp_check.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the same at run time)
-    from warp_check.certify.artefact import CERTIFICATE_NAME, FORMAT, read_certificate, write_artefact
-    from warp_check.certify.bounds import Lipschitz, eps_star, lipschitz, local_radius
-    from warp_check.certify.cases import CaseCertificate, certify_cases
+    from warp_check.certify.artefact import write_artefact
+    from warp_check.certify.bounds import eps_star, lipschitz, local_radius
+    from warp_check.certify.cases import certify_cases
+    from warp_check.certify.certificate import CERTIFICATE_NAME, FORMAT, CaseCertificate, Certificate, Lipschitz
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
     from warp_check.certify.verify import Verification, verify
     from warp_check.extras.invariance import (
@@ -57,23 +58,24 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.qp.solve import solve
     from warp_check.repair.loop import repair_head
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
+    from warp_check.runs.modes import Mode, RunStatus
     from warp_check.runs.pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
     from warp_check.runs.report import write_report
-    from warp_check.runs.result import Mode, RunResult, Verdict
+    from warp_check.runs.result import RunResult, Verdict
     from warp_check.suite.loader import Suite, load_suite
 
 # Public name → the module that defines it, imported on first use.
 _LAZY: dict[str, str] = {
-    "CERTIFICATE_NAME": "warp_check.certify.artefact",
-    "FORMAT": "warp_check.certify.artefact",
-    "read_certificate": "warp_check.certify.artefact",
     "write_artefact": "warp_check.certify.artefact",
     "eps_star": "warp_check.certify.bounds",
-    "Lipschitz": "warp_check.certify.bounds",
     "lipschitz": "warp_check.certify.bounds",
     "local_radius": "warp_check.certify.bounds",
-    "CaseCertificate": "warp_check.certify.cases",
     "certify_cases": "warp_check.certify.cases",
+    "CERTIFICATE_NAME": "warp_check.certify.certificate",
+    "FORMAT": "warp_check.certify.certificate",
+    "CaseCertificate": "warp_check.certify.certificate",
+    "Certificate": "warp_check.certify.certificate",
+    "Lipschitz": "warp_check.certify.certificate",
     "AttackSettings": "warp_check.certify.falsify",
     "flip_radius": "warp_check.certify.falsify",
     "monte_carlo_flip_multiplier": "warp_check.certify.falsify",
@@ -120,7 +122,8 @@ _LAZY: dict[str, str] = {
     "repair_cases": "warp_check.runs.pipeline",
     "RepairOutcome": "warp_check.runs.pipeline",
     "write_report": "warp_check.runs.report",
-    "Mode": "warp_check.runs.result",
+    "Mode": "warp_check.runs.modes",
+    "RunStatus": "warp_check.runs.modes",
     "RunResult": "warp_check.runs.result",
     "Verdict": "warp_check.runs.result",
     "load_suite": "warp_check.suite.loader",
@@ -151,6 +154,7 @@ __all__ = [
     "Case",
     "CaseCertificate",
     "CaseSet",
+    "Certificate",
     "CertificateError",
     "ClassifierAdapter",
     "Counterexample",
@@ -174,6 +178,7 @@ __all__ = [
     "RepairSettings",
     "RepairStatus",
     "RunResult",
+    "RunStatus",
     "SettingsError",
     "SolverSettings",
     "Suite",
@@ -201,7 +206,6 @@ __all__ = [
     "perturbations",
     "pgd_worst_gap",
     "predictor",
-    "read_certificate",
     "record_counterexamples",
     "repair_cases",
     "repair_head",

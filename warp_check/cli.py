@@ -230,7 +230,7 @@ def _finish(args: argparse.Namespace, result) -> int:
     if getattr(args, "report", None):
         from warp_check.runs.report import write_report
 
-        path = write_report(args.report, [result.to_dict()])
+        path = write_report(args.report, [result])
         if not args.json:
             print(f"report: {path}")
     if args.json:
@@ -241,25 +241,31 @@ def _finish(args: argparse.Namespace, result) -> int:
 
 
 def _print_result(result, *, quiet: bool) -> None:
+    from warp_check.cases import Kind
+    from warp_check.runs.details import CheckDetails, RepairDetails
+    from warp_check.runs.modes import Mode
+
     details = result.details
     print(f"suite '{result.name}' ({result.suite}): {result.mode.value} mode")
-    if details.get("model"):
-        print(f"  model: {details['model']}" + (f" ({details['head']})" if details.get("head") else ""))
+    if details.model:
+        head = details.head if isinstance(details, (CheckDetails, RepairDetails)) else None
+        print(f"  model: {details.model}" + (f" ({head})" if head else ""))
     for kind, row in result.counts().items():
-        print(f"  {kind:<9}  {row['passed']} passed, {row['failed']} failed")
-    if (details.get("counts") or {}).get("aux"):
-        print(f"  aux        {details['counts']['aux']} case(s): GSN-FT data, not tests")
-    certs = details.get("certs") or {}
-    if certs:
-        print(f"  certificates: Cert 1 {certs.get('cert1')}, Cert 2 {certs.get('cert2')}, Cert 3 {certs.get('cert3')}")
-    if result.mode.value == "repair":
-        print(f"  repaired model: {details.get('artefact') or 'none written'}")
+        print(f"  {kind.value:<9}  {row.passed} passed, {row.failed} failed")
+    aux = details.counts.get(Kind.AUX)
+    if aux:
+        print(f"  aux        {aux} case(s): GSN-FT data, not tests")
+    repaired = details if isinstance(details, RepairDetails) else None
+    if repaired is not None and repaired.certs is not None:
+        print(f"  certificates: {repaired.certs}")
+    if result.mode is Mode.REPAIR:
+        print(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
     print(f"  {result.message}")
     failing = [v for v in result.verdicts if not v.passed]
     if failing and not quiet:
         print(f"\n{len(failing)} failing case(s):")
         for verdict in failing:
-            print(f"  {verdict.case_id} ({verdict.kind}): {verdict.message}")
+            print(f"  {verdict.case_id} ({verdict.kind.value}): {verdict.message}")
     print("PASSED" if result.passed else "FAILED")
 
 
@@ -270,7 +276,7 @@ def _verify(args: argparse.Namespace) -> int:
     model_dir = Path(args.model_dir)
     certificate = Path(args.certificate) if args.certificate else None
     if args.suite:
-        from warp_check.certify.artefact import CERTIFICATE_NAME
+        from warp_check.certify.certificate import CERTIFICATE_NAME
         from warp_check.suite.loader import load_suite
 
         suite = load_suite(args.suite, model=model_dir)
@@ -299,9 +305,10 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from warp_check.certify.artefact import CERTIFICATE_NAME, read_certificate
+    from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
     from warp_check.errors import WarpError
     from warp_check.runs.report import REPORT_JSON, run_from_certificate, write_report
+    from warp_check.runs.result import RunResult
     from warp_check.suite.loader import SUITE_FILE
 
     source = Path(args.source)
@@ -309,14 +316,14 @@ def _report(args: argparse.Namespace) -> int:
         source = source / CERTIFICATE_NAME
     if source.is_file() and source.name == REPORT_JSON:
         try:
-            runs = json.loads(source.read_text(encoding="utf-8"))["runs"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            runs = [RunResult.from_dict(run) for run in json.loads(source.read_text(encoding="utf-8"))["runs"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise WarpError(f"{source}: not a warp-check report.json ({exc})") from None
     elif source.is_file() and source.suffix == ".json":
-        runs = [run_from_certificate(read_certificate(source), source=str(source))]
+        runs = [run_from_certificate(Certificate.read(source), source=str(source))]
     else:
         suite, cache = _load(_suite_args(args))
-        runs = [check(suite, load_adapter(suite), cache_dir=cache).to_dict()]
+        runs = [check(suite, load_adapter(suite), cache_dir=cache)]
     path = write_report(args.out, runs)
     print(f"report: {path}")
     return EXIT_OK

@@ -92,7 +92,7 @@ def check(name: str, out_root: Path) -> dict:
         "gsn_ft_applied": result.gsn_ft.applied,
     }
     if outcome.certificate is not None:
-        report["summary"] = outcome.certificate["summary"]
+        report["summary"] = outcome.certificate.summary.to_json()
         report["artefact"] = str(outcome.artefact)
         verification = verify(outcome.artefact)
         report["verify_ok"] = verification.ok

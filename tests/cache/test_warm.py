@@ -1,4 +1,4 @@
-"""Warm checks (warp_check.warm) and the file-digest memo behind them (warp_check.fingerprint).
+"""Warm checks (warp_check.cache.warm) and the file-digest memo behind them (warp_check.cache.fingerprint).
 
 A check answered from the cache must say exactly what a check that loads the model says, and
 anything that could change the answer — a byte of the model folder, the suite's layer or
@@ -58,13 +58,13 @@ def comparable(result) -> list[dict]:
 def test_a_warm_check_says_exactly_what_the_cold_check_said(suite_dir: Path, tmp_path: Path):
     cache = tmp_path / "cache"
     cold = cold_check(suite_dir, cache)
-    assert cold.details["model_loaded"] is True and cold.details["encoded"] == len(cold.verdicts)
+    assert cold.details.model_loaded is True and cold.details.encoded == len(cold.verdicts)
     warm_result = warm_check(suite_dir, cache)
     assert warm_result is not None
-    assert warm_result.details["model_loaded"] is False and warm_result.details["from_cache"] == len(cold.verdicts)
+    assert warm_result.details.model_loaded is False and warm_result.details.from_cache == len(cold.verdicts)
     # Bit-identical gaps (same float32 v, same float64 head), same messages, same order.
     assert comparable(warm_result) == comparable(cold)
-    assert warm_result.message == cold.message and warm_result.details["head"] == cold.details["head"]
+    assert warm_result.message == cold.message and warm_result.details.head == cold.details.head
     # A selection is answered warm too, in the suite's order.
     some = [v.case_id for v in cold.verdicts][::3]
     picked = warm_check(suite_dir, cache, ids=some)
@@ -126,7 +126,7 @@ def test_a_case_the_cache_has_not_seen_is_a_miss_and_entries_merge(
     )
     assert warm_check(grown, cache) is None
     cold = cold_check(grown, cache)
-    assert cold.details["encoded"] == 1  # only the new case went through the encoder
+    assert cold.details.encoded == 1  # only the new case went through the encoder
     # The entry now knows both suites' cases.
     assert warm_check(grown, cache) is not None and warm_check(suite_dir, cache) is not None
 

@@ -6,41 +6,14 @@ import json
 import os
 import shutil
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
-from testkit.tiny_models import repair_suite
 
-from warp_check import CERTIFICATE_NAME, Case, ClassifierAdapter, read_certificate, repair_cases, verify, write_artefact
+from warp_check import CERTIFICATE_NAME, Certificate, ClassifierAdapter, repair_cases, verify, write_artefact
 from warp_check.certify.artefact import check_destination, folder_hashes
 from warp_check.errors import ArtefactError, CertificateError
 from warp_check.model.hashing import parameter_hashes
-from warp_check.runs.pipeline import RepairOutcome
-
-
-@dataclass(frozen=True)
-class Written:
-    adapter: ClassifierAdapter
-    cases: list[Case]
-    outcome: RepairOutcome
-    folder: Path
-
-
-@pytest.fixture(scope="module")
-def written(distilbert_dir, tmp_path_factory) -> Written:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
-        cases = repair_suite(adapter, "binary", n_fix=5, n_keep=50, seed=2)
-        out = tmp_path_factory.mktemp("artefact") / "repaired"
-        outcome = repair_cases(adapter, cases, out_dir=out, progress=False)
-    finally:
-        torch.set_num_threads(threads)
-    assert outcome.result.repaired, outcome.result.message
-    return Written(adapter, cases, outcome, outcome.artefact)
 
 
 @pytest.fixture
@@ -49,7 +22,7 @@ def artefact(written, tmp_path) -> Path:
     return Path(shutil.copytree(written.folder, tmp_path / "artefact"))
 
 
-def _write(written: Written, out: Path) -> Path:
+def _write(written, out: Path) -> Path:
     repaired = written.adapter.with_head(written.outcome.result.head_after)
     return write_artefact(
         repaired.model,
@@ -141,14 +114,12 @@ def test_hashes_separate_the_repair_layer_from_everything_else(written):
 
 
 def test_certificate_hashes_are_those_of_the_written_files(written):
-    cert = read_certificate(written.folder / CERTIFICATE_NAME)
-    assert (cert["model"]["sha256_repair_layer"], cert["model"]["sha256_frozen"]) == folder_hashes(
-        written.folder, "pre_classifier"
-    )
+    cert = Certificate.read(written.folder / CERTIFICATE_NAME)
+    assert (cert.model.sha256_repair_layer, cert.model.sha256_frozen) == folder_hashes(written.folder, "pre_classifier")
     # Only the repair layer differs from the input model.
     source_layer, source_frozen = folder_hashes(written.adapter.source, "pre_classifier")
-    assert cert["model"]["sha256_frozen"] == source_frozen == cert["model"]["sha256_source_frozen"]
-    assert cert["model"]["sha256_repair_layer"] != source_layer
+    assert cert.model.sha256_frozen == source_frozen == cert.model.sha256_source_frozen
+    assert cert.model.sha256_repair_layer != source_layer
 
 
 # ---- reading a certificate
@@ -171,7 +142,7 @@ def test_malformed_certificates_name_the_file_and_the_key(artefact, edit, messag
     path = artefact / CERTIFICATE_NAME
     path.write_text(edit(json.loads(path.read_text())))
     with pytest.raises(CertificateError, match=message) as info:
-        read_certificate(path)
+        Certificate.read(path)
     assert str(path) in str(info.value)
     with pytest.raises(CertificateError):
         verify(artefact)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from testkit.suite_builder import exit_code, tree_digest, write_suite
 
-from warp_check.certify.artefact import CERTIFICATE_NAME
+from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
 
 

@@ -15,7 +15,7 @@ import pytest
 from testkit.suite_builder import split_cases, tree_digest, write_suite
 
 from warp_check import verify
-from warp_check.certify.artefact import CERTIFICATE_NAME
+from warp_check.certify.certificate import CERTIFICATE_NAME
 
 pytest_plugins = ["pytester"]
 # Inner runs skip two plugins that cost seconds each in a process holding torch: the

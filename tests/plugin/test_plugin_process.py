@@ -91,7 +91,7 @@ def test_help_and_plain_test_runs_do_not_import_heavy_libraries(pytester):
 def test_a_second_plain_run_answers_from_the_cache_without_importing_torch_or_numpy(
     pytester, distilbert_dir, tiny_split
 ):
-    # The warm path (warp_check.warm): the first run loads the model and records the folder; the
+    # The warm path (warp_check.cache.warm): the first run loads the model and records the folder; the
     # second finds the same folder content and reports the same verdicts from the cache alone.
     wrong, right = tiny_split
     write_suite(pytester.path / "suite", model=distilbert_dir, fix=wrong, keep=right)

@@ -2,7 +2,7 @@
 
 Inner test runs use pytester; the model-free ones plant a non-invariance in a keyword predictor,
 the last one in the tiny DistilBERT, whose predictions are measured independently
-(tests/suite_builder.py, plain transformers).
+(testkit/suite_builder.py, plain transformers).
 """
 
 from __future__ import annotations

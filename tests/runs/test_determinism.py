@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file
 from testkit.suite_builder import split_cases, write_suite
 
-from warp_check.certify.artefact import CERTIFICATE_NAME
+from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
 
 TIMING_KEYS = frozenset({"created", "seconds"})

@@ -27,11 +27,11 @@ from warp_check import (
     CERTIFICATE_NAME,
     FORMAT,
     Case,
+    Certificate,
     ClassifierAdapter,
     Kind,
     RepairOutcome,
     RepairSettings,
-    read_certificate,
     repair_cases,
     verify,
 )
@@ -114,9 +114,9 @@ def test_the_suite_is_what_the_model_gets_wrong_and_right(repaired):
     gaps = _gaps(_real_logits(repaired.source, repaired.cases), [c.label for c in repaired.cases])
     kinds = np.array([c.kind is Kind.MUST_FIX for c in repaired.cases])
     assert np.all(gaps[kinds] <= 0) and np.all(gaps[~kinds] > 0)
-    certified = {c["id"]: c for c in repaired.outcome.certificate["cases"]}
+    certified = {c.id: c for c in repaired.outcome.certificate.cases}
     for case, gap in zip(repaired.cases, gaps, strict=True):
-        assert certified[case.id]["gap_before"] == pytest.approx(gap, abs=GAP_TOLERANCE)
+        assert certified[case.id].gap_before == pytest.approx(gap, abs=GAP_TOLERANCE)
 
 
 def test_repair_converges_with_every_certificate_on_every_case(repaired):
@@ -129,7 +129,7 @@ def test_repair_converges_with_every_certificate_on_every_case(repaired):
     assert all(r.cert2 and r.gap_after >= SETTINGS.gamma_h for r in keep)
     assert all(r.cert3 and r.eps_star > 0 for r in fix)
     n_fix, n_keep = len(fix), len(keep)
-    assert repaired.outcome.certificate["summary"] == {
+    assert repaired.outcome.certificate.summary.to_json() == {
         "cert1": f"{n_fix}/{n_fix}",
         "cert2": f"{n_keep}/{n_keep}",
         "cert3": f"{n_fix}/{n_fix}",
@@ -141,13 +141,13 @@ def test_repair_converges_with_every_certificate_on_every_case(repaired):
 
 
 def test_saved_folder_reloads_and_its_real_logits_give_the_certified_gaps(repaired):
-    certificate = read_certificate(repaired.artefact / CERTIFICATE_NAME)
-    claims = {c["id"]: c for c in certificate["cases"]}
+    certificate = Certificate.read(repaired.artefact / CERTIFICATE_NAME)
+    claims = {c.id: c for c in certificate.cases}
     labels = [c.label for c in repaired.cases]
     logits = _real_logits(repaired.artefact, repaired.cases)
     gaps = _gaps(logits, labels)
     for case, gap in zip(repaired.cases, gaps, strict=True):
-        assert claims[case.id]["gap_after"] == pytest.approx(gap, abs=GAP_TOLERANCE)
+        assert claims[case.id].gap_after == pytest.approx(gap, abs=GAP_TOLERANCE)
     np.testing.assert_array_equal(logits.argmax(1), labels)  # every case, fixed or kept, is now right
 
 
@@ -188,20 +188,20 @@ def test_certificate_file_has_the_documented_keys_and_true_hashes_and_radii(repa
 def test_no_flip_inside_any_certified_ball_when_sampled_on_the_saved_head(repaired):
     # Independent of the pipeline's PGD: v from the saved model's own encoder, the head from
     # its files, 512 points on each certified sphere (the worst place inside the ball).
-    cert = read_certificate(repaired.artefact / CERTIFICATE_NAME)
+    cert = Certificate.read(repaired.artefact / CERTIFICATE_NAME)
     fix = [c for c in repaired.cases if c.kind is Kind.MUST_FIX]
     radius = {r.id: r.certified_radius for r in repaired.outcome.certificates}
     model = AutoModelForSequenceClassification.from_pretrained(repaired.artefact).eval()
     tokenizer = AutoTokenizer.from_pretrained(repaired.artefact)
     captured = []
-    layer = model.get_submodule(cert["model"]["repair_layer"])
+    layer = model.get_submodule(cert.model.repair_layer)
     layer.register_forward_pre_hook(lambda _m, args: captured.append(args[0].double()))
     pairs = [c.text_pair for c in fix]
     with torch.no_grad():
         model(**tokenizer([c.text for c in fix], pairs if pairs[0] else None, padding=True, return_tensors="pt"))
     V = captured[0]
-    classifier = model.get_submodule(cert["model"]["classifier"])
-    act = torch.relu if cert["model"]["activation"] == "relu" else torch.tanh
+    classifier = model.get_submodule(cert.model.classifier)
+    act = torch.relu if cert.model.activation == "relu" else torch.tanh
     generator = torch.Generator().manual_seed(0)
     for case, v in zip(fix, V, strict=True):
         direction = torch.randn((512, v.shape[0]), generator=generator, dtype=torch.float64)
@@ -238,8 +238,8 @@ def _nudge(folder: Path, choose) -> str:
 @pytest.mark.parametrize("which", ["word embedding", "encoder layer", "classifier", "repair layer"])
 def test_verify_rejects_a_one_ulp_change_of_any_weight(repaired, tmp_path, which):
     copy = _copy(repaired, tmp_path)
-    repair_layer = repaired.outcome.certificate["model"]["repair_layer"]
-    classifier = repaired.outcome.certificate["model"]["classifier"]
+    repair_layer = repaired.outcome.certificate.model.repair_layer
+    classifier = repaired.outcome.certificate.model.classifier
     choose = {
         "word embedding": lambda names: next(n for n in names if n.endswith("word_embeddings.weight")),
         "encoder layer": lambda names: next(n for n in names if ".layer.1." in n and n.endswith(".weight")),
@@ -262,7 +262,7 @@ def test_verify_rejects_the_original_layer_even_with_matching_hashes(repaired, t
     # Put the unrepaired W back and rewrite the hashes as a forger would: the gaps, recomputed
     # from the files through the encoder, no longer meet the margins the certificate claims.
     copy = _copy(repaired, tmp_path)
-    repair_layer = repaired.outcome.certificate["model"]["repair_layer"]
+    repair_layer = repaired.outcome.certificate.model.repair_layer
     state = load_file(str(copy / "model.safetensors"))
     original = load_file(str(repaired.source / "model.safetensors"))
     state[f"{repair_layer}.weight"] = original[f"{repair_layer}.weight"]

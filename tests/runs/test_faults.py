@@ -24,7 +24,8 @@ import pytest
 from testkit.suite_builder import tree_digest, write_suite
 
 from warp_check import verify
-from warp_check.certify.artefact import CERTIFICATE_NAME
+from warp_check.certify import certificate as certificate_module
+from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
 
 pytest_plugins = ["pytester"]
@@ -199,15 +200,15 @@ def _full_disk_at(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     elif where == "tokenizer":
         monkeypatch.setattr(PreTrainedTokenizerBase, "save_pretrained", _no_space)
     elif where == "certificate":
-        real = Path.write_text
+        real = certificate_module.write_text_atomically
 
-        def write_text(self, data, *args, **kwargs):
-            if self.name == CERTIFICATE_NAME:
-                real(self, data[:10])
+        def write_text(path, text):
+            if Path(path).name == CERTIFICATE_NAME:
+                Path(path).write_text(text[:10])
                 _no_space()
-            return real(self, data, *args, **kwargs)
+            return real(path, text)
 
-        monkeypatch.setattr(Path, "write_text", write_text)
+        monkeypatch.setattr(certificate_module, "write_text_atomically", write_text)
     elif where == "fsync":  # delayed allocation: the disk is found full only when flushed
         monkeypatch.setattr(os, "fsync", _no_space)
     else:

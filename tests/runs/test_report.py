@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from testkit.suite_builder import split_cases, write_suite
 
-from warp_check.certify.artefact import CERTIFICATE_NAME, read_certificate
+from warp_check.cases import Kind
+from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.errors import WarpError
 from warp_check.runs.check import check
 from warp_check.runs.load import load_adapter
+from warp_check.runs.modes import RunStatus
 from warp_check.runs.repair import repair
 from warp_check.runs.report import REPORT_JSON, REPORT_MD, run_from_certificate, write_report
 from warp_check.suite.loader import load_suite
@@ -30,7 +32,7 @@ def repaired(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     suite = load_suite(folder)
     adapter = load_adapter(suite)
     result = repair(suite, adapter, suite.settings(), out_dir=folder / "out", cache_dir=folder / "cache")
-    assert result.ok and result.status == "converged", result.message
+    assert result.ok and result.status is RunStatus.CONVERGED, result.message
     return suite, adapter, result
 
 
@@ -44,15 +46,15 @@ def image_shape(path: Path) -> tuple[int, ...]:
 def test_repair_report_has_markdown_json_and_three_plots(repaired, tmp_path):
     suite, _, result = repaired
     pyplot_before = "matplotlib.pyplot" in sys.modules
-    path = write_report(tmp_path / "rep", [result.to_dict()])
+    path = write_report(tmp_path / "rep", [result])
     assert path == tmp_path / "rep" / REPORT_MD
     for plot in ("gaps", "radius", "convergence"):
         height, width, channels = image_shape(tmp_path / "rep" / f"suite-{plot}.png")
         assert height > 100 and width > 100 and channels in (3, 4)
     assert ("matplotlib.pyplot" in sys.modules) == pyplot_before  # no global backend touched
     text = path.read_text()
-    certs = result.details["certs"]
-    assert f"Cert 1 {certs['cert1']}, Cert 2 {certs['cert2']}, Cert 3 {certs['cert3']}" in text
+    certs = result.details.certs
+    assert f"Cert 1 {certs.cert1}, Cert 2 {certs.cert2}, Cert 3 {certs.cert3}" in text
     for plot in ("gaps", "radius", "convergence"):
         assert f"(suite-{plot}.png)" in text
     for verdict in result.verdicts:  # one table row per case, with its gaps
@@ -67,22 +69,22 @@ def test_repair_report_has_markdown_json_and_three_plots(repaired, tmp_path):
 
 def test_report_from_a_certificate_carries_its_numbers(repaired, tmp_path):
     suite, _, result = repaired
-    cert_path = Path(result.details["artefact"]) / CERTIFICATE_NAME
-    certificate = read_certificate(cert_path)
+    cert_path = Path(result.details.artefact) / CERTIFICATE_NAME
+    certificate = Certificate.read(cert_path)
     run = run_from_certificate(certificate, source=str(cert_path))
     write_report(tmp_path, [run])
     cases = {c["id"]: c for c in json.loads((tmp_path / REPORT_JSON).read_text())["runs"][0]["cases"]}
-    for claim in certificate["cases"]:
-        assert cases[claim["id"]]["properties"]["gap_after"] == claim["gap_after"]
-        held = (claim["cert1"] and claim["cert3"]) if claim["kind"] == "must_fix" else claim["cert2"]
-        assert cases[claim["id"]]["passed"] == bool(held)
-    assert run["details"]["iterations"] == certificate["repair"]["iterations"]
+    for claim in certificate.cases:
+        assert cases[claim.id]["properties"]["gap_after"] == claim.gap_after
+        held = (claim.cert1 and claim.cert3) if claim.kind is Kind.MUST_FIX else claim.cert2
+        assert cases[claim.id]["passed"] == bool(held)
+    assert run.details.iterations == certificate.repair.iterations
 
 
 def test_check_run_plots_gaps_only_and_says_what_is_missing(repaired, tmp_path):
     suite, adapter, _ = repaired
     result = check(suite, adapter)
-    path = write_report(tmp_path, [result.to_dict(), result.to_dict()])  # two runs of one name: no clash
+    path = write_report(tmp_path, [result, result])  # two runs of one name: no clash
     text = path.read_text()
     assert "_Not plotted (no data in this run): Certified radius, Convergence._" in text
     assert (tmp_path / "suite-gaps.png").is_file() and (tmp_path / "suite-2-gaps.png").is_file()
@@ -98,7 +100,7 @@ def test_report_files_get_the_umask_mode(repaired, tmp_path):
     _, _, result = repaired
     old = os.umask(0o022)
     try:
-        path = write_report(tmp_path / "rep", [result.to_dict()])
+        path = write_report(tmp_path / "rep", [result])
     finally:
         os.umask(old)
     for written in path.parent.iterdir():

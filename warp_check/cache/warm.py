@@ -6,8 +6,8 @@ the libraries that tokenise and run the model, and the case's text. After a chec
 loaded the model, a *warm entry* remembers the float64 logits of every case it checked, under
 a key made of all of those but the text (each case is found by the digest of its text). A
 later check of the same suite finds the entry from the folder's content digest
-(:mod:`warp_check.fingerprint`, a stat memo: unchanged files are not read again) and answers
-with the arithmetic of :func:`warp_check.head.answers_from_logits`, repeated here in plain
+(:mod:`warp_check.cache.fingerprint`, a stat memo: unchanged files are not read again) and answers
+with the arithmetic of :func:`warp_check.model.head.answers_from_logits`, repeated here in plain
 Python, so a warm check's numbers are bit-identical to a cold one's and it imports neither
 torch nor numpy. Any change to any of those, or a case the entry does not know, is a miss,
 and the check loads the model as before.

@@ -9,7 +9,6 @@ parameter, so anyone can check later what changed.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -20,14 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.errors import ArtefactError, CertificateError
 from warp_check.files import as_if_created
 from warp_check.model.hashing import parameter_hashes
 from warp_check.model.loading import quiet_transformers_progress
-
-CERTIFICATE_NAME = "warp_certificate.json"
-FORMAT = "warp-certificate/1"
-REQUIRED_KEYS = ("format", "model", "settings", "repair", "lipschitz", "cases", "summary")
 
 
 def _fsync_tree(folder: Path) -> None:
@@ -115,7 +111,7 @@ def _remove_stale(out: Path) -> None:
 def write_artefact(
     model: Any,
     tokenizer: Any,
-    certificate: dict[str, Any],
+    certificate: Certificate,
     out_dir: str | Path,
     *,
     source: str | Path | None,
@@ -124,13 +120,11 @@ def write_artefact(
 ) -> Path:
     """Save model + tokenizer + certificate into ``out_dir`` atomically; returns the folder.
 
-    The hashes in the certificate are computed from the model as reloaded from the
-    written files, so they describe exactly what a later reader will load. With ``expect``
+    The certificate is written with the hashes of the model as reloaded from the written
+    files, so they describe exactly what a later reader will load. With ``expect``
     (from :func:`claim_destination` when the run started), a folder that another process
     wrote since then is not replaced: an ArtefactError says so and nothing is written.
     """
-    from safetensors.torch import load_file
-
     out = check_destination(out_dir, source)
     out.parent.mkdir(parents=True, exist_ok=True)
     with _folder_lock(out):
@@ -141,7 +135,7 @@ def write_artefact(
                 "started); refusing to replace it, nothing was written: rerun, or give each run its own --warp-out"
             )
         _remove_stale(out)
-        return _write(model, tokenizer, certificate, out, repair_layer, load_file)
+        return _write(model, tokenizer, certificate, out, repair_layer)
 
 
 @contextlib.contextmanager
@@ -175,7 +169,7 @@ def _folder_lock(out: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _write(model: Any, tokenizer: Any, certificate: dict[str, Any], out: Path, repair_layer: str, load_file) -> Path:
+def _write(model: Any, tokenizer: Any, certificate: Certificate, out: Path, repair_layer: str) -> Path:
     # The pid in the name lets a later writer remove what a killed one left behind.
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
     try:
@@ -183,14 +177,7 @@ def _write(model: Any, tokenizer: Any, certificate: dict[str, Any], out: Path, r
             model.save_pretrained(tmp, safe_serialization=True)
             if tokenizer is not None:
                 tokenizer.save_pretrained(tmp)
-        state = {}
-        for shard in sorted(tmp.glob("*.safetensors")):
-            state.update(load_file(str(shard)))
-        layer_hash, frozen_hash = parameter_hashes(state, repair_layer)
-        certificate = json.loads(json.dumps(certificate))  # a deep copy that is surely JSON
-        certificate["model"]["sha256_repair_layer"] = layer_hash
-        certificate["model"]["sha256_frozen"] = frozen_hash
-        (tmp / CERTIFICATE_NAME).write_text(json.dumps(certificate, indent=2, allow_nan=False) + "\n")
+        certificate.with_hashes(*folder_hashes(tmp, repair_layer)).write(tmp / CERTIFICATE_NAME)
         for path in [tmp, *tmp.rglob("*")]:  # the folder and safetensors' own temp-file writes
             as_if_created(path, directory=path.is_dir())
         _fsync_tree(tmp)
@@ -212,9 +199,9 @@ def _write(model: Any, tokenizer: Any, certificate: dict[str, Any], out: Path, r
     return out
 
 
-def folder_hashes(model_dir: str | Path, repair_layer: str) -> tuple[str, str]:
-    """The two hashes of a saved model folder, read from its safetensors files only."""
-    from safetensors.torch import load_file
+def folder_weights(model_dir: str | Path) -> dict[str, Any]:
+    """Every tensor of a saved model folder, read from its safetensors files only (never a pickle)."""
+    from safetensors.torch import load_file  # loads torch: only where weights are read
 
     shards = sorted(Path(model_dir).glob("*.safetensors"))
     if not shards:
@@ -222,33 +209,9 @@ def folder_hashes(model_dir: str | Path, repair_layer: str) -> tuple[str, str]:
     state = {}
     for shard in shards:
         state.update(load_file(str(shard)))
-    return parameter_hashes(state, repair_layer)
+    return state
 
 
-def read_certificate(path: str | Path) -> dict[str, Any]:
-    """Load and shape-check a certificate; errors name the file and the key."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CertificateError(f"{path}: no certificate file here") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CertificateError(f"{path}: not a readable JSON certificate ({exc})") from None
-    if not isinstance(data, dict):
-        raise CertificateError(f"{path}: a certificate is a JSON object, got {type(data).__name__}")
-    missing = [key for key in REQUIRED_KEYS if key not in data]
-    if missing:
-        raise CertificateError(f"{path}: missing key(s) {', '.join(missing)}")
-    if data["format"] != FORMAT:
-        raise CertificateError(f"{path}: format {data['format']!r} is not {FORMAT!r}")
-    if not isinstance(data["model"], dict):
-        raise CertificateError(f"{path}: model must be an object, got {type(data['model']).__name__}")
-    for key in ("repair_layer", "activation", "sha256_repair_layer", "sha256_frozen"):
-        if not isinstance(data["model"].get(key), str):
-            raise CertificateError(f"{path}: model.{key} is missing or not a string")
-    # None: the final-linear form (the layer that gives the logits was repaired itself).
-    if data["model"].get("classifier") is not None and not isinstance(data["model"]["classifier"], str):
-        raise CertificateError(f"{path}: model.classifier is not a string")
-    if not isinstance(data["cases"], list):
-        raise CertificateError(f"{path}: cases must be a list")
-    return data
+def folder_hashes(model_dir: str | Path, repair_layer: str) -> tuple[str, str]:
+    """The two hashes (repair layer, every other parameter) of a saved model folder."""
+    return parameter_hashes(folder_weights(model_dir), repair_layer)

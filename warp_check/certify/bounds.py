@@ -6,30 +6,21 @@ Both are recomputed from the weights in float64; neither depends on anything a s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from warp_check.certify.certificate import Lipschitz
 from warp_check.model.head import DenseHead
 
 RADIUS_SAFETY = 1e-6  # relative shrink of the local radius; see local_radius
 
 
-@dataclass(frozen=True)
-class Lipschitz:
-    """L = ‖W̃‖₂ ‖W_c‖₂ L_σ (paper eq. 14)."""
-
-    L: float
-    norm_W: float
-    norm_Wc: float
-    L_sigma: float
-
-
 def lipschitz(head: DenseHead) -> Lipschitz:
+    """L = ‖W̃‖₂ ‖W_c‖₂ L_σ of ``head`` (paper eq. 14)."""
     norm_W = float(np.linalg.norm(head.W, 2))
     norm_Wc = float(np.linalg.norm(head.Wc, 2))
     L_sigma = head.activation.lipschitz
-    return Lipschitz(norm_W * norm_Wc * L_sigma, norm_W, norm_Wc, L_sigma)
+    return Lipschitz(L=norm_W * norm_Wc * L_sigma, norm_W=norm_W, norm_Wc=norm_Wc, L_sigma=L_sigma)
 
 
 def eps_star(gaps: np.ndarray, L: float) -> np.ndarray:
@@ -42,7 +33,7 @@ def local_radius(head: DenseHead, V: np.ndarray, labels: np.ndarray, *, bisectio
 
     For ‖δ‖ ≤ ε each pre-activation moves by at most ε‖W̃_k‖; with s̄ = σ'(z) and
     r_k(ε) = sup |σ'(z_k + u) − σ'(z_k)| over |u| ≤ ε‖W̃_k‖, the gap against class c falls
-    by at most ε(‖W̃ᵀ(Δw ⊙ s̄)‖ + Σ_k |Δw_k| r_k(ε) ‖W̃_k‖), Δw = w_y − w_c (DESIGN.md §3).
+    by at most ε(‖W̃ᵀ(Δw ⊙ s̄)‖ + Σ_k |Δw_k| r_k(ε) ‖W̃_k‖), Δw = w_y − w_c.
     The bound grows with ε, so bisection finds the radius; the returned value is one where
     the bound holds (the lower end), hence sound. Where the bound is exact (a ReLU head with
     no unit crossing zero is linear in the ball) the gap at that radius is ~1e-16, so the

@@ -7,43 +7,22 @@ inside that ball finds none. Radii live in the space of v, not of texts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 
-from warp_check.certify.bounds import Lipschitz, eps_star, lipschitz, local_radius
+from warp_check.cases import Kind
+from warp_check.certify.bounds import eps_star, lipschitz, local_radius
+from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings, flip_radius, pgd_worst_gap
 from warp_check.model.head import DenseHead
-
-
-@dataclass(frozen=True)
-class CaseCertificate:
-    id: str
-    kind: str
-    label: int
-    gap_before: float
-    gap_after: float
-    cert1: bool | None = None  # must_fix: gap ≥ γ_s
-    cert2: bool | None = None  # must_keep: gap ≥ γ_h and label unchanged
-    cert3: bool | None = None  # must_fix: ε* > 0 and no flip found inside the certified ball
-    eps_star: float | None = None
-    eps_local: float | None = None
-    attack_min_gap: float | None = None  # smallest gap PGD found inside the certified ball
-    flip_radius: float | None = None  # smallest flipping radius the min-norm attack found
-    excluded: bool = False  # must_keep case the original model got wrong: not constrained
-
-    @property
-    def certified_radius(self) -> float | None:
-        if self.eps_star is None:
-            return None
-        return max(self.eps_star, self.eps_local or 0.0)
 
 
 def certify_cases(
     head: DenseHead,
     *,
     ids: tuple[str, ...],
-    kinds: tuple[str, ...],
+    kinds: Sequence[Kind],
     V: np.ndarray,
     labels: np.ndarray,
     gaps_before: np.ndarray,
@@ -55,9 +34,10 @@ def certify_cases(
     """Cert 1–3 for every case from ``head`` (the repaired weights) in float64."""
     V = np.asarray(V, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
+    kinds = tuple(Kind(k) for k in kinds)
     gaps, _ = head.gaps(V, labels)
     lip = lipschitz(head)
-    fix = np.array([k == "must_fix" for k in kinds], dtype=bool)
+    fix = np.array([k is Kind.MUST_FIX for k in kinds], dtype=bool)
     eps_s = eps_star(gaps, lip.L)
     eps_l = np.zeros_like(gaps)
     worst = np.full_like(gaps, np.nan)
@@ -73,7 +53,7 @@ def certify_cases(
         common = dict(
             id=case_id, kind=kind, label=int(labels[i]), gap_before=float(gaps_before[i]), gap_after=float(gaps[i])
         )
-        if kind == "must_fix":
+        if kind is Kind.MUST_FIX:
             ok3 = bool(eps_s[i] > 0 and worst[i] > 0)
             out.append(
                 CaseCertificate(
@@ -86,7 +66,7 @@ def certify_cases(
                     flip_radius=float(flips[i]),
                 )
             )
-        elif kind == "must_keep":
+        elif kind is Kind.MUST_KEEP:
             if case_id in excluded:
                 out.append(CaseCertificate(**common, excluded=True))
             else:
@@ -97,9 +77,6 @@ def certify_cases(
     return out, lip
 
 
-def summarise(records: list[CaseCertificate]) -> dict[str, str]:
-    def count(name: str) -> str:
-        values = [getattr(r, name) for r in records if getattr(r, name) is not None]
-        return f"{sum(values)}/{len(values)}"
-
-    return {"cert1": count("cert1"), "cert2": count("cert2"), "cert3": count("cert3")}
+def summarise(records: Sequence[CaseCertificate]) -> dict[str, str]:
+    """Cert 1/2/3 as 'held/total', as JSON (the certificate's ``summary``)."""
+    return Summary.of(records).to_json()

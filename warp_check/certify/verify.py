@@ -12,14 +12,22 @@ from pathlib import Path
 
 import numpy as np
 
-from warp_check.cases import Case
-from warp_check.certify.artefact import CERTIFICATE_NAME, folder_hashes, read_certificate
+from warp_check.certify.artefact import folder_weights
 from warp_check.certify.bounds import lipschitz
-from warp_check.certify.cases import certify_cases, summarise
+from warp_check.certify.cases import certify_cases
+from warp_check.certify.certificate import (
+    CERTIFICATE_NAME,
+    CaseCertificate,
+    CaseRecord,
+    Certificate,
+    ModelRecord,
+    Summary,
+    read_json,
+)
 from warp_check.certify.falsify import AttackSettings
-from warp_check.errors import CertificateError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
+from warp_check.model.hashing import parameter_hashes
 from warp_check.model.specs import HeadSpec
 
 GAP_TOLERANCE = 1e-4  # re-encoding in another process may differ in the last float32 bits
@@ -37,7 +45,7 @@ class Check:
 @dataclass(frozen=True)
 class Verification:
     model_dir: Path
-    certificate: dict
+    certificate: Certificate
     checks: tuple[Check, ...] = field(default_factory=tuple)
 
     @property
@@ -62,56 +70,29 @@ def verify(
 ) -> Verification:
     model_dir = Path(model_dir)
     cert_path = Path(certificate) if certificate is not None else model_dir / CERTIFICATE_NAME
-    data = read_certificate(cert_path)
-    m = data["model"]
-    checks: list[Check] = []
-    layer_hash, frozen_hash = folder_hashes(model_dir, m["repair_layer"])
-    checks.append(
-        Check(
-            "sha256_repair_layer",
-            layer_hash == m["sha256_repair_layer"],
-            "repair layer weights match the certificate"
-            if layer_hash == m["sha256_repair_layer"]
-            else f"repair layer '{m['repair_layer']}' differs from the certified weights "
-            f"(hash {layer_hash[:12]}… ≠ {m['sha256_repair_layer'][:12]}…)",
-        )
-    )
-    checks.append(
-        Check(
-            "sha256_frozen",
-            frozen_hash == m["sha256_frozen"],
-            "every other parameter matches the certificate"
-            if frozen_hash == m["sha256_frozen"]
-            else f"parameters outside '{m['repair_layer']}' differ from the certified model "
-            f"(hash {frozen_hash[:12]}… ≠ {m['sha256_frozen'][:12]}…): the model was changed after repair",
-        )
-    )
-    spec = HeadSpec(repair_layer=m["repair_layer"], activation=m["activation"], classifier=m["classifier"])
-    adapter = ClassifierAdapter.from_pretrained(model_dir, layer=spec, max_length=int(m.get("max_length") or 128))
-    settings = data["settings"]
-    try:
-        gamma_s, gamma_h = float(settings["gamma_s"]), float(settings["gamma_h"])
-        cases = [
-            Case(id=c["id"], text=c["text"], text_pair=c.get("text_pair"), label=int(c["label"]), kind=c["kind"])
-            for c in data["cases"]
-        ]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CertificateError(f"{cert_path}: malformed settings or cases ({exc})") from None
+    data = read_json(cert_path)
+    # The weights before the claims: a folder without safetensors weights is refused as such.
+    weights = folder_weights(model_dir)
+    claimed = Certificate.from_json(data, path=cert_path)
+    m = claimed.model
+    checks = _hash_checks(weights, m)
+    spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
+    adapter = ClassifierAdapter.from_pretrained(model_dir, layer=spec, max_length=m.max_length)
+    cases = [claim.case() for claim in claimed.cases]
     encoded = encode_cases(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress, check=True)
-    head = adapter.head()
     records, lip = certify_cases(
-        head,
+        adapter.head(),
         ids=tuple(c.id for c in cases),
-        kinds=tuple(c.kind.value for c in cases),
+        kinds=tuple(c.kind for c in cases),
         V=encoded.V.astype(np.float64),
         labels=np.array([c.label for c in cases]),
-        gaps_before=np.array([float(c.get("gap_before", np.nan)) for c in data["cases"]]),
-        gamma_s=gamma_s,
-        gamma_h=gamma_h,
-        excluded=frozenset(c["id"] for c in data["cases"] if c.get("excluded")),
+        gaps_before=np.array([claim.gap_before for claim in claimed.cases]),
+        gamma_s=claimed.settings.gamma_s,
+        gamma_h=claimed.settings.gamma_h,
+        excluded=frozenset(claim.id for claim in claimed.cases if claim.excluded),
         attack=attack,
     )
-    claimed_L = float(data["lipschitz"]["L"])
+    claimed_L = claimed.lipschitz.L
     checks.append(
         Check(
             "lipschitz",
@@ -120,52 +101,79 @@ def verify(
         )
     )
     # The summary is what people read: it must be what the cases, recomputed, give.
-    summary = summarise(records)
+    summary = Summary.of(records)
     checks.append(
         Check(
             "summary",
-            data["summary"] == summary,
-            f"summary recomputed {summary}, certificate says {data['summary']}",
+            claimed.summary == summary,
+            f"summary recomputed {summary.to_json()}, certificate says {claimed.summary.to_json()}",
         )
     )
-    for claim, record in zip(data["cases"], records, strict=True):
-        cid = record.id
-        gap_ok = abs(record.gap_after - float(claim["gap_after"])) <= GAP_TOLERANCE * max(1.0, abs(record.gap_after))
-        checks.append(
-            Check(
-                "gap",
-                gap_ok,
-                f"gap recomputed {record.gap_after:.6g}, certificate says {float(claim['gap_after']):.6g}",
-                cid,
-            )
-        )
-        for name in ("cert1", "cert2", "cert3"):
-            if claim.get(name):
-                holds = bool(getattr(record, name))
-                target = {
-                    "cert1": f"gap ≥ γ_s = {gamma_s:g}",
-                    "cert2": f"gap ≥ γ_h = {gamma_h:g} with the label kept",
-                    "cert3": "no flip inside the certified ball",
-                }[name]
-                checks.append(
-                    Check(
-                        name,
-                        holds,
-                        f"{name}: {target}: {'holds' if holds else 'FAILS'} (gap {record.gap_after:.6g})",
-                        cid,
-                    )
-                )
-        if claim.get("eps_star") is not None and record.eps_star is not None:
-            ok = record.eps_star >= float(claim["eps_star"]) * (1 - 1e-6) - 1e-12
+    for claim, record in zip(claimed.cases, records, strict=True):
+        checks += _case_checks(claim, record, claimed)
+    return Verification(model_dir, claimed, tuple(checks))
+
+
+def _hash_checks(weights: dict, claimed: ModelRecord) -> list[Check]:
+    """The files' hashes against the certificate's: the repair layer, then every other parameter."""
+    repair_layer = claimed.repair_layer
+    layer_hash, frozen_hash = parameter_hashes(weights, repair_layer)
+    layer_claim, frozen_claim = claimed.sha256_repair_layer or "", claimed.sha256_frozen or ""
+    return [
+        Check(
+            "sha256_repair_layer",
+            layer_hash == layer_claim,
+            "repair layer weights match the certificate"
+            if layer_hash == layer_claim
+            else f"repair layer '{repair_layer}' differs from the certified weights "
+            f"(hash {layer_hash[:12]}… ≠ {layer_claim[:12]}…)",
+        ),
+        Check(
+            "sha256_frozen",
+            frozen_hash == frozen_claim,
+            "every other parameter matches the certificate"
+            if frozen_hash == frozen_claim
+            else f"parameters outside '{repair_layer}' differ from the certified model "
+            f"(hash {frozen_hash[:12]}… ≠ {frozen_claim[:12]}…): the model was changed after repair",
+        ),
+    ]
+
+
+def _case_checks(claim: CaseRecord, record: CaseCertificate, claimed: Certificate) -> list[Check]:
+    """One case's claims (gap, Cert 1–3, ε*) against what the files give now."""
+    cid = record.id
+    settings = claimed.settings
+    gap_ok = abs(record.gap_after - claim.gap_after) <= GAP_TOLERANCE * max(1.0, abs(record.gap_after))
+    checks = [
+        Check("gap", gap_ok, f"gap recomputed {record.gap_after:.6g}, certificate says {claim.gap_after:.6g}", cid)
+    ]
+    targets = {
+        "cert1": f"gap ≥ γ_s = {settings.gamma_s:g}",
+        "cert2": f"gap ≥ γ_h = {settings.gamma_h:g} with the label kept",
+        "cert3": "no flip inside the certified ball",
+    }
+    for name, target in targets.items():
+        if getattr(claim, name):
+            holds = bool(getattr(record, name))
             checks.append(
                 Check(
-                    "eps_star",
-                    ok,
-                    f"ε* recomputed {record.eps_star:.6g}, certificate claims {float(claim['eps_star']):.6g}",
+                    name,
+                    holds,
+                    f"{name}: {target}: {'holds' if holds else 'FAILS'} (gap {record.gap_after:.6g})",
                     cid,
                 )
             )
-    return Verification(model_dir, data, tuple(checks))
+    if claim.eps_star is not None and record.eps_star is not None:
+        ok = record.eps_star >= claim.eps_star * (1 - 1e-6) - 1e-12
+        checks.append(
+            Check(
+                "eps_star",
+                ok,
+                f"ε* recomputed {record.eps_star:.6g}, certificate claims {claim.eps_star:.6g}",
+                cid,
+            )
+        )
+    return checks
 
 
 __all__ = ["Check", "Verification", "verify", "lipschitz"]

@@ -38,6 +38,7 @@ import numpy as np
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, WarpError
 from warp_check.extras.baselines import TrainSettings, require_peft
+from warp_check.repair.records import RepairStatus
 from warp_check.validation import is_integer, require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -431,7 +432,7 @@ def _warp(rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, en
 
     details = {
         "status": result.status.value,
-        "ok": result.repaired or result.status.value == "nothing_to_repair",
+        "ok": result.repaired or result.status is RepairStatus.NOTHING_TO_REPAIR,
         "message": result.message,
         "iterations": len(result.iterations),
         "repair_seconds": result.seconds,

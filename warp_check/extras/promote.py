@@ -17,7 +17,8 @@ from pathlib import Path
 
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Kind
-from warp_check.certify.artefact import CERTIFICATE_NAME, folder_hashes, read_certificate
+from warp_check.certify.artefact import folder_hashes
+from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.errors import CertificateError, SuiteError
 from warp_check.suite.casefile import NewCase, append_cases, remove_lines
 from warp_check.suite.loader import Suite
@@ -35,15 +36,15 @@ def promote(suite: Suite, repaired: str | Path, *, dry_run: bool = False) -> Pro
     repaired = Path(repaired)
     path = repaired / CERTIFICATE_NAME if repaired.is_dir() else repaired
     folder = path.parent
-    data = read_certificate(path)
-    layer, frozen = folder_hashes(folder, data["model"]["repair_layer"])
-    if (layer, frozen) != (data["model"]["sha256_repair_layer"], data["model"]["sha256_frozen"]):
+    certificate = Certificate.read(path)
+    layer, frozen = folder_hashes(folder, certificate.model.repair_layer)
+    if (layer, frozen) != (certificate.model.sha256_repair_layer, certificate.model.sha256_frozen):
         raise CertificateError(
             f"{folder}: its weights are not the ones {path.name} certifies (hashes differ): nothing is promoted "
             "from a model its certificate does not describe"
         )
     sha = file_sha256(path)
-    certified = {c.get("id"): c for c in data["cases"] if isinstance(c, dict) and c.get("kind") == "must_fix"}
+    certified = {c.id: c for c in certificate.cases if c.kind is Kind.MUST_FIX}
     keep_file = _keep_file(suite)
     promoted, not_fixed = [], []
     moved: dict[Path, list[int]] = defaultdict(list)
@@ -52,12 +53,11 @@ def promote(suite: Suite, repaired: str | Path, *, dry_run: bool = False) -> Pro
         if case.kind is not Kind.MUST_FIX:
             continue
         claim = certified.get(case.id)
-        same = claim is not None and (claim.get("text"), claim.get("text_pair"), claim.get("label")) == (
+        if claim is None or claim.cert1 is not True or (claim.text, claim.text_pair, claim.label) != (
             case.text,
             case.text_pair,
             case.label,
-        )
-        if not (same and claim.get("cert1") is True):
+        ):
             not_fixed.append(case.id)
             continue
         promoted.append(case.id)

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cache import warm
 from warp_check.cache.warm import WarmEntry
 from warp_check.cases import Case, Kind
+from warp_check.runs.details import CheckDetails
 from warp_check.runs.messages import labelled, num
-from warp_check.runs.result import Mode, RunResult, Verdict, suite_details
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.result import RunResult, Verdict
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,9 +47,7 @@ def check(
     from warp_check.runs.pipeline import evaluate
 
     cases = _checked_cases(suite, ids)
-    start = time.perf_counter()
     evaluation = evaluate(adapter, cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress)
-    seconds = time.perf_counter() - start
     if cache_dir is not None:
         warm.record(
             adapter.source,
@@ -58,13 +58,15 @@ def check(
             layer=suite.layer,
             max_length=suite.model.max_length,
         )
-    details = {
-        "head": adapter.spec.chain,
-        "encoded": evaluation.encoded.encoded,
-        "from_cache": evaluation.encoded.from_cache,
-        "encode_seconds": seconds,
-        "model_loaded": True,
-    }
+    details = CheckDetails.of(
+        suite,
+        selected=len(cases),
+        head=adapter.spec.chain,
+        encoded=evaluation.encoded.encoded,
+        from_cache=evaluation.encoded.from_cache,
+        encode_seconds=evaluation.seconds,
+        model_loaded=True,
+    )
     return _check_result(suite, cases, evaluation.predictions, evaluation.gaps, details)
 
 
@@ -89,19 +91,21 @@ def check_warm(
     answers = entry.answers(cases)
     if answers is None:
         return None
-    details = {
-        "head": entry.head_name,
-        "encoded": 0,
-        "from_cache": len(cases),
-        "encode_seconds": time.perf_counter() - start,
-        "model_loaded": False,
-    }
+    details = CheckDetails.of(
+        suite,
+        selected=len(cases),
+        head=entry.head_name,
+        encoded=0,
+        from_cache=len(cases),
+        encode_seconds=time.perf_counter() - start,
+        model_loaded=False,
+    )
     predictions = [p for p, _ in answers]
     gaps = [g for _, g in answers]
     return _check_result(suite, cases, predictions, gaps, details)
 
 
-def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, run: dict[str, Any]) -> RunResult:
+def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, details: CheckDetails) -> RunResult:
     verdicts = []
     for i, case in enumerate(cases):
         gap = float(gaps[i])
@@ -126,10 +130,7 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
             "predicted": suite.label_name(predicted),
             "gap": gap,
         }
-        verdicts.append(
-            Verdict(case_id=case.id, kind=case.kind.value, passed=right, message=message, properties=properties)
-        )
-    details = suite_details(suite) | {"selected": len(cases)} | run
+        verdicts.append(Verdict(case_id=case.id, kind=case.kind, passed=right, message=message, properties=properties))
     wrong = sum(not v.passed for v in verdicts)
     message = f"{len(cases)} case(s) checked on the model as it is, {wrong} predicted wrong"
     return RunResult(
@@ -137,7 +138,7 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
         name=suite.name,
         mode=Mode.CHECK,
         ok=True,
-        status="checked",
+        status=RunStatus.CHECKED,
         message=message,
         verdicts=tuple(verdicts),
         details=details,

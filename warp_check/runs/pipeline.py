@@ -6,22 +6,30 @@ same inside and outside pytest.
 
 from __future__ import annotations
 
-import datetime as _dt
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from warp_check.cases import Case, Kind
-from warp_check.certify.artefact import FORMAT, Destination, claim_destination, write_artefact
-from warp_check.certify.bounds import Lipschitz
-from warp_check.certify.cases import CaseCertificate, certify_cases, summarise
+from warp_check.certify.artefact import Destination, claim_destination, write_artefact
+from warp_check.certify.cases import certify_cases
+from warp_check.certify.certificate import (
+    CaseCertificate,
+    CaseRecord,
+    Certificate,
+    Lipschitz,
+    ModelRecord,
+    RepairRecord,
+    Summary,
+)
 from warp_check.certify.falsify import AttackSettings
 from warp_check.errors import ModelError, SettingsError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import Encoded, check_no_conflicts, encode_cases
+from warp_check.model.hashing import parameter_hashes
 from warp_check.model.head import answers_from_logits
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet, RepairResult
@@ -37,7 +45,8 @@ class Evaluation:
     encoded: Encoded
     predictions: np.ndarray
     gaps: np.ndarray
-    logits: np.ndarray  # float64, (cases, classes): what a warm entry remembers (warp_check.warm)
+    logits: np.ndarray  # float64, (cases, classes): what a warm entry remembers (warp_check.cache.warm)
+    seconds: float = 0.0  # encoding and the head's answers
 
     def passed(self, case_id: str) -> bool:
         return bool(self.gaps[self._index[case_id]] > 0)
@@ -63,6 +72,7 @@ def evaluate(
     cache_dir: str | Path | None = None,
     progress: bool = True,
 ) -> Evaluation:
+    start = time.perf_counter()
     num_classes = adapter.num_classes
     for case in cases:
         if case.label >= num_classes:
@@ -78,17 +88,17 @@ def evaluate(
     labels = np.array([c.label for c in cases], dtype=np.int64)
     logits = adapter.head().logits(encoded.V.astype(np.float64))
     predictions, gaps = answers_from_logits(logits, labels)
-    return Evaluation(tuple(cases), encoded, predictions, gaps, logits)
+    return Evaluation(tuple(cases), encoded, predictions, gaps, logits, time.perf_counter() - start)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RepairOutcome:
     evaluation: Evaluation
     result: RepairResult
-    certificates: tuple[CaseCertificate, ...]  # empty unless the repair converged
-    lipschitz: Lipschitz | None
-    certificate: dict[str, Any] | None  # the JSON written beside the model
-    artefact: Path | None  # where the repaired model went (None: nothing written)
+    certificates: tuple[CaseCertificate, ...] = ()  # empty unless the repair converged
+    lipschitz: Lipschitz | None = None
+    certificate: Certificate | None = None  # the claims; the file written beside the model adds its hashes
+    artefact: Path | None = None  # where the repaired model went (None: nothing written)
 
 
 def repair_cases(
@@ -108,10 +118,10 @@ def repair_cases(
 
     Nothing is written when ``out_dir`` is None, when the repair does not converge, or
     when nothing needed repair. ``destination`` is ``out_dir`` as the caller found it when its
-    run started (:func:`~warp_check.artefact.claim_destination`); by default, as found here.
+    run started (:func:`~warp_check.certify.artefact.claim_destination`); by default, as found here.
     """
     settings = settings or RepairSettings()
-    check_settings(adapter, settings)
+    _check_rank(adapter, settings)
     if out_dir is not None and destination is None:  # refuse a bad destination before the work, not after
         destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
@@ -119,7 +129,7 @@ def repair_cases(
     fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
     result = repair_head(adapter.head(), fix, keep, aux, settings)
     if not result.repaired:
-        return RepairOutcome(evaluation, result, (), None, None, None)
+        return RepairOutcome(evaluation=evaluation, result=result)
     ordered = [c for c in evaluation.cases if c.kind is not Kind.AUX]
     records, lip = certify_result(ordered, evaluation, result, attack)
     certificate = build_certificate(adapter, result, records, lip, ordered, evaluation.encoded.upstream_sha256)
@@ -135,11 +145,18 @@ def repair_cases(
             repair_layer=adapter.spec.repair_layer,
             expect=destination,
         )
-    return RepairOutcome(evaluation, result, tuple(records), lip, certificate, artefact)
+    return RepairOutcome(
+        evaluation=evaluation,
+        result=result,
+        certificates=tuple(records),
+        lipschitz=lip,
+        certificate=certificate,
+        artefact=artefact,
+    )
 
 
-def check_settings(adapter: ClassifierAdapter, settings: RepairSettings) -> None:
-    """What the settings ask of this model's head, checked before any encoding or solving."""
+def _check_rank(adapter: ClassifierAdapter, settings: RepairSettings) -> None:
+    """The rank this model's repair layer allows, checked before any encoding or solving."""
     layer = adapter.repair_layer
     smallest = min(layer.in_features, layer.out_features)
     if settings.rank > smallest:
@@ -159,7 +176,7 @@ def certify_result(
     return certify_cases(
         result.head_after,
         ids=tuple(c.id for c in cases),
-        kinds=tuple(c.kind.value for c in cases),
+        kinds=tuple(c.kind for c in cases),
         V=V,
         labels=np.array([c.label for c in cases], dtype=np.int64),
         gaps_before=np.array([result.gaps_before[c.id] for c in cases]),
@@ -170,12 +187,6 @@ def certify_result(
     )
 
 
-def _finite(value: float | None) -> float | None:
-    if value is None or not np.isfinite(value):
-        return None
-    return float(value)
-
-
 def build_certificate(
     adapter: ClassifierAdapter,
     result: RepairResult,
@@ -183,85 +194,27 @@ def build_certificate(
     lip: Lipschitz,
     cases: Sequence[Case],
     upstream_sha256: str,
-) -> dict[str, Any]:
+) -> Certificate:
+    """What the repair claims; the hashes of the saved files are added when they are written."""
     by_id = {c.id: c for c in cases}
-    from warp_check.model.hashing import parameter_hashes
-
     _, source_frozen = parameter_hashes(adapter.model.state_dict(), adapter.spec.repair_layer)
-    return {
-        "format": FORMAT,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "warp_check_version": __version__,
-        "model": {
-            "source": adapter.source,
-            "model_type": getattr(adapter.model.config, "model_type", None),
-            "repair_layer": adapter.spec.repair_layer,
-            "activation": adapter.spec.activation,
-            "classifier": adapter.spec.classifier,
-            "max_length": adapter.max_length,
-            "sha256_upstream": upstream_sha256,
-            "sha256_source_frozen": source_frozen,
-            # filled in by write_artefact from the files it wrote:
-            "sha256_repair_layer": None,
-            "sha256_frozen": None,
-        },
-        "settings": result.settings.to_dict(),
-        "repair": {
-            "status": result.status.value,
-            "converged": result.repaired,
-            "iterations": len(result.iterations),
-            "qp_status": [r.qp_status for r in result.iterations],
-            "qp_form": [r.qp_form for r in result.iterations],
-            "qp_backend": [r.qp_backend for r in result.iterations],
-            "history": [
-                {
-                    "iteration": r.iteration,
-                    "min_gap_fix": _finite(r.min_gap_fix),
-                    "min_gap_keep": _finite(r.min_gap_keep),
-                    "fix_met": r.fix_met,
-                    "keep_met": r.keep_met,
-                    "step_norm": r.step_norm,
-                    "step_fraction": r.step_fraction,
-                    "promised_fix_shortfall": r.promised_fix_shortfall,
-                    "full_step_fix_shortfall": r.full_step_fix_shortfall,
-                    "promised_keep_missed": r.promised_keep_missed,
-                    "full_step_keep_missed": r.full_step_keep_missed,
-                    "seconds": r.seconds,
-                }
-                for r in result.iterations
-            ],
-            "gsn_kappa_before": _finite(result.mean_kappa_before),
-            "gsn_kappa_after": _finite(result.mean_kappa_after),
-            "gsn_ft": {
-                "applied": result.gsn_ft.applied,
-                "reason": result.gsn_ft.reason,
-                "chosen_step": result.gsn_ft.chosen_step,
-                "changed": ["repair_layer.bias", "classifier"] if result.gsn_ft.applied else [],
-            },
-            "excluded_must_keep": list(result.excluded_keep),
-            "seconds": result.seconds,
-        },
-        "lipschitz": {"L": lip.L, "norm_W": lip.norm_W, "norm_Wc": lip.norm_Wc, "L_sigma": lip.L_sigma},
-        "radius_space": f"L2 ball around v, the input of '{adapter.spec.repair_layer}' (a representation, not text)",
-        "cases": [
-            {
-                "id": r.id,
-                "kind": r.kind,
-                "label": r.label,
-                "text": by_id[r.id].text,
-                "text_pair": by_id[r.id].text_pair,
-                "gap_before": r.gap_before,
-                "gap_after": r.gap_after,
-                "cert1": r.cert1,
-                "cert2": r.cert2,
-                "cert3": r.cert3,
-                "eps_star": _finite(r.eps_star),
-                "eps_local": _finite(r.eps_local),
-                "attack_min_gap": _finite(r.attack_min_gap),
-                "flip_radius": _finite(r.flip_radius),
-                "excluded": r.excluded,
-            }
-            for r in records
-        ],
-        "summary": summarise(list(records)),
-    }
+    return Certificate(
+        created=Certificate.now(),
+        warp_check_version=__version__,
+        model=ModelRecord(
+            source=adapter.source,
+            model_type=getattr(adapter.model.config, "model_type", None),
+            repair_layer=adapter.spec.repair_layer,
+            activation=adapter.spec.activation,
+            classifier=adapter.spec.classifier,
+            max_length=adapter.max_length,
+            sha256_upstream=upstream_sha256,
+            sha256_source_frozen=source_frozen,
+        ),
+        settings=result.settings,
+        repair=RepairRecord.of(result),
+        lipschitz=lip,
+        radius_space=f"L2 ball around v, the input of '{adapter.spec.repair_layer}' (a representation, not text)",
+        cases=tuple(CaseRecord.of(r, by_id[r.id]) for r in records),
+        summary=Summary.of(records),
+    )

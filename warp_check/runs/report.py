@@ -1,6 +1,6 @@
 """``report.md`` + ``report.json`` + PNG plots for one or more suite runs.
 
-A run is a :meth:`RunResult.to_dict` (each case may add its pytest ``outcome``); a certificate
+A run is a :class:`RunResult` (its verdicts may carry pytest's outcome); a certificate
 converts into one with :func:`run_from_certificate`. Plots per run: the gap of each case
 before and after repair, a histogram of certified radii, and convergence per iteration.
 matplotlib is imported inside the functions and drawn with its Agg canvas directly (no
@@ -10,25 +10,27 @@ pyplot), so a report never touches the user's own matplotlib backend.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from warp_check.cases import Kind
+from warp_check.certify.certificate import Certificate
 from warp_check.errors import WarpError
 from warp_check.files import replaced_atomically, write_json_atomic, write_text_atomically
+from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails
+from warp_check.runs.messages import num
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.result import Outcome, RunResult, Verdict
 from warp_check.version import __version__
 
 REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
 MAX_TABLE_ROWS = 500  # the table lists failures first; report.json always has every case
-
-
-def num(value: Any) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    return f"{value:.4g}"
+_cell = functools.partial(num, missing="–", show_inf=False)  # a table shows a dash where there is no number
 
 
 def _finite(value: Any) -> float | None:
@@ -46,65 +48,53 @@ def _slug(name: str, taken: set[str]) -> str:
     return slug
 
 
-def _outcome(case: Mapping[str, Any]) -> str:
-    return case.get("outcome") or ("passed" if case.get("passed") else "failed")
+def _repair_facts(details: Details) -> RepairDetails | CertificateDetails | None:
+    """What a repair run, or a certificate, says of the repair; None for other runs."""
+    return details if isinstance(details, (RepairDetails, CertificateDetails)) else None
+
+
+def _margins_of(details: Details) -> tuple[float | None, float | None]:
+    """(γ_s, γ_h) where the run knows them."""
+    if isinstance(details, (RepairDetails, CertificateDetails, AuditDetails)):
+        return details.gamma_s, details.gamma_h
+    return None, None
 
 
 # -- conversions ------------------------------------------------------------------------------
 
 
-def run_from_certificate(certificate: Mapping[str, Any], *, source: str = "") -> dict[str, Any]:
-    """A run dict (repair mode) from a ``warp_certificate.json``: what it claims, per case."""
-    settings = certificate.get("settings", {})
-    repair = certificate.get("repair", {})
-    cases = []
-    for c in certificate.get("cases", []):
-        radii = [r for r in (_finite(c.get("eps_star")), _finite(c.get("eps_local"))) if r is not None]
-        held = [c.get(k) for k in ("cert1", "cert2", "cert3") if c.get(k) is not None]
-        cases.append(
-            {
-                "id": c.get("id"),
-                "kind": c.get("kind"),
-                "passed": bool(held) and all(held) and not c.get("excluded"),
-                "message": "excluded: wrong before repair" if c.get("excluded") else "",
-                "properties": {
-                    "label": c.get("label"),
-                    "gap_before": c.get("gap_before"),
-                    "gap_after": c.get("gap_after"),
-                    "gap": c.get("gap_after"),
-                    "eps_star": c.get("eps_star"),
-                    "eps_local": c.get("eps_local"),
-                    "radius": max(radii) if radii else None,
+def run_from_certificate(certificate: Certificate, *, source: str = "") -> RunResult:
+    """A repair-mode run from a ``warp_certificate.json``: what it claims, per case."""
+    verdicts = []
+    for c in certificate.cases:
+        held = [v for v in (c.cert1, c.cert2, c.cert3) if v is not None]
+        verdicts.append(
+            Verdict(
+                case_id=c.id,
+                kind=c.kind,
+                passed=bool(held) and all(held) and not c.excluded,
+                message="excluded: wrong before repair" if c.excluded else "",
+                properties={
+                    "label": c.label,
+                    "gap_before": c.gap_before,
+                    "gap_after": c.gap_after,
+                    "gap": c.gap_after,
+                    "eps_star": c.eps_star,
+                    "eps_local": c.eps_local,
+                    "radius": c.radius,
                 },
-            }
+            )
         )
-    counts: dict[str, int] = {}
-    for c in cases:
-        counts[c["kind"]] = counts.get(c["kind"], 0) + 1
-    return {
-        "suite": source,
-        "name": Path(source).parent.name if source else "certificate",
-        "mode": "repair",
-        "ok": bool(repair.get("converged")),
-        "status": repair.get("status", "unknown"),
-        "message": f"from the certificate {source}" if source else "from a certificate",
-        "details": {
-            "model": certificate.get("model", {}).get("source"),
-            "counts": counts,
-            "iterations": repair.get("iterations"),
-            "repair_seconds": repair.get("seconds"),
-            "kappa_before": repair.get("gsn_kappa_before"),
-            "kappa_after": repair.get("gsn_kappa_after"),
-            "certs": certificate.get("summary", {}),
-            "excluded": repair.get("excluded_must_keep", []),
-            "history": repair.get("history", []),
-            "gamma_s": settings.get("gamma_s"),
-            "gamma_h": settings.get("gamma_h"),
-            "lipschitz": certificate.get("lipschitz", {}).get("L"),
-            "artefact": str(Path(source).parent) if source else None,
-        },
-        "cases": cases,
-    }
+    return RunResult(
+        suite=source,
+        name=Path(source).parent.name if source else "certificate",
+        mode=Mode.REPAIR,
+        ok=certificate.repair.converged,
+        status=RunStatus.of_repair(certificate.repair.status),
+        message=f"from the certificate {source}" if source else "from a certificate",
+        verdicts=tuple(verdicts),
+        details=CertificateDetails.of(certificate, artefact=str(Path(source).parent) if source else None),
+    )
 
 
 # -- plots --------------------------------------------------------------------------------------
@@ -125,26 +115,26 @@ def _save(figure, path: Path) -> Path:
     return path
 
 
-def _margins(axes, details: Mapping[str, Any]) -> None:
+def _margins(axes, details: Details) -> None:
     axes.axhline(0.0, color="black", linewidth=0.8)
-    for key, label, style in (("gamma_s", "γ_s", "--"), ("gamma_h", "γ_h", ":")):
-        value = _finite(details.get(key))
+    for margin, label, style in zip(_margins_of(details), ("γ_s", "γ_h"), ("--", ":"), strict=True):
+        value = _finite(margin)
         if value is not None:
             axes.axhline(value, color="tab:gray", linestyle=style, linewidth=0.9, label=f"{label} = {value:g}")
 
 
-def plot_gaps(run: Mapping[str, Any], path: Path) -> Path | None:
+def plot_gaps(run: RunResult, path: Path) -> Path | None:
     """Each case's gap before (and after) repair, must_fix cases first, sorted by gap before."""
-    cases = [c for c in run.get("cases", []) if c.get("kind") in ("must_fix", "must_keep")]
     rows = []
-    for c in cases:
-        p = c.get("properties", {})
-        before = _finite(p.get("gap_before"))
+    for v in run.verdicts:
+        if v.kind not in (Kind.MUST_FIX, Kind.MUST_KEEP):
+            continue
+        before = _finite(v.properties.get("gap_before"))
         if before is None:
-            before = _finite(p.get("gap"))
-        after = _finite(p.get("gap_after"))
+            before = _finite(v.properties.get("gap"))
+        after = _finite(v.properties.get("gap_after"))
         if before is not None or after is not None:
-            rows.append((c["kind"] != "must_fix", before if before is not None else -math.inf, before, after))
+            rows.append((v.kind is not Kind.MUST_FIX, before if before is not None else -math.inf, before, after))
     if not rows:
         return None
     rows.sort(key=lambda r: (r[0], r[1]))
@@ -171,29 +161,24 @@ def plot_gaps(run: Mapping[str, Any], path: Path) -> Path | None:
     n_fix = sum(1 for keep, *_ in rows if not keep)
     if 0 < n_fix < len(rows):
         axes.axvline(n_fix - 0.5, color="black", linewidth=0.6, alpha=0.4)
-    _margins(axes, run.get("details", {}))
+    _margins(axes, run.details)
     axes.set_xlabel(f"case (must_fix: first {n_fix}, then must_keep), sorted by gap")
     axes.set_ylabel("gap = logit(label) − max other")
-    axes.set_title(f"{run.get('name', '')}: gap per case")
+    axes.set_title(f"{run.name}: gap per case")
     axes.legend(loc="best", fontsize="small")
     return _save(figure, path)
 
 
-def plot_radius(run: Mapping[str, Any], path: Path) -> Path | None:
+def plot_radius(run: RunResult, path: Path) -> Path | None:
     """Histogram of the certified radius (max of ε* and the local radius) of must_fix cases."""
-    radii = [
-        _finite(c.get("properties", {}).get("radius")) for c in run.get("cases", []) if c.get("kind") == "must_fix"
-    ]
-    radii = [r for r in radii if r is not None]
-    star = [
-        _finite(c.get("properties", {}).get("eps_star")) for c in run.get("cases", []) if c.get("kind") == "must_fix"
-    ]
-    star = [r for r in star if r is not None]
+    fix = [v.properties for v in run.verdicts if v.kind is Kind.MUST_FIX]
+    radii = [r for r in (_finite(p.get("radius")) for p in fix) if r is not None]
+    star = [r for r in (_finite(p.get("eps_star")) for p in fix) if r is not None]
     if not radii:
         return None
     figure = _figure()
     axes = figure.add_subplot()
-    import numpy as np
+    import numpy as np  # with matplotlib, which needs it anyway: only when a report is drawn
 
     edges = np.histogram_bin_edges(radii + star, bins=max(5, min(30, len(radii))))
     axes.hist(radii, bins=edges, color="tab:green", alpha=0.75, label="certified radius (max of ε* and local)")
@@ -201,24 +186,25 @@ def plot_radius(run: Mapping[str, Any], path: Path) -> Path | None:
         axes.hist(star, bins=edges, histtype="step", color="black", label="paper's ε* = gap / 2L")
     axes.set_xlabel("radius in the space of v (the repair layer's input), not of text")
     axes.set_ylabel("must_fix cases")
-    axes.set_title(f"{run.get('name', '')}: certified radius")
+    axes.set_title(f"{run.name}: certified radius")
     axes.legend(loc="best", fontsize="small")
     return _save(figure, path)
 
 
-def plot_convergence(run: Mapping[str, Any], path: Path) -> Path | None:
+def plot_convergence(run: RunResult, path: Path) -> Path | None:
     """Smallest must_fix and must_keep gap after each iteration, against their margins."""
-    history = run.get("details", {}).get("history") or []
+    facts = _repair_facts(run.details)
+    history = facts.history if facts is not None else ()
     if not history:
         return None
     figure = _figure()
     axes = figure.add_subplot()
-    its = [h.get("iteration") for h in history]
-    for key, label, colour in (
-        ("min_gap_fix", "smallest must_fix gap", "tab:red"),
-        ("min_gap_keep", "smallest must_keep gap", "tab:blue"),
+    its = [h.iteration for h in history]
+    for values, label, colour in (
+        ([h.min_gap_fix for h in history], "smallest must_fix gap", "tab:red"),
+        ([h.min_gap_keep for h in history], "smallest must_keep gap", "tab:blue"),
     ):
-        values = [_finite(h.get(key)) for h in history]
+        values = [_finite(v) for v in values]
         if any(v is not None for v in values):
             axes.plot(
                 its,
@@ -228,10 +214,10 @@ def plot_convergence(run: Mapping[str, Any], path: Path) -> Path | None:
                 color=colour,
                 label=label,
             )
-    _margins(axes, run.get("details", {}))
+    _margins(axes, run.details)
     axes.set_xlabel("iteration")
     axes.set_ylabel("gap")
-    axes.set_title(f"{run.get('name', '')}: convergence")
+    axes.set_title(f"{run.name}: convergence")
     axes.legend(loc="best", fontsize="small")
     return _save(figure, path)
 
@@ -239,40 +225,9 @@ def plot_convergence(run: Mapping[str, Any], path: Path) -> Path | None:
 # -- markdown -------------------------------------------------------------------------------------
 
 
-def _run_markdown(run: Mapping[str, Any], images: Mapping[str, Path | None]) -> list[str]:
-    details = run.get("details", {})
-    cases = run.get("cases", [])
-    out = [f"## {run.get('name', '?')} — {run.get('mode', '?')} mode", ""]
-    out.append(f"- suite: `{run.get('suite', '')}`")
-    if details.get("model"):
-        head = f" ({details['head']})" if details.get("head") else ""
-        out.append(f"- model: `{details['model']}`{head}")
-    out.append(f"- status: **{run.get('status', '?')}** — {run.get('message', '')}")
-    for kind in ("must_fix", "must_keep"):
-        outcomes = [_outcome(c) for c in cases if c.get("kind") == kind]
-        if outcomes:
-            out.append(
-                f"- {kind}: {len(outcomes)} case(s), {outcomes.count('passed')} passed, "
-                f"{outcomes.count('failed')} failed"
-            )
-    if (details.get("counts") or {}).get("aux"):
-        out.append(f"- aux: {details['counts']['aux']} case(s) (GSN-FT data, not tests)")
-    if details.get("iterations") is not None and run.get("mode") == "repair":
-        seconds = _finite(details.get("repair_seconds"))
-        took = f", {seconds:.2f} s" if seconds is not None else ""
-        out.append(f"- repair: {details['iterations']} iteration(s){took}")
-        out.append(f"- mean GSN κ: {num(details.get('kappa_before'))} → {num(details.get('kappa_after'))}")
-    if details.get("certs"):
-        certs = details["certs"]
-        out.append(
-            f"- certificates: Cert 1 {certs.get('cert1', '–')}, Cert 2 {certs.get('cert2', '–')}, "
-            f"Cert 3 {certs.get('cert3', '–')} (γ_s = {num(details.get('gamma_s'))}, "
-            f"γ_h = {num(details.get('gamma_h'))}; radii are in the space of v, not of text)"
-        )
-    if details.get("excluded"):
-        out.append(f"- must_keep left out (wrong before repair): {', '.join(map(str, details['excluded']))}")
-    if details.get("artefact"):
-        out.append(f"- repaired model: `{details['artefact']}`")
+def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str]:
+    out = [f"## {run.name} — {run.mode.value} mode", "", f"- suite: `{run.suite}`"]
+    out += _facts_markdown(run)
     out.append("")
     titles = {"gaps": "Gap per case", "radius": "Certified radius", "convergence": "Convergence"}
     for key, title in titles.items():
@@ -282,27 +237,69 @@ def _run_markdown(run: Mapping[str, Any], images: Mapping[str, Path | None]) -> 
     missing = [titles[k] for k in titles if images.get(k) is None]
     if missing:
         out += [f"_Not plotted (no data in this run): {', '.join(missing)}._", ""]
-    ordered = sorted(cases, key=lambda c: (_outcome(c) == "passed", c.get("kind", ""), str(c.get("id"))))
-    if ordered:
-        out += [
-            "| case | kind | result | gap before | gap after | radius | why |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for c in ordered[:MAX_TABLE_ROWS]:
-            p = c.get("properties", {})
-            before = p.get("gap_before", p.get("gap") if run.get("mode") == "check" else None)
-            why = str(c.get("message", "")).replace("|", "\\|").replace("\n", " ")
+    return out + _table_markdown(run)
+
+
+def _facts_markdown(run: RunResult) -> list[str]:
+    """The run's bullet list: model, status, cases by kind, then what the repair and its certificates say."""
+    details, out = run.details, []
+    if details.model:
+        head = details.head if isinstance(details, (CheckDetails, RepairDetails)) else None
+        out.append(f"- model: `{details.model}`" + (f" ({head})" if head else ""))
+    out.append(f"- status: **{run.status.value}** — {run.message}")
+    for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
+        outcomes = [v.reported for v in run.verdicts if v.kind is kind]
+        if outcomes:
             out.append(
-                f"| `{c.get('id')}` | {c.get('kind')} | {_outcome(c)} | {num(before)} | "
-                f"{num(p.get('gap_after'))} | {num(p.get('radius'))} | {why} |"
+                f"- {kind.value}: {len(outcomes)} case(s), {outcomes.count(Outcome.PASSED)} passed, "
+                f"{outcomes.count(Outcome.FAILED)} failed"
             )
-        if len(ordered) > MAX_TABLE_ROWS:
-            out.append(f"\n_{len(ordered) - MAX_TABLE_ROWS} more case(s) in {REPORT_JSON}._")
-        out.append("")
+    if details.counts.get(Kind.AUX):
+        out.append(f"- aux: {details.counts[Kind.AUX]} case(s) (GSN-FT data, not tests)")
+    facts = _repair_facts(details)
+    if facts is None:
+        return out
+    if run.mode is Mode.REPAIR:
+        seconds = _finite(facts.repair_seconds)
+        took = f", {seconds:.2f} s" if seconds is not None else ""
+        out.append(f"- repair: {facts.iterations} iteration(s){took}")
+        out.append(f"- mean GSN κ: {_cell(facts.kappa_before)} → {_cell(facts.kappa_after)}")
+    if facts.certs is not None:
+        out.append(
+            f"- certificates: {facts.certs} (γ_s = {_cell(facts.gamma_s)}, γ_h = {_cell(facts.gamma_h)}; "
+            "radii are in the space of v, not of text)"
+        )
+    if facts.excluded:
+        out.append(f"- must_keep left out (wrong before repair): {', '.join(facts.excluded)}")
+    if facts.artefact:
+        out.append(f"- repaired model: `{facts.artefact}`")
     return out
 
 
-def write_report(out_dir: str | Path, runs: Sequence[Mapping[str, Any]]) -> Path:
+def _table_markdown(run: RunResult) -> list[str]:
+    """One row per case, failures first."""
+    ordered = sorted(run.verdicts, key=lambda v: (v.reported is Outcome.PASSED, v.kind.value, v.case_id))
+    if not ordered:
+        return []
+    out = [
+        "| case | kind | result | gap before | gap after | radius | why |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for v in ordered[:MAX_TABLE_ROWS]:
+        p = v.properties
+        before = p.get("gap_before", p.get("gap") if run.mode is Mode.CHECK else None)
+        why = v.message.replace("|", "\\|").replace("\n", " ")
+        out.append(
+            f"| `{v.case_id}` | {v.kind.value} | {v.reported.value} | {_cell(before)} | "
+            f"{_cell(p.get('gap_after'))} | {_cell(p.get('radius'))} | {why} |"
+        )
+    if len(ordered) > MAX_TABLE_ROWS:
+        out.append(f"\n_{len(ordered) - MAX_TABLE_ROWS} more case(s) in {REPORT_JSON}._")
+    out.append("")
+    return out
+
+
+def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:
     """Write report.md, report.json and the PNGs into ``out_dir``; returns the report.md path.
 
     Every file is written to a temporary name and renamed, so a reader never sees half a file.
@@ -315,14 +312,15 @@ def write_report(out_dir: str | Path, runs: Sequence[Mapping[str, Any]]) -> Path
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     lines = ["# warp-check report", "", f"warp-check {__version__}, {created}.", ""]
     for run in runs:
-        slug = _slug(str(run.get("name") or "suite"), taken)
+        slug = _slug(run.name or "suite", taken)
         images = {
             "gaps": plot_gaps(run, out / f"{slug}-gaps.png"),
             "radius": plot_radius(run, out / f"{slug}-radius.png"),
             "convergence": plot_convergence(run, out / f"{slug}-convergence.png"),
         }
         lines += _run_markdown(run, images)
-    write_json_atomic(out / REPORT_JSON, {"warp_check_version": __version__, "created": created, "runs": list(runs)})
+    runs_json = [run.to_dict() for run in runs]
+    write_json_atomic(out / REPORT_JSON, {"warp_check_version": __version__, "created": created, "runs": runs_json})
     return write_text_atomically(out / REPORT_MD, "\n".join(lines).rstrip() + "\n")
 
 

@@ -1,7 +1,7 @@
 """What a run of a suite gives: a verdict per case and the run's own outcome, as plain data.
 
 A :class:`RunResult` round-trips through JSON, so pytest-xdist workers can share one repair
-instead of each running their own.
+instead of each running their own, and a report.json can be rendered again.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ from typing import Any
 
 from warp_check.cases import Kind
 from warp_check.files import jsonable, write_json_atomic
+from warp_check.runs.details import Details, RunDetails, read_details
+from warp_check.runs.modes import Mode, RunStatus
 from warp_check.suite.loader import Suite
 
 
-class Mode(str, enum.Enum):
-    CHECK = "check"
-    REPAIR = "repair"
-    AUDIT = "audit"
+class Outcome(str, enum.Enum):
+    """What pytest reported for a case's item."""
 
-    def __str__(self) -> str:
-        return self.value
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,29 +34,51 @@ class Verdict:
     """Pass or fail for one case, the sentence that says why, and numbers for reports."""
 
     case_id: str
-    kind: str
+    kind: Kind
     passed: bool
     message: str
-    properties: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, Any] = field(default_factory=dict)  # JUnit properties and report columns, by name
+    suite: str | None = None  # the suite's warp.toml, where the verdict travels without its run
+    outcome: Outcome | None = None  # pytest's, where pytest reported the case
+
+    @property
+    def reported(self) -> Outcome:
+        """pytest's outcome, or the verdict's own where pytest did not report it."""
+        if self.outcome is not None:
+            return self.outcome
+        return Outcome.PASSED if self.passed else Outcome.FAILED
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.case_id,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "passed": self.passed,
             "message": self.message,
             "properties": jsonable(self.properties),
         }
+        if self.suite is not None:
+            out["suite"] = self.suite
+        if self.outcome is not None:
+            out["outcome"] = self.outcome.value
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
         return cls(
             case_id=data["id"],
-            kind=data["kind"],
+            kind=Kind(data["kind"]),
             passed=bool(data["passed"]),
             message=data["message"],
             properties=dict(data.get("properties") or {}),
+            suite=data.get("suite"),
+            outcome=Outcome(data["outcome"]) if data.get("outcome") else None,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tally:
+    passed: int = 0
+    failed: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,10 +90,10 @@ class RunResult:
     name: str
     mode: Mode
     ok: bool
-    status: str
+    status: RunStatus
     message: str
     verdicts: tuple[Verdict, ...]
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Details
 
     @property
     def passed(self) -> bool:
@@ -84,11 +107,12 @@ class RunResult:
     def _by_id(self) -> dict[str, Verdict]:  # one lookup per pytest item: keep it O(1)
         return {v.case_id: v for v in self.verdicts}
 
-    def counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
+    def counts(self) -> dict[Kind, Tally]:
+        """Verdicts passed and failed per kind, kinds in the order of their first case."""
+        out: dict[Kind, Tally] = {}
         for v in self.verdicts:
-            row = out.setdefault(v.kind, {"passed": 0, "failed": 0})
-            row["passed" if v.passed else "failed"] += 1
+            row = out.get(v.kind, Tally())
+            out[v.kind] = Tally(passed=row.passed + v.passed, failed=row.failed + (not v.passed))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,22 +121,23 @@ class RunResult:
             "name": self.name,
             "mode": self.mode.value,
             "ok": self.ok,
-            "status": self.status,
+            "status": self.status.value,
             "message": self.message,
-            "details": jsonable(self.details),
+            "details": self.details.to_dict(),
             "cases": [v.to_dict() for v in self.verdicts],
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunResult:
+        mode, status = Mode(data["mode"]), RunStatus(data["status"])
         return cls(
             suite=data["suite"],
             name=data["name"],
-            mode=Mode(data["mode"]),
+            mode=mode,
             ok=bool(data["ok"]),
-            status=data["status"],
+            status=status,
             message=data["message"],
-            details=dict(data.get("details") or {}),
+            details=read_details(mode, status, data["details"]),
             verdicts=tuple(Verdict.from_dict(v) for v in data.get("cases", ())),
         )
 
@@ -124,10 +149,10 @@ class RunResult:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
     @classmethod
-    def failed(cls, suite: Suite, mode: Mode, message: str, *, status: str = "error") -> RunResult:
+    def failed(cls, suite: Suite, mode: Mode, message: str) -> RunResult:
         """A run that could not produce verdicts: every case fails with ``message``."""
         verdicts = tuple(
-            Verdict(case_id=c.id, kind=c.kind.value, passed=False, message=message)
+            Verdict(case_id=c.id, kind=c.kind, passed=False, message=message)
             for c in suite.cases
             if c.kind is not Kind.AUX
         )
@@ -136,16 +161,8 @@ class RunResult:
             name=suite.name,
             mode=mode,
             ok=False,
-            status=status,
+            status=RunStatus.ERROR,
             message=message,
             verdicts=verdicts,
-            details=suite_details(suite),
+            details=RunDetails.of(suite),
         )
-
-
-def suite_details(suite: Suite) -> dict[str, Any]:
-    return {
-        "model": str(suite.model_dir),
-        "suite_sha256": suite.digest(),
-        "counts": {k.value: suite.count(k) for k in Kind},
-    }

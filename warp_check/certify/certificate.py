@@ -1,0 +1,555 @@
+"""``warp_certificate.json`` as one typed record: what a repair claims about the model it saved.
+
+:class:`Certificate` is the only way the file is written (:meth:`Certificate.write`) or read
+(:meth:`Certificate.read`); :meth:`Certificate.from_json` checks every key and names the file
+and the key it found wrong. The JSON keeps one key order (people diff these files), and
+radii and gaps that are not finite are written as null.
+
+Standard library only: the run records (:mod:`warp_check.runs.details`) hold parts of a
+certificate, and a warm check loads them without numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from warp_check.cases import Case, Kind
+from warp_check.errors import CertificateError, SettingsError
+from warp_check.files import write_text_atomically
+from warp_check.qp.settings import SolverSettings
+from warp_check.repair.settings import RepairSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.repair.loop import IterationRecord, RepairResult, RepairStatus
+
+CERTIFICATE_NAME = "warp_certificate.json"
+FORMAT = "warp-certificate/1"
+TOP_LEVEL_KEYS = (
+    "format",
+    "created",
+    "warp_check_version",
+    "model",
+    "settings",
+    "repair",
+    "lipschitz",
+    "radius_space",
+    "cases",
+    "summary",
+)
+
+
+def finite(value: float | None) -> float | None:
+    """``value`` as a float, or None where there is no finite number (the file holds null)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _value(value: Any) -> Any:
+    """IterationRecord's QP fields may be str enums: the certificate keeps their values."""
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+class _Object:
+    """One JSON object of a certificate, read key by key; every error names the file and the key."""
+
+    def __init__(self, data: Any, where: str, path: Path) -> None:
+        if not isinstance(data, dict):
+            raise CertificateError(f"{path}: {where} must be an object, got {type(data).__name__}")
+        self.data = data
+        self.where = where
+        self.path = path
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def fail(self, key: str, what: str) -> CertificateError:
+        return CertificateError(f"{self.path}: {self._key(key)} {what}")
+
+    def _get(self, key: str, accept, what: str, *, optional: bool = False) -> Any:
+        value = self.data.get(key)
+        if key in self.data and ((optional and value is None) or accept(value)):
+            return value
+        raise self.fail(key, f"is missing or not {what}{' (or null)' if optional else ''}")
+
+    def text(self, key: str, *, optional: bool = False) -> str:
+        return self._get(key, lambda v: isinstance(v, str), "a string", optional=optional)
+
+    def integer(self, key: str, *, optional: bool = False) -> int:
+        return self._get(key, _is_integer, "an integer", optional=optional)
+
+    def number(self, key: str, *, optional: bool = False) -> float:
+        return self._get(key, lambda v: _is_integer(v) or isinstance(v, float), "a number", optional=optional)
+
+    def flag(self, key: str, *, optional: bool = False) -> bool:
+        return self._get(key, lambda v: isinstance(v, bool), "true or false", optional=optional)
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        return tuple(self._get(key, _is_texts, "a list of strings"))
+
+    def choice(self, key: str, enum_type: type[enum.Enum]) -> Any:
+        value = self.text(key)
+        try:
+            return enum_type(value)
+        except ValueError:
+            known = ", ".join(repr(m.value) for m in enum_type)
+            raise self.fail(key, f"is {value!r}, not one of {known}") from None
+
+    def object(self, key: str) -> _Object:
+        if key not in self.data:
+            raise self.fail(key, "is missing")
+        return _Object(self.data[key], self._key(key), self.path)
+
+    def objects(self, key: str) -> list[_Object]:
+        items = self.data.get(key)
+        if not isinstance(items, list):
+            raise self.fail(key, "must be a list")
+        return [_Object(item, f"{self._key(key)}[{i}]", self.path) for i, item in enumerate(items)]
+
+    def record(self, cls: type) -> Any:
+        """A record whose fields are all plain (str, int, float, bool, optional or not)."""
+        readers = {"str": self.text, "int": self.integer, "float": self.number, "bool": self.flag}
+        values = {}
+        for f in dataclasses.fields(cls):
+            kind, _, optional = str(f.type).partition(" | ")
+            values[f.name] = readers[kind](f.name, optional=optional == "None")
+        return cls(**values)
+
+    def exactly(self, cls: type) -> None:
+        """Every field of the record ``cls`` is here, and nothing else: no default stands in for a
+        missing setting."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [name for name in names if name not in self.data]
+        if missing:
+            raise self.fail(missing[0], "is missing")
+        unknown = [key for key in self.data if key not in names]
+        if unknown:
+            raise self.fail(unknown[0], "is not a setting")
+
+    def settings(self, cls: type, **given: Any) -> Any:
+        """A settings record from exactly its fields, validated by its own class."""
+        self.exactly(cls)
+        try:
+            return cls(**self.data | given)
+        except SettingsError as exc:
+            raise CertificateError(f"{self.path}: {self._key(str(exc))}") from None
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _plain_json(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+# -- the parts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRecord:
+    """Which model was repaired, where, and the hashes that say what changed."""
+
+    source: str | None
+    model_type: str | None
+    repair_layer: str
+    activation: str
+    classifier: str | None  # None: the final-linear form (the layer giving the logits was repaired)
+    max_length: int
+    sha256_upstream: str  # of everything upstream of v: the representations' identity
+    sha256_source_frozen: str  # every parameter but the repair layer, in the input model
+    # Of the saved files, filled in by write_artefact; None until then.
+    sha256_repair_layer: str | None = None
+    sha256_frozen: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain_json(self)
+
+    @classmethod
+    def from_json(cls, data: _Object) -> ModelRecord:
+        return cls(
+            source=data.text("source", optional=True),
+            model_type=data.text("model_type", optional=True),
+            repair_layer=data.text("repair_layer"),
+            activation=data.text("activation"),
+            classifier=data.text("classifier", optional=True),
+            max_length=data.integer("max_length"),
+            sha256_upstream=data.text("sha256_upstream"),
+            sha256_source_frozen=data.text("sha256_source_frozen"),
+            sha256_repair_layer=data.text("sha256_repair_layer"),  # a certificate on disk has both hashes
+            sha256_frozen=data.text("sha256_frozen"),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryRow:
+    """One iteration of the repair loop; the full-step fields compare the QP's linear promise with
+    the true gaps at its full step (None where no step was solved)."""
+
+    iteration: int
+    min_gap_fix: float | None
+    min_gap_keep: float | None
+    fix_met: int
+    keep_met: int
+    step_norm: float
+    step_fraction: float
+    promised_fix_shortfall: float | None
+    full_step_fix_shortfall: float | None
+    promised_keep_missed: int | None
+    full_step_keep_missed: int | None
+    seconds: float
+
+    @classmethod
+    def of(cls, record: IterationRecord) -> HistoryRow:
+        values = {f.name: getattr(record, f.name) for f in dataclasses.fields(cls)}
+        return cls(**values | {"min_gap_fix": finite(record.min_gap_fix), "min_gap_keep": finite(record.min_gap_keep)})
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain_json(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GsnFtSummary:
+    """Whether GSN-FT fine-tuned the head before the repair, why, and what it changed."""
+
+    applied: bool
+    reason: str
+    chosen_step: int
+    changed: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain_json(self) | {"changed": list(self.changed)}
+
+    @classmethod
+    def from_json(cls, data: _Object) -> GsnFtSummary:
+        return cls(
+            applied=data.flag("applied"),
+            reason=data.text("reason"),
+            chosen_step=data.integer("chosen_step"),
+            changed=data.texts("changed"),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairRecord:
+    """How the repair went: its status, each iteration's QP, GSN κ and GSN-FT, what it left out."""
+
+    status: RepairStatus
+    converged: bool
+    iterations: int
+    qp_status: tuple[str, ...]
+    qp_form: tuple[str, ...]
+    qp_backend: tuple[str, ...]
+    history: tuple[HistoryRow, ...]
+    gsn_kappa_before: float | None
+    gsn_kappa_after: float | None
+    gsn_ft: GsnFtSummary
+    excluded_must_keep: tuple[str, ...]
+    seconds: float
+
+    @classmethod
+    def of(cls, result: RepairResult) -> RepairRecord:
+        rows = result.iterations
+        return cls(
+            status=result.status,
+            converged=result.repaired,
+            iterations=len(rows),
+            qp_status=tuple(_value(r.qp_status) for r in rows),
+            qp_form=tuple(_value(r.qp_form) for r in rows),
+            qp_backend=tuple(_value(r.qp_backend) for r in rows),
+            history=tuple(HistoryRow.of(r) for r in rows),
+            gsn_kappa_before=finite(result.mean_kappa_before),
+            gsn_kappa_after=finite(result.mean_kappa_after),
+            gsn_ft=GsnFtSummary(
+                applied=result.gsn_ft.applied,
+                reason=result.gsn_ft.reason,
+                chosen_step=result.gsn_ft.chosen_step,
+                changed=("repair_layer.bias", "classifier") if result.gsn_ft.applied else (),
+            ),
+            excluded_must_keep=tuple(result.excluded_keep),
+            seconds=result.seconds,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "converged": self.converged,
+            "iterations": self.iterations,
+            "qp_status": list(self.qp_status),
+            "qp_form": list(self.qp_form),
+            "qp_backend": list(self.qp_backend),
+            "history": [row.to_json() for row in self.history],
+            "gsn_kappa_before": self.gsn_kappa_before,
+            "gsn_kappa_after": self.gsn_kappa_after,
+            "gsn_ft": self.gsn_ft.to_json(),
+            "excluded_must_keep": list(self.excluded_must_keep),
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_json(cls, data: _Object) -> RepairRecord:
+        # The loop's module loads numpy and the solvers: only when a certificate is read.
+        from warp_check.repair.loop import RepairStatus
+
+        return cls(
+            status=data.choice("status", RepairStatus),
+            converged=data.flag("converged"),
+            iterations=data.integer("iterations"),
+            qp_status=data.texts("qp_status"),
+            qp_form=data.texts("qp_form"),
+            qp_backend=data.texts("qp_backend"),
+            history=tuple(row.record(HistoryRow) for row in data.objects("history")),
+            gsn_kappa_before=data.number("gsn_kappa_before", optional=True),
+            gsn_kappa_after=data.number("gsn_kappa_after", optional=True),
+            gsn_ft=GsnFtSummary.from_json(data.object("gsn_ft")),
+            excluded_must_keep=data.texts("excluded_must_keep"),
+            seconds=data.number("seconds"),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lipschitz:
+    """L = ‖W̃‖₂ ‖W_c‖₂ L_σ (paper eq. 14)."""
+
+    L: float
+    norm_W: float
+    norm_Wc: float
+    L_sigma: float
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain_json(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseCertificate:
+    """Cert 1–3 of one case, recomputed from the repaired weights."""
+
+    id: str
+    kind: Kind
+    label: int
+    gap_before: float
+    gap_after: float
+    cert1: bool | None = None  # must_fix: gap ≥ γ_s
+    cert2: bool | None = None  # must_keep: gap ≥ γ_h and label unchanged
+    cert3: bool | None = None  # must_fix: ε* > 0 and no flip found inside the certified ball
+    eps_star: float | None = None
+    eps_local: float | None = None
+    attack_min_gap: float | None = None  # smallest gap PGD found inside the certified ball
+    flip_radius: float | None = None  # smallest flipping radius the min-norm attack found
+    excluded: bool = False  # must_keep case the original model got wrong: not constrained
+
+    @property
+    def certified_radius(self) -> float | None:
+        if self.eps_star is None:
+            return None
+        return max(self.eps_star, self.eps_local or 0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseRecord(CaseCertificate):
+    """A case as the certificate records it: its certificate (radii finite or None) and its texts."""
+
+    text: str
+    text_pair: str | None = None
+
+    @classmethod
+    def of(cls, record: CaseCertificate, case: Case) -> CaseRecord:
+        radii = ("eps_star", "eps_local", "attack_min_gap", "flip_radius")
+        values = {f.name: getattr(record, f.name) for f in dataclasses.fields(CaseCertificate)}
+        return cls(**values | {r: finite(values[r]) for r in radii}, text=case.text, text_pair=case.text_pair)
+
+    @property
+    def radius(self) -> float | None:
+        """The largest radius the certificate claims (ε* or the local radius), None if it claims none."""
+        return max([r for r in (self.eps_star, self.eps_local) if r is not None], default=None)
+
+    def case(self) -> Case:
+        return Case(id=self.id, text=self.text, text_pair=self.text_pair, label=self.label, kind=self.kind)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind.value,
+            "label": self.label,
+            "text": self.text,
+            "text_pair": self.text_pair,
+            "gap_before": self.gap_before,
+            "gap_after": self.gap_after,
+            "cert1": self.cert1,
+            "cert2": self.cert2,
+            "cert3": self.cert3,
+            "eps_star": self.eps_star,
+            "eps_local": self.eps_local,
+            "attack_min_gap": self.attack_min_gap,
+            "flip_radius": self.flip_radius,
+            "excluded": self.excluded,
+        }
+
+    @classmethod
+    def from_json(cls, data: _Object) -> CaseRecord:
+        record = cls(
+            id=data.text("id"),
+            kind=data.choice("kind", Kind),
+            label=data.integer("label"),
+            text=data.text("text"),
+            text_pair=data.text("text_pair", optional=True),
+            gap_before=data.number("gap_before"),
+            gap_after=data.number("gap_after"),
+            cert1=data.flag("cert1", optional=True),
+            cert2=data.flag("cert2", optional=True),
+            cert3=data.flag("cert3", optional=True),
+            eps_star=data.number("eps_star", optional=True),
+            eps_local=data.number("eps_local", optional=True),
+            attack_min_gap=data.number("attack_min_gap", optional=True),
+            flip_radius=data.number("flip_radius", optional=True),
+            excluded=data.flag("excluded"),
+        )
+        try:
+            record.case()  # a case the encoder can run: an id, a text, a class id
+        except ValueError as exc:
+            raise CertificateError(f"{data.path}: {data.where}: {exc}") from None
+        return record
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    """Cert 1/2/3 as 'held/total' over the cases that claim each."""
+
+    cert1: str
+    cert2: str
+    cert3: str
+
+    @classmethod
+    def of(cls, records: Sequence[CaseCertificate]) -> Summary:
+        def count(name: str) -> str:
+            values = [getattr(r, name) for r in records if getattr(r, name) is not None]
+            return f"{sum(values)}/{len(values)}"
+
+        return cls(cert1=count("cert1"), cert2=count("cert2"), cert3=count("cert3"))
+
+    def __str__(self) -> str:
+        return f"Cert 1 {self.cert1}, Cert 2 {self.cert2}, Cert 3 {self.cert3}"
+
+    def to_json(self) -> dict[str, str]:
+        return _plain_json(self)
+
+
+# -- the certificate ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Certificate:
+    """Everything a repair claims, in the order the file shows it."""
+
+    created: str  # ISO 8601, UTC, seconds
+    warp_check_version: str
+    model: ModelRecord
+    settings: RepairSettings
+    repair: RepairRecord
+    lipschitz: Lipschitz
+    radius_space: str  # the radii are in the space of v, not of texts: says which layer's input
+    cases: tuple[CaseRecord, ...]
+    summary: Summary
+
+    @staticmethod
+    def now() -> str:
+        return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+    def with_hashes(self, repair_layer: str, frozen: str) -> Certificate:
+        """This certificate with the hashes of the files it was saved beside."""
+        model = dataclasses.replace(self.model, sha256_repair_layer=repair_layer, sha256_frozen=frozen)
+        return dataclasses.replace(self, model=model)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "created": self.created,
+            "warp_check_version": self.warp_check_version,
+            "model": self.model.to_json(),
+            "settings": self.settings.to_dict(),
+            "repair": self.repair.to_json(),
+            "lipschitz": self.lipschitz.to_json(),
+            "radius_space": self.radius_space,
+            "cases": [c.to_json() for c in self.cases],
+            "summary": self.summary.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, *, path: str | Path) -> Certificate:
+        """Check every key of ``data`` (a parsed certificate file); errors name ``path`` and the key."""
+        path = Path(path)
+        if not isinstance(data, dict):
+            raise CertificateError(f"{path}: a certificate is a JSON object, got {type(data).__name__}")
+        missing = [key for key in TOP_LEVEL_KEYS if key not in data]
+        if missing:
+            raise CertificateError(f"{path}: missing key(s) {', '.join(missing)}")
+        if data["format"] != FORMAT:
+            raise CertificateError(f"{path}: format {data['format']!r} is not {FORMAT!r}")
+        top = _Object(data, "", path)
+        return cls(
+            created=top.text("created"),
+            warp_check_version=top.text("warp_check_version"),
+            model=ModelRecord.from_json(top.object("model")),
+            settings=_settings(top.object("settings")),
+            repair=RepairRecord.from_json(top.object("repair")),
+            lipschitz=top.object("lipschitz").record(Lipschitz),
+            radius_space=top.text("radius_space"),
+            cases=tuple(CaseRecord.from_json(case) for case in top.objects("cases")),
+            summary=top.object("summary").record(Summary),
+        )
+
+    @classmethod
+    def read(cls, path: str | Path) -> Certificate:
+        return cls.from_json(read_json(path), path=path)
+
+    def write(self, path: str | Path) -> Path:
+        """Write the certificate to ``path`` atomically; a value JSON cannot hold is an error."""
+        return write_text_atomically(path, json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    """The parsed JSON of a certificate file; a missing or unreadable file is a CertificateError."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CertificateError(f"{path}: no certificate file here") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CertificateError(f"{path}: not a readable JSON certificate ({exc})") from None
+
+
+def _settings(data: _Object) -> RepairSettings:
+    data.exactly(RepairSettings)
+    solver = data.object("solver").settings(SolverSettings)
+    return data.settings(RepairSettings, solver=solver)
+
+
+__all__ = [
+    "CERTIFICATE_NAME",
+    "FORMAT",
+    "CaseCertificate",
+    "CaseRecord",
+    "Certificate",
+    "GsnFtSummary",
+    "HistoryRow",
+    "Lipschitz",
+    "ModelRecord",
+    "RepairRecord",
+    "Summary",
+    "finite",
+]

@@ -1,0 +1,225 @@
+"""What a run records beside its verdicts, one record per kind of run: the numbers the terminal
+summary, the ``warp-check`` output and the report show.
+
+Each record's JSON (:meth:`to_dict`) is its fields in order, so the xdist run files and
+report.json keep one shape; :func:`read_details` reads one back for the run it belongs to.
+Standard library only: a warm check builds these without numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from warp_check.cases import Kind
+from warp_check.certify.certificate import Certificate, HistoryRow, Summary
+from warp_check.files import jsonable
+from warp_check.repair.settings import RepairSettings
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.suite.loader import Suite
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.repair.loop import IterationRecord
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return dataclasses.asdict(value)  # type: ignore[arg-type]
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _counts(data: Mapping[str, int]) -> dict[Kind, int]:
+    return {Kind(kind): count for kind, count in data.items()}
+
+
+class _Record:
+    """JSON for a details record: its fields in order. ``_READ`` and ``_WRITE`` name the fields
+    that are not plain JSON values, and how to read and write them."""
+
+    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
+    _WRITE: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        names = [f.name for f in dataclasses.fields(self)]  # type: ignore[arg-type]
+        return jsonable({name: self._WRITE.get(name, _plain)(getattr(self, name)) for name in names})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Any:
+        read = {"counts": _counts} | dict(cls._READ)
+        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        return cls(**{name: read.get(name, _same)(data[name]) for name in names if name in data})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunDetails(_Record):
+    """What every run of a suite records; all a run that failed before its verdicts has."""
+
+    model: str | None
+    suite_sha256: str
+    counts: Mapping[Kind, int]  # the suite's cases per kind
+    computed_by: str | None = None  # under pytest: "main", or the xdist worker that ran it for all
+
+    @classmethod
+    def of(cls, suite: Suite, **fields: Any) -> Any:
+        """This kind of details for ``suite``: its model folder, digest and counts, then ``fields``."""
+        common = {"model": str(suite.model_dir), "suite_sha256": suite.digest(), "counts": _suite_counts(suite)}
+        return cls(**common | fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        by = out.pop("computed_by")  # written last, after whatever the run's own details are
+        return out if by is None else out | {"computed_by": by}
+
+
+def _suite_counts(suite: Suite) -> dict[Kind, int]:
+    return {kind: suite.count(kind) for kind in Kind}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckDetails(RunDetails):
+    selected: int  # cases checked (pytest's selection)
+    head: str  # the head's chain, e.g. "pre_classifier → relu → classifier"
+    encoded: int  # cases through the encoder
+    from_cache: int
+    encode_seconds: float
+    model_loaded: bool  # False: answered from a warm entry
+
+
+@dataclass(frozen=True, kw_only=True)
+class IterationSummary:
+    """One iteration of the repair loop, as a run reports it."""
+
+    iteration: int
+    min_gap_fix: float | None
+    min_gap_keep: float | None
+    fix_met: int
+    keep_met: int
+    step_norm: float
+    seconds: float
+
+    @classmethod
+    def of(cls, record: IterationRecord) -> IterationSummary:
+        return cls(**{f.name: getattr(record, f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GsnFtNote:
+    applied: bool
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairDetails(RunDetails):
+    head: str
+    encoded: int
+    from_cache: int
+    encode_seconds: float
+    status: RunStatus
+    repair_message: str
+    iterations: int
+    repair_seconds: float
+    kappa_before: float | None  # mean GSN κ over must_fix
+    kappa_after: float | None
+    gsn_ft: GsnFtNote
+    certs: Summary | None  # None: no certificate was computed
+    excluded: tuple[str, ...]  # must_keep cases the original model got wrong
+    artefact: str | None  # where the repaired model went; None: nothing written
+    history: tuple[IterationSummary, ...]
+    settings: RepairSettings
+    gamma_s: float
+    gamma_h: float
+    lipschitz: float | None
+
+    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "status": RunStatus,
+        "gsn_ft": lambda d: GsnFtNote(**d),
+        "certs": lambda d: Summary(**d) if d else None,
+        "excluded": tuple,
+        "history": lambda rows: tuple(IterationSummary(**r) for r in rows),
+        "settings": RepairSettings.from_dict,
+    }
+    _WRITE: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"certs": lambda s: {} if s is None else _plain(s)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditDetails(RunDetails):
+    certificate: str  # the certificate's path
+    checks: int
+    failed_checks: tuple[str, ...]  # what each failed check says
+    not_in_suite: tuple[str, ...]  # certified cases the suite does not have
+    gamma_s: float
+    gamma_h: float
+
+    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"failed_checks": tuple, "not_in_suite": tuple}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CertificateDetails(_Record):
+    """A repair run as a certificate file tells it (no suite: only what the file claims)."""
+
+    model: str | None
+    counts: Mapping[Kind, int]  # the certified cases per kind
+    iterations: int
+    repair_seconds: float
+    kappa_before: float | None
+    kappa_after: float | None
+    certs: Summary
+    excluded: tuple[str, ...]
+    history: tuple[HistoryRow, ...]
+    gamma_s: float
+    gamma_h: float
+    lipschitz: float
+    artefact: str | None  # the folder holding the certificate
+
+    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "certs": lambda d: Summary(**d),
+        "excluded": tuple,
+        "history": lambda rows: tuple(HistoryRow(**r) for r in rows),
+    }
+
+    @classmethod
+    def of(cls, certificate: Certificate, *, artefact: str | None) -> CertificateDetails:
+        counts: dict[Kind, int] = {}
+        for case in certificate.cases:
+            counts[case.kind] = counts.get(case.kind, 0) + 1
+        repair = certificate.repair
+        return cls(
+            model=certificate.model.source,
+            counts=counts,
+            iterations=repair.iterations,
+            repair_seconds=repair.seconds,
+            kappa_before=repair.gsn_kappa_before,
+            kappa_after=repair.gsn_kappa_after,
+            certs=certificate.summary,
+            excluded=repair.excluded_must_keep,
+            history=repair.history,
+            gamma_s=certificate.settings.gamma_s,
+            gamma_h=certificate.settings.gamma_h,
+            lipschitz=certificate.lipschitz.L,
+            artefact=artefact,
+        )
+
+
+Details = RunDetails | CheckDetails | RepairDetails | AuditDetails | CertificateDetails
+_BY_MODE: dict[Mode, type[RunDetails]] = {
+    Mode.CHECK: CheckDetails,
+    Mode.REPAIR: RepairDetails,
+    Mode.AUDIT: AuditDetails,
+}
+
+
+def read_details(mode: Mode, status: RunStatus, data: Mapping[str, Any]) -> Details:
+    """The details of a run of ``mode`` that ended with ``status``, from their JSON."""
+    if status is RunStatus.ERROR:
+        return RunDetails.from_dict(data)
+    if mode is Mode.REPAIR and "suite_sha256" not in data:  # read from a certificate: no suite
+        return CertificateDetails.from_dict(data)
+    return _BY_MODE[mode].from_dict(data)
