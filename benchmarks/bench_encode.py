@@ -103,7 +103,7 @@ def measure(model_dir: Path, texts: list[str], batch_size: int, device: str, thr
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_encode", description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("minilm", "bert-base"), default="minilm")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -111,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     add_output_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     texts = [row["text"] for row in read_tsv("sst2", "train")[: args.cases]]
     with tempfile.TemporaryDirectory() as work:

@@ -45,12 +45,17 @@ def measure(model_type: str, work: Path) -> dict[str, Any]:
     return row | {"ok": ok, "exit_codes": codes, **summary, "output": None if ok else said.getvalue()[-2000:]}
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.families", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--families", default=",".join(testkit("families").FAMILIES), help="model types, comma-separated"
     )
     add_output_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     rows = []
     for model_type in args.families.split(","):

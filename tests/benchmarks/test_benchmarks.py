@@ -16,7 +16,17 @@ from testkit.suite_builder import write_suite
 
 from benchmarks import attack_shape, bench_e2e, bench_scale, data, head_shape, results, sst2_problem, synthetic
 
-SCRIPTS = ("bench_qp", "bench_repair", "bench_scale", "bench_e2e", "paper_tables", "head_shape", "attack_shape")
+SCRIPTS = (
+    "bench_qp",
+    "bench_repair",
+    "bench_scale",
+    "bench_e2e",
+    "bench_encode",
+    "paper_tables",
+    "head_shape",
+    "attack_shape",
+    "families",
+)
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,7 @@ MISTAKES = {
         toml("{model}", model_lines="layers = 'auto'"),
         {"fix.jsonl": GOOD},
         "suite/warp.toml:3: field 'model.layers': unknown key 'layers' in [model] (did you mean 'layer'?); "
-        "known keys: path, factory, layer, max_length, batch_size",
+        "known keys: path, factory, id, revision, allow_moving_revision, layer, max_length, batch_size",
     ),
     "unknown repair key": (
         toml("{model}") + "\n[repair]\nrank = 2\nrnak = 4\n",
@@ -108,7 +108,7 @@ MISTAKES = {
         toml("{model}"),
         {"fix.jsonl": '{"text": "good", "lable": "positive"}\n'},
         "suite/fix.jsonl:1: field 'lable': unknown field (did you mean 'label'?); known fields: id, text, "
-        "text_pair, label, kind, source, original",
+        "text_pair, label, kind, source, original, fixed_by",
     ),
     "unknown label": (
         toml("{model}"),

@@ -127,7 +127,11 @@ def test_the_model_override_and_a_factory_give_the_model_folder(tmp_path, model)
             {},
             "warp.toml:4: field 'model.max_length': must be an integer >= 1",
         ),
-        (('path = "../model"', 'path = "../model"\nfactory = "m.py:f"'), {}, "field 'model.factory': give either"),
+        (
+            ('path = "../model"', 'path = "../model"\nfactory = "m.py:f"'),
+            {},
+            "field 'model.factory': give one of model.path, model.factory or model.id, not path and factory",
+        ),
         (('[[cases]]\npath = "keep.jsonl"', '[[cases]]\npath = "fix.jsonl"'), {}, "is already listed in cases[0]"),
         (("max_length = 64", 'layer = ["a", "b"]'), {}, "field 'model.layer': ['a', 'b'] is not a layer"),
         (('name = "reviews"', 'name = ""'), {}, "warp.toml:1: field 'name': must be a non-empty string"),
