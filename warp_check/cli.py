@@ -14,12 +14,13 @@ attack: 0 when the recipe ran to the end, whatever it found (0 successes is a fi
 error); 2 also for a recipe that cannot run here (unknown, needs the network, missing
 warp-check[attack] or NLTK data), refused before anything is built or written; 130 on Ctrl-C,
 after writing the cases found until then.
-Suites and case verdicts come from :mod:`warp_check.session`, so the words are pytest's.
+Suites and case verdicts come from :mod:`warp_check.runs`, so the words are pytest's.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -27,9 +28,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from warp_check.cases import Kind
+from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
+from warp_check.certify.verify import verify
+from warp_check.errors import SettingsError, WarpError
+from warp_check.extras.attacks import (
+    STATUS_MEANING,
+    STATUSES,
+    RecipeSettings,
+    check_out,
+    check_ready,
+    default_out,
+    resolve_recipe,
+    run_attack,
+)
+from warp_check.extras.baselines import TrainSettings
+from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
+from warp_check.runs.audit import audit
 from warp_check.runs.check import check, check_warm, warm_entry
+from warp_check.runs.details import CheckDetails, RepairDetails
 from warp_check.runs.load import load_adapter
+from warp_check.runs.modes import Mode
+from warp_check.runs.repair import repair
+from warp_check.runs.report import REPORT_JSON, run_from_certificate, write_report
+from warp_check.runs.result import RunResult
 from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
+from warp_check.suite.loader import SUITE_FILE, load_suite
+from warp_check.version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FLAGS = {"rank": "--rank", "gamma_s": "--gamma-s", "gamma_h": "--gamma-h"}
@@ -49,8 +74,6 @@ def _finite_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from warp_check.version import __version__
-
     parser = _Parser(
         prog="warp-check",
         description="Test and repair text classifiers against behavioural suites (WARP), outside pytest.",
@@ -162,7 +185,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from warp_check.errors import WarpError
 
     try:
         return {
@@ -189,8 +211,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace):
-    from warp_check.suite.loader import load_suite
-
     suite = load_suite(args.suite, model=args.model)
     if args.cache is None:
         workdir(suite)
@@ -201,7 +221,6 @@ def _load(args: argparse.Namespace):
 
 
 def _check(args: argparse.Namespace) -> int:
-
     suite, cache = _load(args)
     # An earlier check of this exact folder answers without loading the model.
     warm = check_warm(suite, warm_entry(suite, cache), cache_dir=cache)
@@ -210,15 +229,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    from warp_check.errors import SettingsError
-
     suite, cache = _load(args)
     try:
         settings = suite.settings(rank=args.rank, gamma_s=args.gamma_s, gamma_h=args.gamma_h)
     except SettingsError as exc:
         print(f"warp-check repair: error: {FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from warp_check.runs.repair import repair  # numpy and the solvers: only for a repair
 
     out = Path(args.out) if args.out else default_out_dir(suite)
     adapter = load_adapter(suite)
@@ -228,8 +244,6 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _finish(args: argparse.Namespace, result) -> int:
     if getattr(args, "report", None):
-        from warp_check.runs.report import write_report
-
         path = write_report(args.report, [result])
         if not args.json:
             print(f"report: {path}")
@@ -241,10 +255,6 @@ def _finish(args: argparse.Namespace, result) -> int:
 
 
 def _print_result(result, *, quiet: bool) -> None:
-    from warp_check.cases import Kind
-    from warp_check.runs.details import CheckDetails, RepairDetails
-    from warp_check.runs.modes import Mode
-
     details = result.details
     print(f"suite '{result.name}' ({result.suite}): {result.mode.value} mode")
     if details.model:
@@ -270,15 +280,9 @@ def _print_result(result, *, quiet: bool) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from warp_check.certify.verify import verify
-    from warp_check.runs.audit import audit
-
     model_dir = Path(args.model_dir)
     certificate = Path(args.certificate) if args.certificate else None
     if args.suite:
-        from warp_check.certify.certificate import CERTIFICATE_NAME
-        from warp_check.suite.loader import load_suite
-
         suite = load_suite(args.suite, model=model_dir)
         result = audit(
             suite, model_dir, certificate or model_dir / CERTIFICATE_NAME, cache_dir=args.cache, progress=not args.json
@@ -305,12 +309,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
-    from warp_check.errors import WarpError
-    from warp_check.runs.report import REPORT_JSON, run_from_certificate, write_report
-    from warp_check.runs.result import RunResult
-    from warp_check.suite.loader import SUITE_FILE
-
     source = Path(args.source)
     if source.is_dir() and (source / CERTIFICATE_NAME).is_file() and not (source / SUITE_FILE).is_file():
         source = source / CERTIFICATE_NAME
@@ -360,11 +358,6 @@ def _name_list(text: str) -> tuple[str, ...]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from warp_check.errors import SettingsError
-    from warp_check.extras.baselines import TrainSettings
-    from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
-    from warp_check.suite.loader import load_suite
-
     suite = load_suite(args.suite, model=args.model)
     if args.out:
         check_out_path(args.out, suite.model_dir)  # before the training, not after
@@ -421,19 +414,6 @@ EXIT_INTERRUPTED = 130
 
 
 def _attack(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from warp_check.errors import SettingsError
-    from warp_check.extras.attacks import (
-        RecipeSettings,
-        check_out,
-        check_ready,
-        default_out,
-        resolve_recipe,
-        run_attack,
-    )
-    from warp_check.suite.loader import load_suite
-
     recipe = resolve_recipe(args.recipe)  # refuses online-only and unknown recipes before any import
     try:
         settings = RecipeSettings(
@@ -462,8 +442,6 @@ def _attack(args: argparse.Namespace) -> int:
 
 
 def _print_attack(suite, run, *, quiet: bool) -> None:
-    from warp_check.extras.attacks import STATUS_MEANING, STATUSES
-
     kind, seed = run.settings.source_kind.value, run.settings.seed
     print(f"suite '{suite.name}' ({suite.toml}): {run.recipe} on {run.selected} {kind} case(s), seed {seed}")
     for status in STATUSES:
