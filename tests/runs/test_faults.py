@@ -24,6 +24,7 @@ import pytest
 from testkit.suite_builder import tree_digest, write_suite
 
 from warp_check import verify
+from warp_check.certify import artefact
 from warp_check.certify import certificate as certificate_module
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
@@ -197,6 +198,18 @@ def _full_disk_at(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
             _no_space()
 
         monkeypatch.setattr(PreTrainedModel, "save_pretrained", half_weights)
+    elif where == "safetensors":  # the real writer's own error, not an OSError
+
+        def safetensors_full(tensors, filename, *_args, **_kwargs):
+            from safetensors import SafetensorError
+
+            Path(filename).write_bytes(b"\x00" * 64)
+            raise SafetensorError(
+                "Error while serializing: "
+                'IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+            )
+
+        monkeypatch.setattr("transformers.modeling_utils.safe_save_file", safetensors_full)
     elif where == "tokenizer":
         monkeypatch.setattr(PreTrainedTokenizerBase, "save_pretrained", _no_space)
     elif where == "certificate":
@@ -215,7 +228,7 @@ def _full_disk_at(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError(where)
 
 
-FULL_DISK_STEPS = ["weights", "tokenizer", "certificate", "fsync"]
+FULL_DISK_STEPS = ["weights", "safetensors", "tokenizer", "certificate", "fsync"]
 
 
 @pytest.mark.parametrize("where", FULL_DISK_STEPS)
@@ -243,6 +256,31 @@ def test_a_failed_rename_over_an_older_artefact_puts_the_older_one_back(suite, t
         return real(src, dst)
 
     monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(artefact, "_exchange", lambda a, b: False)  # the two-rename path
+    assert repair(suite, out, "--rank", "3") == 2
+    assert "Input/output error" in capsys.readouterr().err
+    assert tree_digest(out) == older and leftovers(out) == []
+
+
+def test_folders_are_exchanged_in_one_step_where_the_system_can(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "name").write_text(folder.name)
+    if not artefact._exchange(a, b):
+        pytest.skip("no renameat2(RENAME_EXCHANGE) here: the two-rename path is tested on its own")
+    assert ((a / "name").read_text(), (b / "name").read_text()) == ("b", "a")
+
+
+def test_a_failed_exchange_over_an_older_artefact_leaves_the_older_one(suite, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    assert repair(suite, out) == 0
+    older = tree_digest(out)
+
+    def exchange(a, b):
+        raise OSError(errno.EIO, os.strerror(errno.EIO), str(b))
+
+    monkeypatch.setattr(artefact, "_exchange", exchange)
     assert repair(suite, out, "--rank", "3") == 2
     assert "Input/output error" in capsys.readouterr().err
     assert tree_digest(out) == older and leftovers(out) == []
@@ -296,15 +334,21 @@ SERVER = textwrap.dedent(
                 fsync_tree(folder)
                 pause()
             artefact._fsync_tree = fsync_then_pause
-        elif step in ("rename", "old-moved-away", "renamed"):
+        elif step in ("rename", "renamed"):
+            put_in_place = artefact._put_in_place
+            def paused_put_in_place(tmp, dst):
+                if step == "rename":
+                    pause()
+                put_in_place(tmp, dst)
+                if step == "renamed":
+                    pause()
+            artefact._put_in_place = paused_put_in_place
+        elif step == "old-moved-away":  # a system without an atomic exchange: two renames
+            artefact._exchange = lambda a, b: False
             rename = os.rename
             def paused_rename(src, dst):
-                if step == "rename" and Path(dst) == Path(out):
-                    pause()
                 rename(src, dst)
-                if step == "old-moved-away" and Path(src) == Path(out):
-                    pause()
-                if step == "renamed" and Path(dst) == Path(out):
+                if Path(src) == Path(out):
                     pause()
             os.rename = paused_rename
 
@@ -402,8 +446,10 @@ def test_sigkill_at_each_step_of_the_save_and_at_random_moments_never_leaves_hal
     randoms = [tmp_path / f"out-random-{i}" for i in range(RANDOM_KILLS)]
     server = Server(suite, tmp_path, [*outs.items()] + [("random", out) for out in randoms])
     start = time.monotonic()
-    for step in ("old-moved-away", "renamed"):  # a repair over an older artefact (while the child imports)
+    older = {}
+    for step in ("rename", "old-moved-away", "renamed"):  # a repair over an older artefact (while the child imports)
         assert repair(suite, outs[step]) == 0
+        older[step] = tree_digest(outs[step])
     duration = (time.monotonic() - start) / 2  # of one whole repair, to spread the random kills over
 
     outcomes = {}
@@ -415,15 +461,21 @@ def test_sigkill_at_each_step_of_the_save_and_at_random_moments_never_leaves_hal
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         outcomes[step] = assert_absent_or_valid(out)
         assert tree_digest(distilbert_dir) == before
-    # Killed before the rename: nothing; the older one moved away: absent, never half; renamed: whole.
+    # Killed before the new folder took its place: nothing new, and an older artefact still there
+    # whole; renamed: the new one, whole. Without an atomic exchange (two renames), a kill between
+    # them leaves the older artefact beside its place, and the next writer puts it back.
     assert outcomes == {
         "weights-written": "absent",
         "tokenizer": "absent",
         "fsync": "absent",
-        "rename": "absent",
+        "rename": "complete",
         "old-moved-away": "absent",
         "renamed": "complete",
     }
+    assert tree_digest(outs["rename"]) == older["rename"]
+    artefact._remove_stale(outs["old-moved-away"])
+    assert tree_digest(outs["old-moved-away"]) == older["old-moved-away"]
+    assert leftovers(outs["old-moved-away"]) == []
 
     # Random moments: spread over how long a whole repair takes here.
     rng = random.Random(7)

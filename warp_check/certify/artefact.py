@@ -1,14 +1,17 @@
 """The certified artefact: a Hugging Face folder plus ``warp_certificate.json``, written atomically.
 
-The folder is assembled under a temporary name beside its destination and renamed into
-place, so a reader sees either no folder or a complete one; the input model is never
-written to. The certificate carries SHA-256 hashes of the repair layer and of every other
-parameter, so anyone can check later what changed.
+The folder is assembled under a temporary name beside its destination and put in its place
+in one step (an atomic exchange with an older artefact where the system has one), so a reader
+sees the older artefact or the new one, never half of one and never nothing where there was
+something; the input model is never written to. The certificate carries SHA-256 hashes of
+the repair layer and of every other parameter, so anyone can check later what changed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import re
 import shutil
@@ -31,11 +34,7 @@ def _fsync_tree(folder: Path) -> None:
         if path.is_file():
             with open(path, "rb") as handle:
                 os.fsync(handle.fileno())
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync_dir(folder)
 
 
 def check_destination(out_dir: str | Path, source: str | Path | None) -> Path:
@@ -100,12 +99,67 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _remove_stale(out: Path) -> None:
-    """Temp folders of writers that died (killed mid-save): named with their pid, removed when it is gone."""
-    pattern = re.compile(rf"^\.{re.escape(out.name)}\.(?:tmp|old)-(\d+)-")
-    for sibling in out.parent.iterdir():
+    """What writers that died (killed mid-save) left beside ``out``, named with their pid: a temp
+    folder is removed; an older artefact a two-step replacement had moved away goes back in place
+    if nothing took it."""
+    pattern = re.compile(rf"^\.{re.escape(out.name)}\.(tmp|old)-(\d+)-")
+    for sibling in sorted(out.parent.iterdir()):
         m = pattern.match(sibling.name)
-        if m and int(m[1]) != os.getpid() and not _pid_alive(int(m[1])):
-            shutil.rmtree(sibling, ignore_errors=True)
+        if not m or int(m[2]) == os.getpid() or _pid_alive(int(m[2])):
+            continue
+        if m[1] == "old" and (sibling / "old").is_dir() and not out.exists():
+            os.rename(sibling / "old", out)
+        shutil.rmtree(sibling, ignore_errors=True)
+
+
+# renameat2(2)'s RENAME_EXCHANGE: swap two paths in one step (Linux ≥ 3.15, glibc ≥ 2.28).
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the folders ``a`` and ``b`` atomically; False where the system or the file system
+    cannot (the caller falls back to two renames)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _put_in_place(tmp: Path, out: Path) -> None:
+    """The finished folder ``tmp`` becomes ``out``; an older ``out`` is removed only once it has."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    if _exchange(tmp, out):
+        _fsync_dir(out.parent)
+        shutil.rmtree(tmp, ignore_errors=True)  # the older artefact, now under the temp name
+        return
+    # Two renames: a writer killed between them leaves the older artefact in .<out>.old-<pid>-*,
+    # and the next writer puts it back (_remove_stale) if nothing else took its place.
+    trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-{os.getpid()}-"))
+    os.rename(out, trash / "old")
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        os.rename(trash / "old", out)  # the previous model goes back where it was
+        os.rmdir(trash)
+        raise
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_artefact(
@@ -181,20 +235,12 @@ def _write(model: Any, tokenizer: Any, certificate: Certificate, out: Path, repa
         for path in [tmp, *tmp.rglob("*")]:  # the folder and safetensors' own temp-file writes
             as_if_created(path, directory=path.is_dir())
         _fsync_tree(tmp)
-        if out.exists():
-            trash = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-{os.getpid()}-"))
-            os.rename(out, trash / "old")
-            try:
-                os.rename(tmp, out)
-            except BaseException:
-                os.rename(trash / "old", out)  # the previous model goes back where it was
-                os.rmdir(trash)
-                raise
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
+        _put_in_place(tmp, out)
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if type(exc).__name__ == "SafetensorError" and "No space left on device" in str(exc):
+            # safetensors reports a full disk as its own error, not an OSError: the same message
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out)) from None
         raise
     return out
 
