@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from warp_check.errors import WarpError
-from warp_check.runs.report import write_report
+from warp_check.runs.report import check_report_destination, write_report
 
 from . import record
 from .items import VERDICT, CaseItem, SuiteFile
@@ -30,6 +30,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     state = WarpSession(config, read_options(config))
+    if state.options.report is not None:
+        try:
+            check_report_destination(state.options.report)
+        except WarpError as exc:
+            raise pytest.UsageError(f"--warp-report: {exc}") from None
     config.stash[STATE] = state
     config.pluginmanager.register(state, "warp-session")  # for pytest_runtest_logreport
     record.register(config, state.options.record)
@@ -87,6 +92,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         state.report_path = write_report(state.options.report, state.report_runs())
     except (OSError, WarpError) as exc:
         state.report_error = str(exc)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR  # asked for and not written: the run did not do its job
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from warp_check.errors import WarpError
+from warp_check.runs import notices
 from warp_check.runs.check import check, check_warm, warm_entry
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import Mode
@@ -127,6 +128,11 @@ class WarpSession:
         return self.results[key]
 
     def _compute(self, key: Path, suite: Suite, selected: Sequence[str]) -> RunResult:
+        with notices.collected() as warned:
+            result = self._run(key, suite, selected)
+        return dataclasses.replace(result, warnings=result.warnings + tuple(warned)) if warned else result
+
+    def _run(self, key: Path, suite: Suite, selected: Sequence[str]) -> RunResult:
         mode = self.options.mode
         try:
             if mode is Mode.CHECK:

@@ -52,6 +52,7 @@ def _suite_lines(run: RunResult, verdicts: Sequence[Verdict], root: Path) -> lis
             f"{details.encode_seconds:.2f} s"
             + ("; model not loaded (same folder as the last check)" if _warm(details) else "")
         )
+    out += [f"  warning: {warning}" for warning in run.warnings]
     if run.status is RunStatus.ERROR:
         out.append(f"  {run.message}")
     elif isinstance(details, AuditDetails):

@@ -23,7 +23,9 @@ import argparse
 import dataclasses
 import json
 import math
+import signal
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 from warp_check.cases import Kind
 from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.certify.verify import verify
-from warp_check.errors import SettingsError, WarpError
+from warp_check.errors import SettingsError, WarpError, WarpWarning
 from warp_check.extras.attacks import (
     STATUS_MEANING,
     STATUSES,
@@ -50,7 +52,7 @@ from warp_check.runs.details import CheckDetails, RepairDetails
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import Mode
 from warp_check.runs.repair import repair
-from warp_check.runs.report import REPORT_JSON, run_from_certificate, write_report
+from warp_check.runs.report import REPORT_JSON, check_report_destination, run_from_certificate, write_report
 from warp_check.runs.result import RunResult
 from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
 from warp_check.suite.loader import SUITE_FILE, load_suite
@@ -185,7 +187,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", WarpWarning)  # each one a line, not Python's two-line format
+        warnings.showwarning = _show_warning
+        return _run(args)
 
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, WarpWarning):
+        print(f"warp-check: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return {
             "check": _check,
@@ -202,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         print(f"warp-check {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:  # pragma: no cover - interactive
+    except KeyboardInterrupt:  # Ctrl-C: one line, what was half written is already removed
         print("warp-check: interrupted", file=sys.stderr)
         return 130
 
@@ -211,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace):
+    if getattr(args, "report", None):
+        check_report_destination(args.report)  # a report that cannot be written fails before the work
     suite = load_suite(args.suite, model=args.model)
     if args.cache is None:
         workdir(suite)
@@ -473,5 +490,14 @@ def _print_attack(suite, run, *, quiet: bool) -> None:
         print(f"  caution: {run.caveat}")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+def console() -> None:
+    """The ``warp-check`` command: :func:`main`, then exit with its code. A Ctrl-C that arrives once
+    the work is done, while Python shuts down, is ignored: it would end the process by the signal,
+    with no message, after everything was written and said."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    console()

@@ -54,3 +54,11 @@ class CertificateError(WarpError):
 
 class ArtefactError(WarpError):
     """The repaired model could not be written (or would overwrite what it must not)."""
+
+
+class WarpWarning(UserWarning):
+    """Base class of the warnings warp-check gives: something went wrong that the run survives."""
+
+
+class CacheWarning(WarpWarning):
+    """The representation cache cannot be written: the run goes on without it, answers unchanged."""

@@ -112,6 +112,25 @@ def test_any_change_to_the_model_folder_is_a_miss(suite_dir: Path, model_copy: P
     assert warm_check(suite_dir, cache) is not None
 
 
+def test_a_suite_inside_its_model_folder_is_warm(model_copy: Path, tiny_split):
+    # Its warp.toml, case files and .warp/ (the cache itself) are not the model: the digest skips them.
+    wrong, right = tiny_split
+    suite_dir = write_suite(model_copy / "gate", model=model_copy, fix=wrong, keep=right)
+    cache = suite_dir / ".warp" / "cache"
+    cold = cold_check(suite_dir, cache)
+    (suite_dir / "notes.jsonl").write_text("{}\n")
+    warm = warm_check(suite_dir, cache)
+    assert warm is not None and comparable(warm) == comparable(cold)
+
+
+def test_suite_state_and_hidden_files_are_not_model_files():
+    suite_state = (".warp/cache/x.npy", ".git/HEAD", "gate/.warp/runs/r.json", "warp.toml", "gate/fix.jsonl")
+    for name in suite_state:
+        assert not fingerprint.is_model_file(Path(name)), name
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "vocab.txt", "onnx/model.onnx", "README.md"):
+        assert fingerprint.is_model_file(Path(name)), name
+
+
 def test_a_case_the_cache_has_not_seen_is_a_miss_and_entries_merge(
     suite_dir: Path, tmp_path: Path, model_copy: Path, tiny_split
 ):

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from testkit import disks
 from testkit.suite_builder import tree_digest, write_suite
 
 from warp_check import verify
@@ -260,6 +261,66 @@ def test_a_failed_rename_over_an_older_artefact_puts_the_older_one_back(suite, t
     assert repair(suite, out, "--rank", "3") == 2
     assert "Input/output error" in capsys.readouterr().err
     assert tree_digest(out) == older and leftovers(out) == []
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A real 512 KiB tmpfs (root only; elsewhere the monkeypatched full-disk tests stand in)."""
+    with disks.tmpfs(tmp_path / "disk", "512k") as folder:
+        if folder is None:
+            pytest.skip("cannot mount a tmpfs here (not root): the monkeypatched full-disk tests cover the paths")
+        yield folder
+
+
+def test_an_out_folder_without_room_is_refused_before_the_encode(suite, small_disk, capsys, monkeypatch):
+    out = small_disk / "out"
+    disks.fill(small_disk, leave=64 * 1024)
+    monkeypatch.setattr("warp_check.model.encode.encode_cases", lambda *a, **k: pytest.fail("encoded first"))
+    assert repair(suite, out) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "MiB free there, the repaired model needs about" in line and "choose another --warp-out" in line
+    assert not out.exists()
+
+
+def test_a_read_only_out_folder_is_refused_before_the_encode(suite, small_disk, capsys, monkeypatch):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    monkeypatch.setattr("warp_check.model.encode.encode_cases", lambda *a, **k: pytest.fail("encoded first"))
+    assert repair(suite, small_disk / "out") == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "cannot be written (Read-only file system" in line
+
+
+def test_a_disk_that_fills_during_the_save_is_one_clear_error(suite, small_disk, capsys, monkeypatch):
+    # Room when the run starts, none when it saves (another job took it): the real SafetensorError.
+    out = small_disk / "out"
+    monkeypatch.setattr(artefact, "check_room", lambda out, source: None)
+    disks.fill(small_disk, leave=16 * 1024)
+    assert repair(suite, out) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("warp-check repair: error: No space left on device")
+    assert not out.exists() and leftovers(out) == []
+
+
+def test_a_full_cache_is_one_warning_and_the_same_answers(suite, small_disk, capsys):
+    disks.fill(small_disk, leave=0)
+    assert main(["check", str(suite), "--cache", "none", "--json"]) == 1
+    without = json.loads(capsys.readouterr().out)
+    assert main(["check", str(suite), "--cache", str(small_disk / "cache"), "--json"]) == 1
+    captured = capsys.readouterr()
+    (warning,) = captured.err.splitlines()
+    assert warning.startswith("warp-check: warning: the representation cache") and "No space left" in warning
+    assert json.loads(captured.out)["cases"] == without["cases"]
+
+
+def test_a_full_cache_under_pytest_is_one_warning_not_failures(pytester, suite, small_disk):
+    disks.fill(small_disk, leave=0)
+    args = ("-p", "no:randomly", "-p", "no:cacheprovider", str(suite))
+    without = pytester.runpytest(*args, "--warp-cache", "none").parseoutcomes()
+    # With warnings as errors too (as this project runs its own tests): a cache is not the gate.
+    result = pytester.runpytest(*args, "-W", "error", "--warp-cache", str(small_disk / "cache"))
+    assert result.parseoutcomes() == without
+    result.stdout.fnmatch_lines(["  warning: the representation cache*No space left on device*"])
+    assert result.stdout.str().count("the representation cache") == 1
 
 
 def test_folders_are_exchanged_in_one_step_where_the_system_can(tmp_path):
@@ -506,3 +567,61 @@ def test_a_text_longer_than_the_model_takes_is_truncated_not_a_crash(distilbert_
     assert main(["check", str(suite), "--cache", "none", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert {c["id"] for c in data["cases"]} >= {"long"}
+
+
+# -- a report that cannot be written ------------------------------------------------------------------
+
+
+def test_a_report_folder_that_is_a_file_is_a_usage_error_before_the_work(suite, tmp_path, capsys, monkeypatch):
+    taken = tmp_path / "report"
+    taken.write_text("a file")
+    monkeypatch.setattr("warp_check.cli.load_adapter", lambda *a, **k: pytest.fail("loaded the model first"))
+    assert main(["check", str(suite), "--cache", "none", "--report", str(taken)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "exists and is not a folder" in line
+
+
+def test_a_report_pytest_cannot_write_fails_the_run(pytester, suite, tmp_path, monkeypatch):
+    taken = tmp_path / "taken"
+    taken.write_text("a file")
+    args = ("-p", "no:randomly", "-p", "no:cacheprovider", str(suite))
+    result = pytester.runpytest(*args, "--warp-report", str(taken))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--warp-report: report folder*exists and is not a folder*"])
+
+    def disk_full(out_dir, runs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out_dir))
+
+    monkeypatch.setattr("pytest_warp.plugin.write_report", disk_full)
+    result = pytester.runpytest(*args, "--warp-report", str(tmp_path / "report"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["report NOT written: *No space left on device*"])
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_at_any_moment_is_one_line_and_leaves_nothing_half_written(suite, tmp_path):
+    # SIGINT to a whole CLI repair at moments spread over it: loading, encoding, the loop, the save.
+    # Either it finished (exit 0, a complete artefact) or it says it was interrupted, exit 130,
+    # no traceback, and the out folder is absent or complete, with nothing left beside it.
+    command = [sys.executable, "-m", "warp_check.cli", "repair", str(suite), "--cache", "none", "-q"]
+    env = os.environ | {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    start = time.monotonic()
+    full = subprocess.run([*command, "--out", str(tmp_path / "full")], env=env, capture_output=True, text=True)
+    assert full.returncode == 0, full.stderr
+    duration = time.monotonic() - start
+    for i, fraction in enumerate((0.35, 0.6, 0.8, 0.95)):
+        out = tmp_path / f"out-{i}"
+        process = subprocess.Popen([*command, "--out", str(out)], env=env, stderr=subprocess.PIPE, text=True)
+        time.sleep(fraction * duration)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+        assert "Traceback" not in err, err
+        if process.returncode == 0:
+            assert assert_absent_or_valid(out) == "complete"
+        else:
+            assert process.returncode == 130, err
+            assert err.strip().splitlines()[-1] == "warp-check: interrupted"
+            assert_absent_or_valid(out)
+        assert leftovers(out) == []

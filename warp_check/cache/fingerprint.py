@@ -90,15 +90,30 @@ class FileDigests:
             pass  # a read-only cache: digests are only re-read next time
 
 
-def folder_sha256(folder: str | Path, digests: FileDigests) -> str:
-    """One digest of every file under ``folder`` (relative path and content), in a fixed order.
+# A suite's own files: transformers reads none of them when it loads a model.
+SUITE_FILES = ("warp.toml",)
+SUITE_SUFFIXES = (".jsonl",)
 
+
+def is_model_file(relative: Path) -> bool:
+    """Whether a file in a model folder can change the model: not under a hidden folder (``.warp``,
+    ``.git``, ``.cache``), not a hidden file, not a suite's warp.toml or JSONL case file."""
+    if any(part.startswith(".") for part in relative.parts):
+        return False
+    return relative.name not in SUITE_FILES and relative.suffix not in SUITE_SUFFIXES
+
+
+def folder_sha256(folder: str | Path, digests: FileDigests) -> str:
+    """One digest of every model file under ``folder`` (relative path and content), in a fixed order.
+
+    Suite state a model folder may hold is not the model (:func:`is_model_file`): a suite kept
+    inside its model folder would otherwise never be warm, its own ``.warp/`` changing the digest.
     Raises OSError if the folder or a file in it cannot be read.
     """
     root = Path(folder)
     if not root.is_dir():
         raise NotADirectoryError(str(root))
-    files = sorted(p for p in root.rglob("*") if p.is_file())
+    files = sorted(p for p in root.rglob("*") if p.is_file() and is_model_file(p.relative_to(root)))
     hasher = hashlib.sha256()
     for path in files:
         hasher.update(f"{path.relative_to(root).as_posix()}\0{digests.sha256(path)}\n".encode())

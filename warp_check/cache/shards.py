@@ -3,22 +3,27 @@
 Layout: ``<cache_dir>/<upstream sha256>/<shard sha256>.safetensors``; a shard holds ``v``
 (n, d_in) float32 and, in its metadata, the input digest of every row. Shards are written to a
 temporary file and renamed, so concurrent writers never corrupt one; a damaged shard is a miss.
+A cache is an optimisation: one that cannot be written (full disk, read-only folder) is given up
+with one CacheWarning, and the run goes on with the representations it computed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from warp_check.errors import CacheWarning
 from warp_check.files import replaced_atomically
 
 
 class ShardStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.given_up = False  # after a failed write: no more tries, no more warnings
 
     def load(self) -> dict[str, np.ndarray]:
         from safetensors import SafetensorError, safe_open
@@ -40,12 +45,24 @@ class ShardStore:
         return rows
 
     def save(self, keys: list[str], V: np.ndarray) -> None:
+        from safetensors import SafetensorError
         from safetensors.numpy import save_file
 
-        self.folder.mkdir(parents=True, exist_ok=True)
         V = np.ascontiguousarray(V, dtype=np.float32)
-        if not np.isfinite(V).all():  # never cache what evaluate() refuses
+        if self.given_up or not np.isfinite(V).all():  # never cache what evaluate() refuses
             return
         name = hashlib.sha256("\n".join(keys).encode()).hexdigest()
-        with replaced_atomically(self.folder / f"{name}.safetensors", suffix=".safetensors") as tmp:
-            save_file({"v": V}, tmp, metadata={"keys": json.dumps(keys)})
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with replaced_atomically(self.folder / f"{name}.safetensors", suffix=".safetensors") as tmp:
+                save_file({"v": V}, tmp, metadata={"keys": json.dumps(keys)})
+        except (OSError, SafetensorError) as exc:
+            self.given_up = True
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            warnings.warn(
+                CacheWarning(
+                    f"the representation cache {str(self.folder.parent)!r} cannot be written ({why}): "
+                    "going on without it (answers unchanged); free space there or pass --warp-cache none"
+                ),
+                stacklevel=2,
+            )

@@ -85,7 +85,41 @@ def claim_destination(out_dir: str | Path, source: str | Path | None) -> Destina
     other fails with a message instead of silently replacing the winner's model.
     """
     out = check_destination(out_dir, source)
+    check_room(out, source)
     return Destination(out, _identity(out))
+
+
+# Free space asked beyond the input model's own size: the certificate, a tokenizer saved anew.
+ROOM_MARGIN = 1.1
+ROOM_MIN_BYTES = 1 << 20
+
+
+def check_room(out: Path, source: str | Path | None) -> None:
+    """Refuse, before any work, an output folder that cannot be written or cannot hold the model.
+
+    The repaired model is as large as the input model (same tensors, same dtype): that much free
+    space, with a margin, must be where ``out`` will be made. The probe file is removed at once.
+    """
+    where = out if out.is_dir() else next(p for p in out.parents if p.exists())
+    try:
+        fd, probe = tempfile.mkstemp(dir=where, prefix=".warp-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ArtefactError(
+            f"output folder {str(out)!r} cannot be written ({exc.strerror or exc} in {str(where)!r}): "
+            "nothing was done; choose another --warp-out"
+        ) from None
+    if source is None or not Path(source).is_dir():
+        return
+    size = sum(f.stat().st_size for f in Path(source).iterdir() if f.is_file())
+    needed = max(int(ROOM_MARGIN * size), ROOM_MIN_BYTES)
+    free = shutil.disk_usage(where).free
+    if free < needed:
+        raise ArtefactError(
+            f"output folder {str(out)!r}: {free / 2**20:.1f} MiB free there, the repaired model needs about "
+            f"{needed / 2**20:.1f} MiB: nothing was done; free space or choose another --warp-out"
+        )
 
 
 def _pid_alive(pid: int) -> bool:

@@ -19,7 +19,12 @@ def load_adapter(suite: Suite) -> ClassifierAdapter:
         return ClassifierAdapter.from_pretrained(suite.model_dir, layer=suite.layer, max_length=suite.model.max_length)
     except ModelError as exc:
         text = str(exc)
-        where = "model.path" if text.startswith(("model folder", "cannot load the model")) else "model.layer"
+        if text.startswith(("model folder", "cannot load the model")):
+            where = "model.path"
+        elif "max_length" in text:
+            where = "model.max_length"
+        else:
+            where = "model.layer"
         if suite.model.factory is not None and where == "model.path" and not suite.model_overridden:
             where = "model.factory"
         raise suite.error(where, text) from None

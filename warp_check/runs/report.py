@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -299,6 +300,19 @@ def _table_markdown(run: RunResult) -> list[str]:
     return out
 
 
+def check_report_destination(out_dir: str | Path) -> Path:
+    """Refuse, before any work, a report folder that is a file or cannot be made."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise WarpError(f"report folder {str(out)!r} exists and is not a folder: choose another report folder")
+    existing = out if out.exists() else next((p for p in out.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise WarpError(f"report folder {str(out)!r}: {str(existing)!r} is a file, not a folder")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise WarpError(f"report folder {str(out)!r} cannot be written ({str(existing)!r} is not writable)")
+    return out
+
+
 def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:
     """Write report.md, report.json and the PNGs into ``out_dir``; returns the report.md path.
 
@@ -326,6 +340,7 @@ def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:
 
 __all__ = [
     "REPORT_JSON",
+    "check_report_destination",
     "REPORT_MD",
     "plot_convergence",
     "plot_gaps",

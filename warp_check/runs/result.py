@@ -94,6 +94,7 @@ class RunResult:
     message: str
     verdicts: tuple[Verdict, ...]
     details: Details
+    warnings: tuple[str, ...] = ()  # what went wrong that the run survived (a cache it could not write)
 
     @property
     def passed(self) -> bool:
@@ -125,6 +126,7 @@ class RunResult:
             "message": self.message,
             "details": self.details.to_dict(),
             "cases": [v.to_dict() for v in self.verdicts],
+            "warnings": list(self.warnings),
         }
 
     @classmethod
@@ -139,6 +141,7 @@ class RunResult:
             message=data["message"],
             details=read_details(mode, status, data["details"]),
             verdicts=tuple(Verdict.from_dict(v) for v in data.get("cases", ())),
+            warnings=tuple(data.get("warnings", ())),
         )
 
     def write_json(self, path: str | Path) -> Path:
