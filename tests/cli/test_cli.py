@@ -83,7 +83,6 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
         (["repair", "{suite}", "--rank", "0"], "warp-check repair: error: --rank: rank=0: must be an integer >= 1"),
         (["verify", "{suite}"], "warp-check verify: error: {suite}/warp_certificate.json: no certificate file here"),
         (["repair", "{suite}", "--gamma-s", "inf"], "argument --gamma-s: 'inf' is not a finite number"),
-        (["check", "{suite}", "--cache", "{suite}/warp.toml"], "warp-check check: error: "),
     ],
 )
 def test_usage_and_input_mistakes_exit_2_with_one_line(tmp_path, suite, distilbert_dir, argv, message, capsys):

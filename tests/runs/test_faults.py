@@ -312,6 +312,12 @@ def test_a_full_cache_is_one_warning_and_the_same_answers(suite, small_disk, cap
     assert json.loads(captured.out)["cases"] == without["cases"]
 
 
+def test_a_cache_path_that_is_a_file_is_one_warning_too(suite, capsys):
+    assert main(["check", str(suite), "--cache", str(suite / "warp.toml"), "-q"]) == 1  # the gate's own verdict
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert warning.startswith("warp-check: warning: the representation cache") and "going on without it" in warning
+
+
 def test_a_full_cache_under_pytest_is_one_warning_not_failures(pytester, suite, small_disk):
     disks.fill(small_disk, leave=0)
     args = ("-p", "no:randomly", "-p", "no:cacheprovider", str(suite))
