@@ -74,6 +74,8 @@ def run_size(
     max_iter: int | None = None,
     head: str = "random",
     source: str = "synthetic",
+    model: str = "distilbert",
+    paper_loop: bool = False,
 ) -> dict[str, object]:
     """One repair at one must_keep size, in this process (call it in a fresh one for the RSS).
 
@@ -83,7 +85,8 @@ def run_size(
     The row's ``_W_after`` (the repaired weight, up to 5k must_keep) is for the caller to pop.
     """
     if source == "sst2":
-        problem_head, fix, keep_set, about = sst2_problem.problem(n_keep, keep)
+        problem_head, fix, keep_set, about = sst2_problem.problem(n_keep or None, keep, model)
+        n_keep = len(keep_set)
         about |= {"distribution": None, "head": None, "class_alignment_r": None, "seed": None}
     else:
         built = synthetic.build(seed, activation, distribution, head)
@@ -92,6 +95,8 @@ def run_size(
         alignment = round(synthetic.class_alignment(built.head.W, built.head.Wc, rank), 3)
         about = {"distribution": distribution, "head": head, "class_alignment_r": alignment, "seed": seed}
     settings = RepairSettings(rank=rank, blas_threads=threads)
+    if paper_loop:  # the paper's loop: no function-space price, no trust region, a fixed rank
+        settings = replace(settings, mu=0.0, trust_region=False, max_rank=rank)
     settings = replace(settings, solver=replace(settings.solver, backend=backend))
     if max_iter is not None:  # stop the loop early: --max-iter 1 measures the first QP alone
         settings = replace(settings, max_iter=max_iter)
@@ -120,6 +125,9 @@ def run_size(
         "qp_backends": sorted({r.qp_backend for r in result.iterations}),
         "blas_threads": threads,
         "rank": rank,
+        "loop": "paper" if paper_loop else "default",
+        "ranks": [r.rank for r in result.iterations],
+        "metric_scale": [r.metric_scale for r in result.iterations],
         "status": result.status.value,
         "converged": result.status is RepairStatus.CONVERGED,
         "iterations": len(result.iterations),
@@ -162,8 +170,10 @@ def in_subprocess(n_keep: int, args: argparse.Namespace, weights: Path, lazy: bo
         sys.executable, "-m", "benchmarks.bench_scale", "--one", str(n_keep), "--weights-out", str(weights),
         "--seed", str(args.seed), "--activation", args.activation, "--rank", str(args.rank), "--keep", args.keep,
         "--blas-threads", str(args.blas_threads), "--distribution", args.distribution, "--backend", args.backend,
-        "--head", args.head, "--source", args.source,
+        "--head", args.head, "--source", args.source, "--model", args.model,
     ]  # fmt: skip
+    if args.paper_loop:
+        command.append("--paper-loop")
     if args.max_iter is not None:
         command += ["--max-iter", str(args.max_iter)]
     if not lazy:
@@ -195,7 +205,11 @@ def compare_with_full(lazy: dict[str, object], full: dict[str, object]) -> dict[
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_scale", description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES), help="must_keep sizes, comma-separated")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(str(s) for s in SIZES),
+        help="must_keep sizes, comma-separated (--source sst2: 0 means every sentence that qualifies)",
+    )
     parser.add_argument("--rank", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--activation", choices=("relu", "tanh"), default="relu")
@@ -217,6 +231,17 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("synthetic", "sst2"),
         default="synthetic",
         help="sst2: the example model's head and attacked cases, SST-2 train sentences as must_keep (needs the data)",
+    )
+    parser.add_argument(
+        "--model",
+        choices=tuple(sst2_problem.SUITES),
+        default="distilbert",
+        help="--source sst2: the example model whose head is repaired (distilbert: ReLU; bert: tanh)",
+    )
+    parser.add_argument(
+        "--paper-loop",
+        action="store_true",
+        help="the paper's loop (mu 0, no trust region, the rank fixed) instead of the defaults",
     )
     parser.add_argument("--compare-full", type=int, default=1000, help="also solve with every row up to this size")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
@@ -249,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             lazy_weights, full_weights = Path(work) / f"{n}-lazy.npy", Path(work) / f"{n}-full.npy"
             row = in_subprocess(n, args, lazy_weights)
-            if n <= args.compare_full:
+            if 0 < n <= args.compare_full:
                 full = in_subprocess(n, args, full_weights, lazy=False)
                 row["max_abs_dW_vs_full"] = float(np.max(np.abs(np.load(lazy_weights) - np.load(full_weights))))
                 row.update(compare_with_full(row, full))
@@ -276,7 +301,7 @@ def run_one_size(args: argparse.Namespace) -> int:
     """The subprocess's job: one size, its row as the last line of stdout, the weight to --weights-out."""
     result = run_size(
         args.one, args.seed, args.activation, args.rank, args.keep, not args.full, args.blas_threads,
-        args.distribution, args.backend, args.max_iter, args.head, args.source,
+        args.distribution, args.backend, args.max_iter, args.head, args.source, args.model, args.paper_loop,
     )  # fmt: skip
     W = result.pop("_W_after")
     if W is not None and args.weights_out is not None:

@@ -1,10 +1,12 @@
 """The real large repair problem of ``bench_scale --source sst2``: no synthetic representation.
 
-* head: the MiniLM DistilBERT example model's (pre_classifier 384×384 → ReLU → classifier);
-* must_fix: the 167 DeepWordBug cases of ``example_suites/reviews-distilbert`` (real attacks);
+* head: the MiniLM example model's, ``model="distilbert"`` (pre_classifier 384×384 → ReLU →
+  classifier) or ``model="bert"`` (pooler 384×384 → tanh → classifier);
+* must_fix: the DeepWordBug cases of its example suite (``example_suites/reviews-<model>``, real
+  attacks: 167 and 170);
 * must_keep: SST-2 train sentences (``../shared/data/sst2/train.tsv``, 67,349 of them, read by
   ``data.read_tsv``) in file order, those the model gets right (``keep="natural"``) or
-  right by γ_h = 0.3 or more (``keep="margin"``), until n are found.
+  right by γ_h = 0.3 or more (``keep="margin"``), until n are found (``n = None``: all of them).
 
 Representations are encoded once into ``~/.cache/warp-check/benchmarks/sst2-train-cache`` (the
 representation cache warp-check uses for suites, keyed by model and text) and read from there
@@ -24,7 +26,7 @@ from warp_check.repair.records import CaseSet
 from warp_check.runs.pipeline import evaluate
 from warp_check.suite.loader import load_suite
 
-SUITE = REPO / "example_suites" / "reviews-distilbert"
+SUITES = {model: REPO / "example_suites" / f"reviews-{model}" for model in ("distilbert", "bert")}
 GAMMA_H = 0.3
 BLOCK = 4096  # sentences encoded (or read from the cache) at a time
 
@@ -40,9 +42,9 @@ def sentences() -> list[dict]:
     return data.read_tsv("sst2", "train")
 
 
-def problem(n_keep: int, keep: str):
+def problem(n_keep: int | None, keep: str, model: str = "distilbert"):
     """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep."""
-    suite = load_suite(SUITE)
+    suite = load_suite(SUITES[model])
     adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
     head = adapter.head()
     fix_cases = [c for c in suite.cases if c.kind is Kind.MUST_FIX]
@@ -50,6 +52,8 @@ def problem(n_keep: int, keep: str):
     fix = CaseSet(tuple(c.id for c in fix_cases), fixed.encoded.V, np.array([c.label for c in fix_cases]))
 
     pool = sentences()
+    every = n_keep is None
+    n_keep = len(pool) if every else n_keep
     V = np.empty((n_keep, head.d_in))
     labels = np.empty(n_keep, dtype=np.int64)
     ids: list[str] = []
@@ -66,10 +70,12 @@ def problem(n_keep: int, keep: str):
         V[len(ids) : len(ids) + chosen.size] = done.encoded.V[chosen]
         labels[len(ids) : len(ids) + chosen.size] = [block[i].label for i in chosen]
         ids += [block[i].id for i in chosen]
-    if len(ids) < n_keep:
+    if every:
+        V, labels = V[: len(ids)], labels[: len(ids)]
+    elif len(ids) < n_keep:
         raise SystemExit(
             f"bench_scale --source sst2: only {len(ids)} of the {len(pool)} SST-2 train sentences "
             f"qualify as must_keep (keep={keep!r}); ask for at most that many"
         )
-    info = {"model": str(suite.model_dir), "sentences_scanned": scanned, "must_fix_suite": str(SUITE)}
+    info = {"model": str(suite.model_dir), "sentences_scanned": scanned, "must_fix_suite": str(SUITES[model])}
     return head, fix, CaseSet(tuple(ids), V, labels), info

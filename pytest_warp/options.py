@@ -17,6 +17,7 @@ import pytest
 
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.runs.modes import Mode
+from warp_check.suite.model_source import DEVICE_NAME
 
 # (flag, ini name, ini type, help)
 _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
@@ -44,13 +45,36 @@ _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "append the counterexamples that hypothesis tests using warp_check.invariance find to this JSONL file, "
         "as must_fix cases (deduplicated) for the next --warp-repair",
     ),
+    (
+        "--warp-device",
+        "warp_device",
+        "string",
+        "where the encoder runs: auto, cpu, cuda or cuda:N (overrides [model] device; default auto: CUDA when "
+        "torch sees it)",
+    ),
+    ("--warp-batch-size", "warp_batch_size", "string", "cases per encoder batch (overrides [model] batch_size)"),
+    (
+        "--warp-threads",
+        "warp_threads",
+        "string",
+        "torch CPU threads while encoding (overrides [model] threads; default: the cores, shared among xdist "
+        "workers)",
+    ),
     ("--warp-rank", "warp_rank", "string", "repair rank r (overrides [repair] rank)"),
     ("--warp-gamma-s", "warp_gamma_s", "string", "must_fix margin γ_s (overrides [repair] gamma_s)"),
     ("--warp-gamma-h", "warp_gamma_h", "string", "must_keep margin γ_h (overrides [repair] gamma_h)"),
 )
 
 
-_METAVARS = {"warp_rank": "R", "warp_gamma_s": "G", "warp_gamma_h": "G", "warp_record": "FILE"}
+_METAVARS = {
+    "warp_rank": "R",
+    "warp_gamma_s": "G",
+    "warp_gamma_h": "G",
+    "warp_record": "FILE",
+    "warp_device": "DEVICE",
+    "warp_batch_size": "N",
+    "warp_threads": "N",
+}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -74,6 +98,9 @@ class WarpOptions:
     cache: Path | None = None
     no_cache: bool = False
     record: Path | None = None
+    device: str | None = None
+    batch_size: int | None = None
+    threads: int | None = None
     rank: int | None = None
     gamma_s: float | None = None
     gamma_h: float | None = None
@@ -86,6 +113,10 @@ class WarpOptions:
     def flags(self) -> dict[str, str]:
         """How a user changes each repair setting from pytest (for advice in failure messages)."""
         return {"rank": "--warp-rank", "gamma_s": "--warp-gamma-s", "gamma_h": "--warp-gamma-h"}
+
+    def compute(self) -> dict[str, Any]:
+        """Where and how the encoder runs, for Suite.with_compute (None: the suite's own)."""
+        return {"device": self.device, "batch_size": self.batch_size, "threads": self.threads}
 
     def overrides(self) -> dict[str, Any]:
         return {"rank": self.rank, "gamma_s": self.gamma_s, "gamma_h": self.gamma_h}
@@ -127,6 +158,22 @@ def _number(config: pytest.Config, name: str, cast: type) -> Any:
     return number
 
 
+def _count(config: pytest.Config, name: str) -> int | None:
+    number = _number(config, name, int)
+    if number is not None and number < 1:
+        raise pytest.UsageError(f"{_raw(config, name)[2]}={number}: must be an integer >= 1")
+    return number
+
+
+def _device(config: pytest.Config) -> str | None:
+    value, _, where = _raw(config, "warp_device")
+    if value in (None, ""):
+        return None
+    if not DEVICE_NAME.fullmatch(str(value)):
+        raise pytest.UsageError(f"{where}={value!r}: give auto, cpu, cuda or cuda:N")
+    return str(value)
+
+
 def read_options(config: pytest.Config) -> WarpOptions:
     """Options from the command line and ini file, checked; a mistake is a UsageError."""
     cache_raw, _, _ = _raw(config, "warp_cache")
@@ -143,6 +190,9 @@ def read_options(config: pytest.Config) -> WarpOptions:
         cache=None if no_cache else _path(config, "warp_cache"),
         no_cache=no_cache,
         record=_path(config, "warp_record"),
+        device=_device(config),
+        batch_size=_count(config, "warp_batch_size"),
+        threads=_count(config, "warp_threads"),
         rank=_number(config, "warp_rank", int),
         gamma_s=_number(config, "warp_gamma_s", float),
         gamma_h=_number(config, "warp_gamma_h", float),

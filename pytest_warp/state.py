@@ -75,7 +75,7 @@ class WarpSession:
             model = self.options.model
             if model is None and self.options.certificate is not None:
                 model = self.options.certificate.parent  # audit: the certified folder itself
-            suite = load_suite(toml, model=model)
+            suite = load_suite(toml, model=model).with_compute(**self.options.compute())
             self.suites[key] = suite
             entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode is Mode.CHECK else None
             if entry is not None:

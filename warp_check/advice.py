@@ -18,13 +18,13 @@ def after_no_convergence(settings: RepairSettings, missed_kinds: Iterable[str], 
     if "must_keep" in kinds:
         helps.append(f"lower gamma_h (now {settings.gamma_h:g}) or drop must_keep cases that cannot keep it")
     if "must_fix" in kinds:
-        helps.append(f"a higher rank (now {settings.rank}) or lam (now {settings.lam:g})")
+        helps.append(f"a higher max_rank (now {settings.rank_limit}) or lam (now {settings.lam:g})")
     if not stalled:
         helps.append(f"a higher max_iter (now {settings.max_iter})")
     return "; ".join(helps)
 
 
-INFEASIBLE_KEEP = "lower gamma_h, raise rank, or remove conflicting must_keep cases"
+INFEASIBLE_KEEP = "lower gamma_h, raise rank or max_rank, or remove conflicting must_keep cases"
 
 
 def after_unsettled_working_set(settings: RepairSettings) -> str:
@@ -62,7 +62,7 @@ def for_failed_case(settings: RepairSettings, kind: str, status: str, flags: Map
     elif status == "solver_failed":
         return "raise [repair.solver] max_iter or loosen eps_abs/eps_rel in warp.toml"
     else:
-        parts = [setting("rank", "raise"), setting("lam", "raise"), setting("max_iter", "raise")]
+        parts = [setting("max_rank", "raise"), setting("lam", "raise"), setting("max_iter", "raise")]
         tail = f", or {setting('gamma_s', 'lower')}"
     return "what may help: " + ", ".join(parts) + tail
 

@@ -56,6 +56,7 @@ from warp_check.runs.report import REPORT_JSON, check_report_destination, run_fr
 from warp_check.runs.result import RunResult
 from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
 from warp_check.suite.loader import SUITE_FILE, load_suite
+from warp_check.suite.model_source import DEVICE_NAME
 from warp_check.version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -75,6 +76,22 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 1")
+    return value
+
+
+def _device(text: str) -> str:
+    if not DEVICE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: give auto, cpu, cuda or cuda:N")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="warp-check",
@@ -91,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.add_argument("-q", "--quiet", action="store_true", help="print only the summary, not every failing case")
+        p.add_argument(
+            "--device", type=_device, metavar="DEVICE", help="auto, cpu, cuda or cuda:N (overrides [model] device)"
+        )
+        p.add_argument("--batch-size", type=_count, metavar="N", help="cases per encoder batch ([model] batch_size)")
+        p.add_argument("--threads", type=_count, metavar="N", help="torch CPU threads while encoding ([model] threads)")
 
     check = sub.add_parser("check", help="run the suite against the model as it is (the CI gate)")
     suite_args(check)
@@ -228,7 +250,8 @@ def _run(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace):
     if getattr(args, "report", None):
         check_report_destination(args.report)  # a report that cannot be written fails before the work
-    suite = load_suite(args.suite, model=args.model)
+    compute = {name: getattr(args, name, None) for name in ("device", "batch_size", "threads")}  # check, repair
+    suite = load_suite(args.suite, model=args.model).with_compute(**compute)
     if args.cache is None:
         workdir(suite)
         cache = default_cache_dir(suite)

@@ -134,7 +134,7 @@ def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, ti
     (folder / "sst2").mkdir(parents=True)
     (folder / "sst2" / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     monkeypatch.setattr(data, "DATA", folder)
-    monkeypatch.setattr(sst2_problem, "SUITE", tiny_suite)
+    monkeypatch.setitem(sst2_problem.SUITES, "distilbert", tiny_suite)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     n = len(right) - 1
     row = bench_scale.run_size(n, seed=0, activation="relu", rank=2, keep="natural", source="sst2")
@@ -144,6 +144,9 @@ def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, ti
     assert any((tmp_path / "cache" / "warp-check" / "benchmarks" / "sst2-train-cache").iterdir())  # encoded once
     with pytest.raises(SystemExit, match=f"only {len(right)} of the {len(rows) - 1} SST-2 train sentences"):
         sst2_problem.problem(len(right) + 1, "natural")
+    # Size 0: every sentence that qualifies; --paper-loop: the rank stays where it starts.
+    every = bench_scale.run_size(0, seed=0, activation="relu", rank=2, keep="natural", source="sst2", paper_loop=True)
+    assert every["n_keep"] == len(right) and every["loop"] == "paper" and set(every["ranks"]) == {2}
 
 
 @pytest.mark.slow

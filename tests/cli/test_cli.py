@@ -71,7 +71,7 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
     folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right, extra="[repair]\nmax_iter = 1\n")
     assert main(["repair", str(folder), "--out", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
-    assert "repaired model: none written" in out and "raise rank (now 2; --rank or [repair] rank)" in out
+    assert "repaired model: none written" in out and "raise max_rank (now 32; [repair] max_rank in warp.toml)" in out
     assert not (tmp_path / "out").exists()
 
 
@@ -83,6 +83,9 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
         (["repair", "{suite}", "--rank", "0"], "warp-check repair: error: --rank: rank=0: must be an integer >= 1"),
         (["verify", "{suite}"], "warp-check verify: error: {suite}/warp_certificate.json: no certificate file here"),
         (["repair", "{suite}", "--gamma-s", "inf"], "argument --gamma-s: 'inf' is not a finite number"),
+        (["check", "{suite}", "--device", "gpu"], "argument --device: 'gpu' is not a device: give auto, cpu, cuda"),
+        (["check", "{suite}", "--threads", "0"], "argument --threads: '0': must be >= 1"),
+        (["repair", "{suite}", "--batch-size", "x"], "argument --batch-size: 'x' is not an integer"),
     ],
 )
 def test_usage_and_input_mistakes_exit_2_with_one_line(tmp_path, suite, distilbert_dir, argv, message, capsys):
@@ -91,6 +94,29 @@ def test_usage_and_input_mistakes_exit_2_with_one_line(tmp_path, suite, distilbe
     assert exit_code([a.format(**names) for a in argv]) == 2
     err = capsys.readouterr().err
     assert message.format(**names) in err and "Traceback" not in err
+
+
+def test_device_threads_and_batch_size_reach_the_encoder_and_the_certificate(suite, tmp_path, monkeypatch):
+    import torch
+
+    from warp_check.model.adapter import ClassifierAdapter
+
+    seen = []
+    real = ClassifierAdapter.forward_batch
+
+    def forward_batch(self, features):
+        seen.append((len(features), torch.get_num_threads(), self.device))
+        return real(self, features)
+
+    monkeypatch.setattr(ClassifierAdapter, "forward_batch", forward_batch)
+    before = torch.get_num_threads()
+    argv = ["repair", str(suite), "--out", str(tmp_path / "out"), "--cache", "none", "-q"]
+    assert main([*argv, "--device", "cpu", "--threads", "1", "--batch-size", "5"]) == 0
+    encoded = [s for s in seen if s[0] > 1]  # the load-time probe is its own batch
+    assert encoded and max(n for n, _, _ in encoded) == 5 and {(t, d) for _, t, d in encoded} == {(1, "cpu")}
+    assert torch.get_num_threads() == before  # given back
+    certificate = json.loads((tmp_path / "out" / CERTIFICATE_NAME).read_text())
+    assert certificate["model"]["device"] == "cpu"
 
 
 def test_report_from_suite_certificate_and_report_json(suite, tmp_path, capsys):

@@ -230,9 +230,9 @@ def test_repair_that_cannot_converge_writes_nothing_and_says_what_missed(pyteste
         [
             literal(
                 "repair failed (not_converged), nothing was written: this must_fix case's gap * misses its margin "
-                "γ_s = 1 by *; what may help: raise rank (now 2; --warp-rank or [repair] rank), raise lam (now 50; "
-                "[repair] lam in warp.toml), raise max_iter (now 1; [repair] max_iter in warp.toml), or lower "
-                "gamma_s (now 1; --warp-gamma-s or [repair] gamma_s)"
+                "γ_s = 1 by *; what may help: raise max_rank (now 32; [repair] max_rank in warp.toml), "
+                "raise lam (now 50; [repair] lam in warp.toml), raise max_iter (now 1; [repair] max_iter in "
+                "warp.toml), or lower gamma_s (now 1; --warp-gamma-s or [repair] gamma_s)"
             ),
             "  repair: FAILED (not_converged) after 1 iteration(s)*nothing was written",
             "  repaired model: none written",
@@ -266,6 +266,27 @@ def test_ini_options_set_the_mode_and_overrides(pytester, suite, cases):
     # The command line wins over the ini file.
     run(pytester, "--warp-rank", "4").assert_outcomes(passed=len(wrong) + len(right))
     assert certificate(suite)["settings"]["rank"] == 4
+
+
+def test_device_threads_and_batch_size_options_reach_the_encoder(pytester, suite, cases, monkeypatch):
+    import torch
+
+    from warp_check.model.adapter import ClassifierAdapter
+
+    seen = []
+    real = ClassifierAdapter.forward_batch
+
+    def forward_batch(self, features):
+        seen.append((len(features), torch.get_num_threads(), self.device))
+        return real(self, features)
+
+    monkeypatch.setattr(ClassifierAdapter, "forward_batch", forward_batch)
+    wrong, right = cases
+    pytester.makeini("[pytest]\nwarp_threads = 1\n")
+    result = run(pytester, "--warp-device", "cpu", "--warp-batch-size", "3", "--warp-cache", "none")
+    result.assert_outcomes(passed=len(right), failed=len(wrong))
+    encoded = [s for s in seen if s[0] > 1]
+    assert encoded and max(n for n, _, _ in encoded) == 3 and {(t, d) for _, t, d in encoded} == {(1, "cpu")}
 
 
 def test_an_output_folder_that_is_not_ours_fails_every_case_and_stays_untouched(pytester, suite, cases):
@@ -318,6 +339,9 @@ def test_audit_passes_on_the_certified_model_and_fails_on_a_tampered_one(pyteste
         (("--warp-gamma-s", "soon"), "ERROR: --warp-gamma-s='soon': must be a number"),
         (("--warp-gamma-s", "0.5", "--warp-gamma-h", "0.8"), "ERROR: --warp-gamma-h 0.8 > --warp-gamma-s 0.5: *"),
         (("--warp-certificate", "missing.json"), "ERROR: --warp-certificate: no certificate file at */missing.json"),
+        (("--warp-device", "gpu"), "ERROR: --warp-device='gpu': give auto, cpu, cuda or cuda:N"),
+        (("--warp-threads", "0"), "ERROR: --warp-threads=0: must be an integer >= 1"),
+        (("--warp-batch-size", "many"), "ERROR: --warp-batch-size='many': must be an integer"),
     ],
 )
 def test_usage_mistakes_are_one_line_errors(pytester, args, message):

@@ -15,6 +15,7 @@ from warp_check.qp.settings import SolverSettings
 from warp_check.qp.solution import Outcome
 from warp_check.repair.gsn import gsn_finetune
 from warp_check.repair.loop import repair_head
+from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
 
@@ -223,22 +224,23 @@ def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkey
     settings = RepairSettings(rank=2)
     result = repair_head(head, fix, keep, settings=settings)
     assert result.repaired and len(solved) == len(result.iterations)
+    metric = StepMetric.of(settings.rho, settings.mu, keep.V)  # the QP's B is in whitened coordinates
 
     V = np.vstack([fix.V, keep.V])
     labels = np.concatenate([fix.labels, keep.labels])
     n_fix = len(fix)
     W = head.round_to_storage(head.W)
     for record, (problem, solution) in zip(result.iterations, solved, strict=True):
-        U = top_left_singular_vectors(W, settings.rank)
+        U = top_left_singular_vectors(W, record.rank)
         gap_now, _ = head.with_weight(W).gaps(V, labels)
         promised = np.full(len(labels), np.inf)  # two classes: one row per case
         np.minimum.at(promised, problem.cases, gap_now[problem.cases] + problem.constraint_values(solution.B))
-        full, _ = head.with_weight(W + U @ solution.B).gaps(V, labels)
+        full, _ = head.with_weight(W + U @ metric.step(solution.B)).gaps(V, labels)
         assert record.promised_fix_shortfall == pytest.approx(np.maximum(1.0 - promised[:n_fix], 0).sum(), abs=1e-6)
         assert record.full_step_fix_shortfall == pytest.approx(np.maximum(1.0 - full[:n_fix], 0).sum(), abs=1e-6)
         assert record.promised_keep_missed == int(np.sum(promised[n_fix:] < 0.3))
         assert record.full_step_keep_missed == int(np.sum(full[n_fix:] < 0.3))
-        W = head.round_to_storage(W + record.step_fraction * (U @ solution.B))
+        W = head.round_to_storage(W + record.step_fraction * (U @ metric.step(solution.B)))
     np.testing.assert_array_equal(W, result.head_after.W)
     first = result.iterations[0]
     assert first.promised_keep_missed == 0 < first.full_step_keep_missed and first.step_fraction < 1

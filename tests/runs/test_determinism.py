@@ -85,3 +85,27 @@ def test_a_repair_in_another_process_with_another_hash_seed_is_bit_identical(sui
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert_same_artefact(tmp_path / "here", tmp_path / "there")
+
+
+def test_an_artefact_made_from_another_devices_representations_passes_the_cpu_audit(suite, tmp_path, monkeypatch):
+    # A GPU's v differs from the CPU's by ~1e-6 relative. The repair's v is perturbed here by 1e-5
+    # relative (10× that, a fixed pattern per case), as if encoded elsewhere; the audit then
+    # recomputes every gap from the CPU's own v. The QP aims 1e-3 above each margin: it holds.
+    import numpy as np
+
+    from warp_check.model.adapter import ClassifierAdapter
+
+    real = ClassifierAdapter.forward_batch
+
+    def elsewhere(self, features):
+        v, logits = real(self, features)
+        rng = np.random.default_rng(len(features))
+        return v * (1 + 1e-5 * rng.choice([-1.0, 1.0], size=v.shape)), logits
+
+    monkeypatch.setattr(ClassifierAdapter, "forward_batch", elsewhere)
+    out = tmp_path / "out"
+    assert main(["repair", str(suite), "--out", str(out), "--cache", "none", "-q"]) == 0
+    monkeypatch.undo()
+    assert main(["verify", str(out), "--suite", str(suite)]) == 0
+    audit = ["check", str(suite), "--model", str(out), "--cache", "none", "-q"]
+    assert main(audit) == 0  # the gate on the CPU: every must_fix and must_keep case right

@@ -113,6 +113,8 @@ DETAILS = {
                     promised_keep_missed=0,
                     full_step_keep_missed=None,
                     seconds=0.1,
+                    rank=8,
+                    metric_scale=2.0,
                 ),
             ),
             gamma_s=1.0,
@@ -164,6 +166,7 @@ def test_details_json_keeps_the_key_order_and_writes_the_worker_last():
     assert list(DETAILS["from a certificate"][2].to_dict()["history"][0]) == [
         "iteration", "min_gap_fix", "min_gap_keep", "fix_met", "keep_met", "step_norm", "step_fraction",
         "promised_fix_shortfall", "full_step_fix_shortfall", "promised_keep_missed", "full_step_keep_missed", "seconds",
+        "rank", "metric_scale",
     ]  # fmt: skip
 
 

@@ -171,6 +171,9 @@ class ModelRecord:
     activation: str
     classifier: str | None  # None: the final-linear form (the layer giving the logits was repaired)
     max_length: int
+    # Where v was computed (cpu, cuda:0): v from a GPU differs from the CPU's by ~1e-6 relative,
+    # inside the 1e-3 the QP aims above every margin. None in certificates written before it was recorded.
+    device: str | None = None
     sha256_upstream: str  # of everything upstream of v: the representations' identity
     sha256_source_frozen: str  # every parameter but the repair layer, in the input model
     # Of the saved files, filled in by write_artefact; None until then.
@@ -189,6 +192,7 @@ class ModelRecord:
             activation=data.text("activation"),
             classifier=data.text("classifier", optional=True),
             max_length=data.integer("max_length"),
+            device=data.text("device", optional=True) if "device" in data.data else None,
             sha256_upstream=data.text("sha256_upstream"),
             sha256_source_frozen=data.text("sha256_source_frozen"),
             sha256_repair_layer=data.text("sha256_repair_layer"),  # a certificate on disk has both hashes
@@ -213,6 +217,8 @@ class HistoryRow:
     promised_keep_missed: int | None
     full_step_keep_missed: int | None
     seconds: float
+    rank: int  # of this iteration's step: the loop grows it when an iteration stalls
+    metric_scale: float  # κ, the trust region's scale of the step's price, after this iteration
 
     @classmethod
     def of(cls, record: IterationRecord) -> HistoryRow:

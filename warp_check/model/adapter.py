@@ -123,8 +123,10 @@ class ClassifierAdapter:
         source: str | None = None,
         check: bool = True,
         device: str = "cpu",
+        threads: int | None = None,
     ) -> None:
         self.device = resolve_device(device)
+        self.threads = threads  # torch CPU threads while encoding; None: model.threads.default_threads()
         self.model = model.eval().to(self.device)
         self.tokenizer = tokenizer
         self.spec = spec
@@ -168,11 +170,12 @@ class ClassifierAdapter:
         max_length: int = 128,
         check: bool = True,
         device: str = "cpu",
+        threads: int | None = None,
     ) -> ClassifierAdapter:
         """Load a local Hugging Face folder offline (never running remote code) onto ``device``."""
         model, tokenizer = load_model_folder(path)
         model = model.to(resolve_device(device))
-        where = {"max_length": max_length, "source": str(path), "check": check, "device": device}
+        where = {"max_length": max_length, "source": str(path), "check": check, "device": device, "threads": threads}
         if isinstance(layer, str) and layer in ("auto", "final"):
             return cls.found(model, tokenizer, layer, **where)
         return cls(model, tokenizer, resolve_spec(model, layer), **where)
@@ -188,6 +191,7 @@ class ClassifierAdapter:
         source: str | None,
         check: bool = True,
         device: str = "cpu",
+        threads: int | None = None,
     ) -> ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
         head traced from the model itself (dense → σ → linear, or the final linear layer).
@@ -196,7 +200,10 @@ class ClassifierAdapter:
         if layer == "auto" and table is not None:
             spec = replace(table, found_by=f"the head table's entry for {model.config.model_type}")
             try:
-                adapter = cls(model, tokenizer, spec, max_length=max_length, source=source, check=False, device=device)
+                adapter = cls(
+                    model, tokenizer, spec, max_length=max_length, source=source, check=False, device=device,
+                    threads=threads,
+                )
             except ModelError:
                 adapter = None  # an architecture variant the table does not describe: trace it
             if adapter is not None and check:
@@ -213,7 +220,9 @@ class ClassifierAdapter:
         spec = find_head(model, batch, atol=tolerance, rtol=tolerance)
         if layer == "final" and spec.classifier is not None:
             spec = HeadSpec.final_linear(spec.classifier, found_by="layer = 'final': the final linear layer")
-        return cls(model, tokenizer, spec, max_length=max_length, source=source, check=check)
+        return cls(
+            model, tokenizer, spec, max_length=max_length, source=source, check=check, device=device, threads=threads
+        )
 
     @property
     def num_classes(self) -> int:
@@ -254,6 +263,7 @@ class ClassifierAdapter:
             source=self.source,
             check=False,
             device=self.device,
+            threads=self.threads,
         )
         layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
         if new.classifier is not None:

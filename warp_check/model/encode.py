@@ -19,6 +19,7 @@ from warp_check.cache.shards import ShardStore
 from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError
 from warp_check.model.hashing import input_sha256, upstream_sha256
+from warp_check.model.threads import torch_threads
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
@@ -76,13 +77,14 @@ def encode_cases(
         order = sorted(missing, key=lambda i: (len(features[i]["input_ids"]), i))
         bar = _progress(len(order), enabled=progress)
         try:
-            for start in range(0, len(order), batch_size):
-                chunk = order[start : start + batch_size]
-                v, logits = adapter.forward_batch([features[i] for i in chunk])
-                if check:
-                    adapter.check_logits(v, logits)
-                V[chunk] = v
-                bar.update(len(chunk))
+            with torch_threads(adapter.threads):
+                for start in range(0, len(order), batch_size):
+                    chunk = order[start : start + batch_size]
+                    v, logits = adapter.forward_batch([features[i] for i in chunk])
+                    if check:
+                        adapter.check_logits(v, logits)
+                    V[chunk] = v
+                    bar.update(len(chunk))
         finally:
             bar.close()
         if store is not None:

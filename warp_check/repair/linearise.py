@@ -53,7 +53,7 @@ def gaps_after_step(head, Z, VB, U, fraction, labels) -> np.ndarray:
 COMPETITOR_WINDOW = 1.0
 
 
-def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings):
+def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings, rho):
     """One row per (case, competing class within reach); soft rows first.
 
     The paper linearises against the strongest competitor only; with more than two
@@ -86,5 +86,5 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
         slope = head.activation.slope(Z[cases])
         C[rows] = (slope * (head.Wc[labels[cases]] - head.Wc[class_idx[rows]])) @ U
     # Rows index the cases' V (and V Vᵀ): no (rows × d_in) copy of the representations.
-    problem = LinearisedProblem(C, V, rhs, int(soft.sum()), settings.rho, prices, VVt, cases=case_idx)
+    problem = LinearisedProblem(C, V, rhs, int(soft.sum()), rho, prices, VVt, cases=case_idx)
     return problem, case_idx, per_class[case_idx, class_idx]

@@ -5,7 +5,9 @@ Each iteration: the top-r left singular vectors U of the current W; the gaps lin
 it, backtracked on the true gaps; W rounded to the model's dtype. Beyond the paper: the loop
 stops only when every must_fix gap ≥ γ_s *and* every must_keep gap ≥ γ_h, measured on the
 weights as they will be saved, and the QP aims a hair above the margins (``aim_above``) so
-rounding cannot leave a true gap just under them.
+rounding cannot leave a true gap just under them. For real suites (settings.py): the step is
+priced in function space (metric.py), a trust region re-solves a step the true gaps do not
+follow, and the rank grows when an iteration stalls (step.py).
 """
 
 from __future__ import annotations
@@ -22,10 +24,17 @@ from warp_check.model.head import DenseHead, top_left_singular_vectors
 from warp_check.qp.solution import Backend, QPSolution
 from warp_check.qp.solve import solve
 from warp_check.repair.gsn import gsn_finetune
-from warp_check.repair.linearise import VVT_CACHE_MAX_CASES, gaps, gaps_from_pre_activation, linearised_problem
+from warp_check.repair.linearise import (
+    VVT_CACHE_MAX_CASES,
+    gaps,
+    gaps_after_step,
+    gaps_from_pre_activation,
+    linearised_problem,
+)
+from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, GsnFtRecord, IterationRecord, Miss, RepairResult, RepairStatus, mean
 from warp_check.repair.settings import RepairSettings
-from warp_check.repair.step import Merit, backtrack, update_extra_aim
+from warp_check.repair.step import Merit, RankSchedule, TrustRegion, backtrack, shortfall, update_extra_aim
 
 
 def repair_head(
@@ -145,13 +154,18 @@ class _Iterations:
         self.V = np.vstack([fix.V, kept.V])
         self.labels = np.concatenate([fix.labels, kept.labels])
         self.targets = np.concatenate([np.full(len(fix), settings.gamma_s), np.full(len(kept), settings.gamma_h)])
+        self.metric = StepMetric.of(settings.rho, settings.mu, kept.V)
+        self.V_qp = self.metric.whiten(self.V)  # the representations the QP sees
         # V Vᵀ is constant through the loop: cached for small sets. Larger ones get the Gram
         # matrix of each QP's working set only (must_keep rows join lazily): no n×n.
-        self.VVt = self.V @ self.V.T if self.V.shape[0] <= VVT_CACHE_MAX_CASES else None
+        self.VVt = self.V_qp @ self.V_qp.T if self.V.shape[0] <= VVT_CACHE_MAX_CASES else None
+        self.trust = TrustRegion(settings.trust_region)
+        self.ranks = RankSchedule(settings, min(head.W.shape))
         self.W = head.round_to_storage(head.W)
         self.gap = gaps(head.with_weight(self.W), self.V, self.labels)
         self.merit = Merit(self.n_fix, len(kept), self.targets, settings)
-        # Per case: extra aim of must_fix cases that creep toward their margin (step.update_extra_aim).
+        # Per case: extra aim of must_fix cases that creep toward their margin (step.update_extra_aim),
+        # and of any short case after a step the dtype rounded away (aim_past_rounding).
         self.extra_aim = np.zeros_like(self.targets)
         self.solver = settings.solver
 
@@ -167,38 +181,53 @@ class _Iterations:
         Z = self.head.with_weight(self.W).pre_activation(self.V)  # exact for the current W
         for t in range(1, settings.max_iter + 1):
             t_start = time.perf_counter()
-            U = top_left_singular_vectors(self.W, settings.rank)
-            problem, row_case, row_margin = linearised_problem(
-                self.head, Z, U, self.V, self.VVt, self.labels, self.targets, self.extra_aim, self.n_fix, settings
-            )
-            solution = self.solve(problem)
-            if not solution.status.has_solution:
-                self.record(t, solution, problem.n, 1.0, 0.0, t_start)
-                status, message = _solver_failure(t, solution, settings)
-                return repair.finish(status, message, self.head.with_weight(self.W), self.misses(self.gap))
-            # The linear model's gap for every case at the full step (its worst competitor row).
-            predicted = np.full(len(self.targets), np.inf)
-            np.minimum.at(predicted, row_case, row_margin + problem.constraint_values(solution.B))
+            U = top_left_singular_vectors(self.W, self.ranks.rank)
+            solved: list[QPSolution] = []  # every solve of this iteration (the trust region may re-solve)
+            for attempt in range(TrustRegion.TRIES):
+                problem, row_case, row_margin = linearised_problem(
+                    self.head,
+                    Z,
+                    U,
+                    self.V_qp,
+                    self.VVt,
+                    self.labels,
+                    self.targets,
+                    self.extra_aim,
+                    self.n_fix,
+                    settings,
+                    self.metric.qp_rho(self.trust.kappa),
+                )
+                solution = self.solve(problem)
+                solved.append(solution)
+                if not solution.status.has_solution:
+                    self.record(t, solved, problem.n, 1.0, 0.0, t_start)
+                    status, message = _solver_failure(t, solution, settings)
+                    return repair.finish(status, message, self.head.with_weight(self.W), self.misses(self.gap))
+                # The linear model's gap for every case at the full step (its worst competitor row).
+                predicted = np.full(len(self.targets), np.inf)
+                np.minimum.at(predicted, row_case, row_margin + problem.constraint_values(solution.B))
+                VB = self.V_qp @ solution.B.T  # = V ΔBᵀ: the whitening cancels
+                full = gaps_after_step(self.head, Z, VB, U, 1.0, self.labels)
+                ratio = TrustRegion.ratio(merit_now, self.merit(predicted), self.merit(full))
+                if not self.trust.retry(ratio, attempt):
+                    break
+            self.trust.adapt(ratio)
             fraction, check = backtrack(
-                self.head,
-                Z,
-                self.V @ solution.B.T,
-                U,
-                self.labels,
-                self.merit,
-                merit_now,
-                predicted,
-                self.n_fix,
-                settings,
+                self.head, Z, VB, U, self.labels, self.merit, merit_now, predicted, self.n_fix, settings
             )
-            step = self.take_step(Z, U, solution.B, fraction, predicted)
+            shortfall_before = shortfall(self.gap, self.targets)
+            step = self.take_step(Z, U, self.metric.step(solution.B), fraction, predicted)
             merit_now = self.merit(self.gap)
-            self.record(t, solution, problem.n, fraction, step, t_start, check)
+            self.record(t, solved, problem.n, fraction, step, t_start, check, U.shape[1], ratio)
             if np.all(self.gap >= self.targets):
                 message = f"converged in {t} iteration{'s' if t > 1 else ''}"
                 return repair.finish(RepairStatus.CONVERGED, message, self.head.with_weight(self.W))
             if merit_now < best_merit * (1 - 1e-9):
                 best_merit, best_iteration, best_W, best_gap = merit_now, t, self.W, self.gap
+            if self.ranks.after(shortfall_before, shortfall(self.gap, self.targets)):
+                continue  # more room: the next iteration decides whether the loop still goes nowhere
+            if step == 0.0 and self.aim_past_rounding():
+                continue  # the step was smaller than the weights' dtype can hold: ask for more
             if step == 0.0:
                 stalled = "the QP step is zero: the linearised problem sees nothing to gain"
             elif t - best_iteration >= settings.patience:
@@ -227,8 +256,19 @@ class _Iterations:
         self.W, self.gap = W_next, gap_next
         return step
 
-    def record(self, t, solution, rows, fraction, step, t_start, check=None) -> None:
+    def aim_past_rounding(self) -> bool:
+        """After a step the storage dtype rounded away (bfloat16 holds ~3 digits): every case still
+        short of its margin asks for its shortfall again on top, up to its margin; False when none
+        can ask for more (then the loop has really stalled)."""
+        short = np.maximum(self.targets - self.gap, 0.0)
+        grows = (short > 0) & (self.extra_aim < self.targets)
+        self.extra_aim[grows] = np.minimum(self.extra_aim[grows] + short[grows], self.targets[grows])
+        return bool(grows.any())
+
+    def record(self, t, solved, rows, fraction, step, t_start, check=None, rank=None, ratio=None) -> None:
+        """``solved``: this iteration's QP solutions, the one whose step was taken last."""
         gap, targets, n_fix = self.gap, self.targets, self.n_fix
+        solution = solved[-1]
         self.repair.records.append(
             IterationRecord(
                 iteration=t,
@@ -244,10 +284,13 @@ class _Iterations:
                 seconds=time.perf_counter() - t_start,
                 step_fraction=fraction,
                 qp_working_set=solution.working_set_size,
-                qp_rounds=solution.rounds,
+                qp_rounds=sum(s.rounds for s in solved),
                 qp_backend=solution.backend,
-                qp_seconds=solution.seconds,
-                qp_iterations=solution.iterations,
+                qp_seconds=sum(s.seconds for s in solved),
+                qp_iterations=sum(s.iterations for s in solved),
+                rank=rank if rank is not None else self.ranks.rank,
+                metric_scale=self.trust.kappa,
+                model_ratio=ratio,
                 **(check or {}),
             )
         )

@@ -74,10 +74,13 @@ class IterationRecord:
     seconds: float
     step_fraction: float = 1.0  # of the QP step taken (< 1: backtracked)
     qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
-    qp_rounds: int = 1  # QPs solved this iteration (working-set rounds)
+    qp_rounds: int = 1  # QPs solved this iteration (working-set rounds, trust-region re-solves)
     qp_backend: Backend = Backend.OSQP
-    qp_seconds: float = 0.0  # the QP solve alone (within ``seconds``)
+    qp_seconds: float = 0.0  # the QP solves alone (within ``seconds``)
     qp_iterations: int = 0  # the backend's own iterations (ADMM, Newton), summed over rounds
+    rank: int = 0  # r of this iteration's step (the loop grows it when it stalls)
+    metric_scale: float = 1.0  # κ, the trust region's scale of the step's metric, after this iteration
+    model_ratio: float | None = None  # true / promised merit decrease at the full step
     # The linear model against the true gaps at the full QP step (before any backtracking):
     # what the QP promised and what the step would really give. Where they part, the
     # activations switched or saturated under the step; the loop then cut it (step_fraction).

@@ -1,4 +1,12 @@
-"""The repair loop's settings (the paper's defaults), validated on construction."""
+"""The repair loop's settings, validated on construction.
+
+The paper's values (Appendix C) where it has one. Two defaults go beyond it, because the paper's
+loop stalls on real regression suites of 10k+ must_keep cases (issue 19): the step is priced in
+function space (``mu``) and the rank grows when the loop stops making progress (``max_rank``);
+``mu = 0, max_rank = rank`` is the paper's loop. A trust region on the step's price
+(``trust_region``) is there to be tried: on real SST-2 it converges about as the defaults do, and
+on small multi-class heads it can stall (a higher price makes must_fix slack cheap).
+"""
 
 from __future__ import annotations
 
@@ -13,11 +21,22 @@ from warp_check.validation import require_integer, require_number
 class RepairSettings:
     """Paper defaults (Appendix C). Validated on construction; errors name the field."""
 
-    rank: int = 2  # r
+    rank: int = 2  # r, the rank the loop starts at
+    # The rank grows ×4 (up to this, and to the repair layer's smaller side) whenever an iteration
+    # lowers the total shortfall by less than 10 %: rank 2 has too little room on real suites.
+    max_rank: int = 32
     gamma_s: float = 1.0  # must_fix margin
     gamma_h: float = 0.3  # must_keep margin
     lam: float = 50.0  # λ, slack price
     rho: float = 2.0  # ρ, step regularisation
+    # μ: the step is priced by how much it changes the repair layer's output on the must_keep
+    # cases, ½ tr(ΔW (ρI + μS) ΔWᵀ) with S their mean v vᵀ. Real representations share a large
+    # common direction; without it the smallest-norm step moves every kept case as far as the
+    # cases it fixes. 0: the paper's ρ/2 ‖ΔW‖².
+    mu: float = 10.0
+    # Scale the step's price up when the true gaps fall short of the linear model's promise
+    # (ratio of true to promised merit decrease), down when they keep it; off: steps are backtracked.
+    trust_region: bool = False
     max_iter: int = 300  # T
     aim_above: float = 1e-3  # the QP targets γ + this; certificates check γ
     gsn_threshold: float = 1e-2  # run GSN-FT when mean κ over must_fix is below this
@@ -35,6 +54,7 @@ class RepairSettings:
     def __post_init__(self) -> None:
         for name, minimum in (
             ("rank", 1),
+            ("max_rank", 1),
             ("max_iter", 1),
             ("gsn_ft_steps", 0),
             ("gsn_ft_batch_size", 1),
@@ -45,12 +65,19 @@ class RepairSettings:
             require_integer(name, getattr(self, name), minimum)
         for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr"):
             require_number(name, getattr(self, name))
-        for name in ("aim_above", "gsn_threshold"):
+        for name in ("aim_above", "gsn_threshold", "mu"):
             require_number(name, getattr(self, name), allow_zero=True)
+        if not isinstance(self.trust_region, bool):
+            raise SettingsError("trust_region", self.trust_region, "must be true or false")
         if self.blas_threads is not None:
             require_integer("blas_threads", self.blas_threads, 1)
         if not isinstance(self.solver, SolverSettings):
             raise SettingsError("solver", self.solver, "must be a SolverSettings")
+
+    @property
+    def rank_limit(self) -> int:
+        """The most the rank may grow to: max_rank, never below the rank asked for."""
+        return max(self.rank, self.max_rank)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

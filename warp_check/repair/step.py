@@ -92,3 +92,65 @@ def update_extra_aim(
         np.where(creeping, np.minimum(extra_aim[:n_fix] + short, targets[:n_fix]), extra_aim[:n_fix]),
         0.0,
     )
+
+
+class TrustRegion:
+    """κ, the scale of the step's metric, set by how well the linear model predicted the last step.
+
+    ratio = (true merit decrease) / (promised merit decrease) at the full step. Below ACCEPT the
+    step is re-solved with κ × SHRINK (a shorter step the linearisation can keep), at most TRIES
+    solves an iteration; after it, κ halves where the model was good and doubles where it was poor.
+    Off (``settings.trust_region`` false): κ stays 1 and every first step is taken.
+    """
+
+    ACCEPT = 1e-4
+    SHRINK = 4.0
+    GOOD, POOR = 0.75, 0.25
+    TRIES = 6
+    KAPPA_MIN, KAPPA_MAX = 1e-3, 1e6
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.kappa = 1.0
+
+    @staticmethod
+    def ratio(merit_now: float, merit_promised: float, merit_true: float) -> float:
+        promised = merit_now - merit_promised
+        true = merit_now - merit_true
+        if promised <= 1e-12:
+            return 1.0 if true >= 0 else -1.0
+        return true / promised
+
+    def retry(self, ratio: float, attempt: int) -> bool:
+        """Whether to re-solve with a tighter metric (and tighten it)."""
+        if not self.enabled or ratio >= self.ACCEPT or attempt + 1 >= self.TRIES:
+            return False
+        self.kappa = min(self.kappa * self.SHRINK, self.KAPPA_MAX)
+        return True
+
+    def adapt(self, ratio: float) -> None:
+        if not self.enabled:
+            return
+        if ratio > self.GOOD:
+            self.kappa = max(self.kappa / 2.0, self.KAPPA_MIN)
+        elif ratio < self.POOR:
+            self.kappa = min(self.kappa * 2.0, self.KAPPA_MAX)
+
+
+class RankSchedule:
+    """The rank of the step: starts at settings.rank, grows ×GROWTH (to settings.rank_limit and the
+    layer's smaller side) after an iteration that lowered the total shortfall by less than STALL."""
+
+    GROWTH = 4
+    STALL = 0.1
+
+    def __init__(self, settings: RepairSettings, smallest_side: int) -> None:
+        self.rank = settings.rank
+        self.limit = min(settings.rank_limit, smallest_side)
+
+    def after(self, shortfall_before: float, shortfall_after: float) -> bool:
+        """Grow the rank if this iteration stalled; True if it grew."""
+        if self.rank >= self.limit or shortfall_after <= (1 - self.STALL) * shortfall_before:
+            return False
+        self.rank = min(self.rank * self.GROWTH, self.limit)
+        return True

@@ -16,13 +16,21 @@ def load_adapter(suite: Suite) -> ClassifierAdapter:
     from warp_check.model.adapter import ClassifierAdapter
 
     try:
-        return ClassifierAdapter.from_pretrained(suite.model_dir, layer=suite.layer, max_length=suite.model.max_length)
+        return ClassifierAdapter.from_pretrained(
+            suite.model_dir,
+            layer=suite.layer,
+            max_length=suite.model.max_length,
+            device=suite.model.device,
+            threads=suite.model.threads,
+        )
     except ModelError as exc:
         text = str(exc)
         if text.startswith(("model folder", "cannot load the model")):
             where = "model.path"
         elif "max_length" in text:
             where = "model.max_length"
+        elif text.startswith("device="):
+            where = "model.device"
         else:
             where = "model.layer"
         if suite.model.factory is not None and where == "model.path" and not suite.model_overridden:

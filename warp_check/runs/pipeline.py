@@ -208,6 +208,7 @@ def build_certificate(
             activation=adapter.spec.activation,
             classifier=adapter.spec.classifier,
             max_length=adapter.max_length,
+            device=adapter.device,
             sha256_upstream=upstream_sha256,
             sha256_source_frozen=source_frozen,
         ),

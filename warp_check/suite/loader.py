@@ -128,6 +128,14 @@ class Suite:
             raise SettingsError(name, getattr(settings, name), advice.margins_out_of_order(settings))
         return settings
 
+    def with_compute(
+        self, *, device: str | None = None, batch_size: int | None = None, threads: int | None = None
+    ) -> Suite:
+        """This suite with where and how its encoder runs overridden (None: keep the suite's)."""
+        given = (("device", device), ("batch_size", batch_size), ("threads", threads))
+        changes = {k: v for k, v in given if v is not None}
+        return dataclasses.replace(self, model=dataclasses.replace(self.model, **changes)) if changes else self
+
     def digest(self) -> str:
         """SHA-256 over warp.toml, every case and the model folder: names this suite's content."""
         h = hashlib.sha256()

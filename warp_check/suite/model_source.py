@@ -21,7 +21,21 @@ from warp_check.model.activation_names import exact_name
 from warp_check.model.loading import read_config, resolve_hub_model
 from warp_check.suite.toml_lines import SuiteToml
 
-_MODEL_KEYS = ("path", "factory", "id", "revision", "allow_moving_revision", "layer", "max_length", "batch_size")
+_MODEL_KEYS = (
+    "path",
+    "factory",
+    "id",
+    "revision",
+    "allow_moving_revision",
+    "layer",
+    "max_length",
+    "batch_size",
+    "device",
+    "threads",
+)
+
+# What ClassifierAdapter's device argument takes (whether torch sees it is checked when it loads).
+DEVICE_NAME = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
 _LAYER_KEYS = ("repair_layer", "activation", "classifier")
@@ -39,6 +53,8 @@ class ModelSettings:
     layer: str | tuple[str] | tuple[str, str, str] = "auto"  # "auto", "final", (final_layer,) or the three names
     max_length: int = 128
     batch_size: int = 32
+    device: str = "auto"  # where the encoder runs: auto (CUDA when torch sees it), cpu, cuda, cuda:N
+    threads: int | None = None  # torch CPU threads while encoding; None: the cores, shared among xdist workers
 
 
 def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: bool) -> ModelSettings:
@@ -97,8 +113,16 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise loader.error(f"model.{key}", f"must be an integer >= 1, got {value!r}")
         counts[key] = value
+    device = table.get("device", "auto")
+    if not isinstance(device, str) or not DEVICE_NAME.fullmatch(device):
+        raise loader.error("model.device", f"{device!r} is not a device: give 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    threads = table.get("threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise loader.error("model.threads", f"must be an integer >= 1, got {threads!r}")
     return ModelSettings(
         path=path,
+        device=device,
+        threads=threads,
         factory=factory,
         id=hub_id,
         revision=revision,

@@ -1,0 +1,46 @@
+"""How many CPU threads torch uses while warp-check encodes, set explicitly and given back after.
+
+torch's own default is every physical core of the machine, whatever else runs: under
+pytest-xdist each worker would take them all (500 tiny cases: 14.7 s at 2 threads beside another
+job, 1.05 s at 1). The default here is the cores this process may use, shared among the xdist
+workers of the run, and never more than torch was already told (OMP_NUM_THREADS, or a caller's
+torch.set_num_threads), so a limit the user set holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity, where the system says), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # pragma: no cover - no sched_getaffinity (macOS, Windows)
+        return max(os.cpu_count() or 1, 1)
+
+
+def default_threads() -> int:
+    """The available cores, divided among pytest-xdist's workers when this is one of them."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    share = int(workers) if workers.isdigit() and int(workers) > 0 else 1
+    return max(available_cores() // share, 1)
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[int]:
+    """Within the block torch uses ``threads`` CPU threads (None: :func:`default_threads`, at most
+    torch's current setting); the caller's setting comes back after it."""
+    import torch
+
+    before = torch.get_num_threads()
+    wanted = min(default_threads(), before) if threads is None else threads
+    if wanted != before:
+        torch.set_num_threads(wanted)
+    try:
+        yield wanted
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
