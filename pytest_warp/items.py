@@ -31,6 +31,8 @@ JUNIT_PROPERTIES = (
     "label",
     "predicted",
     "gap",
+    "baseline_predicted",
+    "baseline_gap",
     "gap_before",
     "gap_after",
     "radius",
@@ -91,6 +93,8 @@ class CaseItem(pytest.Item):
             value = properties.get(name)
             if value is not None:
                 self.user_properties.append((name, value))
+        if verdict.expected_failure is not None:
+            pytest.xfail(verdict.expected_failure)
         if not verdict.passed:
             raise CaseFailure(verdict.message)
 

@@ -37,6 +37,13 @@ _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "(default: the certificate's folder)",
     ),
     ("--warp-report", "warp_report", "string", "write report.md, report.json and PNG plots into this folder"),
+    (
+        "--warp-baseline",
+        "warp_baseline",
+        "string",
+        "regression-only gate: a case fails only if this model folder (the last release) got it right and the "
+        "model under test does not; cases both get wrong are xfail",
+    ),
     ("--warp-cache", "warp_cache", "string", "representation cache folder, or 'none' (default <suite>/.warp/cache)"),
     (
         "--warp-record",
@@ -98,6 +105,7 @@ class WarpOptions:
     cache: Path | None = None
     no_cache: bool = False
     record: Path | None = None
+    baseline: Path | None = None
     device: str | None = None
     batch_size: int | None = None
     threads: int | None = None
@@ -190,6 +198,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
         cache=None if no_cache else _path(config, "warp_cache"),
         no_cache=no_cache,
         record=_path(config, "warp_record"),
+        baseline=_path(config, "warp_baseline"),
         device=_device(config),
         batch_size=_count(config, "warp_batch_size"),
         threads=_count(config, "warp_threads"),
@@ -206,6 +215,13 @@ def read_options(config: pytest.Config) -> WarpOptions:
         raise pytest.UsageError(f"--warp-certificate: no certificate file at {options.certificate}")
     if options.model is not None and not options.model.is_dir():
         raise pytest.UsageError(f"--warp-model: {options.model} is not a folder (a local Hugging Face model folder)")
+    if options.baseline is not None and not options.baseline.is_dir():
+        raise pytest.UsageError(f"--warp-baseline: {options.baseline} is not a folder (the last release's model)")
+    if options.baseline is not None and options.mode is not Mode.CHECK:
+        raise pytest.UsageError(
+            "--warp-baseline gates a model on regressions: it goes with a plain run, not with --warp-repair or "
+            "--warp-certificate"
+        )
     if options.record is not None and options.record.is_dir():
         raise pytest.UsageError(f"--warp-record: {options.record} is a folder; name a JSONL file (new or existing)")
     if any(v is not None for v in options.overrides().values()):

@@ -29,6 +29,7 @@ from warp_check.runs import notices
 from warp_check.runs.check import check, check_warm, warm_entry
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import Mode
+from warp_check.runs.regressions import against_baseline
 from warp_check.runs.result import Outcome, RunResult, Verdict
 from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
 from warp_check.suite.loader import Suite, load_suite
@@ -138,7 +139,11 @@ class WarpSession:
             if mode is Mode.CHECK:
                 cache = self.cache_dir(suite)
                 warm = check_warm(suite, self.warm.get(key), ids=selected, cache_dir=cache)
-                return warm or check(suite, self.adapter(suite), ids=selected, cache_dir=cache)
+                result = warm or check(suite, self.adapter(suite), ids=selected, cache_dir=cache)
+                if self.options.baseline is None:
+                    return result
+                baseline = self._check_baseline(suite, selected, cache)
+                return against_baseline(result, baseline, str(self.options.baseline))
             # numpy, the solvers and the certifier load only in the modes that need them
             from warp_check.runs.audit import audit
             from warp_check.runs.repair import repair
@@ -157,6 +162,12 @@ class WarpSession:
             )
         except (WarpError, OSError) as exc:  # a user's mistake or environment: a message, not a traceback
             return RunResult.failed(suite, mode, f"{type(exc).__name__}: {exc}")
+
+    def _check_baseline(self, suite: Suite, selected: Sequence[str], cache: Path | None) -> RunResult:
+        """The same cases on --warp-baseline's model (answered from the cache when it was checked before)."""
+        baseline = load_suite(suite.toml, model=self.options.baseline).with_compute(**self.options.compute())
+        warm = check_warm(baseline, warm_entry(baseline, cache), ids=selected, cache_dir=cache)
+        return warm or check(baseline, load_adapter(baseline), ids=selected, cache_dir=cache)
 
     def _shared(self, suite: Suite, compute: Callable[[], RunResult], selected: Sequence[str]) -> RunResult:
         """Compute once per test run: alone, or under xdist by the first worker to get here."""
@@ -201,7 +212,8 @@ class WarpSession:
         if run is not None:
             summary = RunResult.from_dict(run)
             self.runs.setdefault(summary.suite, summary)
-        verdict = dataclasses.replace(Verdict.from_dict(case), outcome=Outcome(report.outcome))
+        outcome = Outcome.XFAILED if hasattr(report, "wasxfail") else Outcome(report.outcome)
+        verdict = dataclasses.replace(Verdict.from_dict(case), outcome=outcome)
         self.cases.setdefault(verdict.suite or "", []).append(verdict)
 
     def report_runs(self) -> list[RunResult]:

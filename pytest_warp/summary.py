@@ -41,6 +41,8 @@ def _suite_lines(run: RunResult, verdicts: Sequence[Verdict], root: Path) -> lis
     for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
         outcomes = [v.reported for v in verdicts if v.kind is kind]
         ran = f"{outcomes.count(Outcome.PASSED)} passed, {outcomes.count(Outcome.FAILED)} failed"
+        if Outcome.XFAILED in outcomes:
+            ran += f", {outcomes.count(Outcome.XFAILED)} xfailed (wrong on the baseline too)"
         total = details.counts.get(kind, len(outcomes))
         of = f" (of {total} in the suite)" if total != len(outcomes) else ""
         out.append(f"  {kind.value:<9}  {ran}{of}")

@@ -6,6 +6,9 @@
     warp-check report SOURCE --out DIR                         report.md + JSON + plots
     warp-check compare SUITE [--heldout F] [--general F] ...   WARP beside LoRA and full fine-tuning
     warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
+    warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
+    warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
+    warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
 
 Exit codes: 0 everything holds; 1 a case fails, the repair did not converge or a certificate
 does not hold (compare: a WARP run did not converge; the table is still printed); 2 a usage
@@ -32,6 +35,7 @@ from typing import Any
 
 from warp_check.cases import Kind
 from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
+from warp_check.certify.chain import verify_chain
 from warp_check.certify.verify import verify
 from warp_check.errors import SettingsError, WarpError, WarpWarning
 from warp_check.extras.attacks import (
@@ -46,11 +50,14 @@ from warp_check.extras.attacks import (
 )
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
+from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
+from warp_check.extras.promote import promote
 from warp_check.runs.audit import audit
 from warp_check.runs.check import check, check_warm, warm_entry
 from warp_check.runs.details import CheckDetails, RepairDetails
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import Mode
+from warp_check.runs.regressions import against_baseline
 from warp_check.runs.repair import repair
 from warp_check.runs.report import REPORT_JSON, check_report_destination, run_from_certificate, write_report
 from warp_check.runs.result import RunResult
@@ -138,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--suite", metavar="SUITE", help="also check that the certificate covers this suite's cases")
     verify.add_argument("--cache", metavar="DIR", help="representation cache folder (default: none)")
     verify.add_argument("--json", action="store_true", help="print the checks as JSON")
+    verify.add_argument(
+        "--chain",
+        action="store_true",
+        help="re-check the whole history: every model it was repaired from, back to the first (with --suite: "
+        "the drawdown on the suite's cases since the first model)",
+    )
 
     report = sub.add_parser(
         "report",
@@ -177,6 +190,40 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument("--out", metavar="FILE.md", help="also write the Markdown here and the JSON beside it")
     compare.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+    diff = sub.add_parser(
+        "diff",
+        help="gate NEW on regressions against OLD: a case fails only if OLD got it right and NEW does not",
+    )
+    diff.add_argument("old", metavar="OLD", help="the baseline model folder (the last release)")
+    diff.add_argument("new", metavar="NEW", help="the model folder under test")
+    diff.add_argument("suite", metavar="SUITE")
+    diff.add_argument("--cache", metavar="DIR", help="representation cache folder, or 'none' (default <suite>/.warp)")
+    diff.add_argument("--json", action="store_true", help="print the result as JSON")
+    diff.add_argument("-q", "--quiet", action="store_true", help="print only the summary, not every regression")
+
+    importer = sub.add_parser(
+        "import",
+        help="append cases from a CSV, TSV, JSONL, Parquet or AdvGLUE dev.json file to a suite's JSONL file",
+    )
+    importer.add_argument("suite", metavar="SUITE", help="the suite whose labels the cases must use")
+    importer.add_argument("source", metavar="FILE", help="the file to read")
+    importer.add_argument("--out", metavar="FILE", required=True, help="the JSONL case file to append to")
+    importer.add_argument("--format", choices=FORMATS, help="default: from the file's name")
+    importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
+    importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
+    importer.add_argument("--text-pair", metavar="COLUMN", help="column of the second text, for pair tasks")
+    importer.add_argument("--label", default="label", metavar="COLUMN", help="column of the label (default label)")
+    importer.add_argument("--id", metavar="COLUMN", help="column of the case id (default: one made from the text)")
+    importer.add_argument("--source", dest="case_source", metavar="TEXT", help="source written on every case")
+    importer.add_argument("--task", choices=sorted(ADVGLUE_FIELDS), help="AdvGLUE: which task of dev.json")
+
+    promote = sub.add_parser(
+        "promote", help="move the must_fix cases a certified repair fixed into the suite's must_keep file"
+    )
+    promote.add_argument("suite", metavar="SUITE")
+    promote.add_argument("--from", dest="repaired", metavar="REPAIRED", required=True, help="the repaired model folder")
+    promote.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
 
     attack = sub.add_parser(
         "attack",
@@ -231,6 +278,9 @@ def _run(args: argparse.Namespace) -> int:
             "report": _report,
             "compare": _compare,
             "attack": _attack,
+            "diff": _diff,
+            "import": _import,
+            "promote": _promote,
         }[args.command](args)
     except WarpError as exc:
         print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)
@@ -311,7 +361,10 @@ def _print_result(result, *, quiet: bool) -> None:
     if result.mode is Mode.REPAIR:
         print(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
     print(f"  {result.message}")
-    failing = [v for v in result.verdicts if not v.passed]
+    failing = [v for v in result.verdicts if not v.passed and v.expected_failure is None]
+    expected = [v for v in result.verdicts if v.expected_failure is not None]
+    if expected:
+        print(f"  {len(expected)} case(s) wrong on the baseline too: expected failures, not regressions")
     if failing and not quiet:
         print(f"\n{len(failing)} failing case(s):")
         for verdict in failing:
@@ -320,6 +373,8 @@ def _print_result(result, *, quiet: bool) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    if args.chain:
+        return _verify_chain(args)
     model_dir = Path(args.model_dir)
     certificate = Path(args.certificate) if args.certificate else None
     if args.suite:
@@ -346,6 +401,50 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"  FAILED {check.name}{where}: {check.detail}")
         print("certificate holds" if verification.ok else "certificate does NOT hold")
     return EXIT_OK if verification.ok else EXIT_FAILED
+
+
+def _verify_chain(args: argparse.Namespace) -> int:
+    chain = verify_chain(args.model_dir, cache_dir=args.cache)
+    rows = []
+    for link in chain.links:
+        checks = [*(link.verification.checks if link.verification else ()), *link.checks]
+        rows.append(
+            {
+                "model_dir": str(link.model_dir),
+                "ok": link.ok,
+                "repaired": link.verification is not None,
+                "failed": [{"name": c.name, "detail": c.detail, "case": c.case_id} for c in checks if not c.ok],
+            }
+        )
+    drawdown = _drawdown(args.suite, chain.root, Path(args.model_dir), args.cache) if args.suite else None
+    if args.json:
+        print(json.dumps({"ok": chain.ok, "links": rows, "drawdown": drawdown}, indent=2))
+    else:
+        for row in rows:
+            what = "certificate holds" if row["repaired"] else "the first model of the chain"
+            print(f"{row['model_dir']}: {what if row['ok'] else 'does NOT hold'}")
+            for failed in row["failed"]:
+                where = f" [{failed['case']}]" if failed["case"] else ""
+                print(f"  FAILED {failed['name']}{where}: {failed['detail']}")
+        if drawdown is not None:
+            lost = drawdown["lost"]
+            print(
+                f"drawdown since the first model: {len(lost)} of the {drawdown['right_first']} suite case(s) it got "
+                "right are wrong now" + (f": {', '.join(lost[:10])}" if lost else "")
+            )
+        print(f"chain of {len(rows)} model(s): " + ("every link holds" if chain.ok else "a link does NOT hold"))
+    lost = bool(drawdown and drawdown["lost"])
+    return EXIT_OK if chain.ok and not lost else EXIT_FAILED
+
+
+def _drawdown(suite_path: str, first: Path, last: Path, cache: str | None) -> dict[str, Any]:
+    """The suite's cases the first model of the chain got right, and which of them the last gets wrong."""
+    answers = []
+    for folder in (first, last):
+        suite = load_suite(suite_path, model=folder)
+        answers.append({v.case_id: v.passed for v in check(suite, load_adapter(suite), cache_dir=cache).verdicts})
+    right_first = [case for case, right in answers[0].items() if right]
+    return {"right_first": len(right_first), "lost": [case for case in right_first if not answers[1].get(case, False)]}
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -450,6 +549,49 @@ ATTACK_FLAGS = {
     "source_kind": "--from",
     "threads": "--threads",
 }
+def _diff(args: argparse.Namespace) -> int:
+    checked = []
+    for folder in (args.old, args.new):
+        args.model = folder  # the suite's cases, on each model in turn
+        suite, cache = _load(args)
+        warm = check_warm(suite, warm_entry(suite, cache), cache_dir=cache)
+        checked.append(warm or check(suite, load_adapter(suite), cache_dir=cache, progress=not args.json))
+    return _finish(args, against_baseline(checked[1], checked[0], args.old))
+
+
+def _import(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    settings = ImportSettings(
+        format=args.format or format_of(args.source),
+        text=args.text,
+        text_pair=args.text_pair,
+        label=args.label,
+        id=args.id,
+        kind=Kind(args.kind),
+        source=args.case_source,
+        task=args.task,
+    )
+    result = import_cases(suite, args.source, args.out, settings)
+    appended = result.appended
+    print(
+        f"{result.rows} row(s) read from {args.source}: {len(appended.added)} case(s) appended to {appended.path}, "
+        f"{appended.duplicates} already there"
+    )
+    return EXIT_OK
+
+
+def _promote(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    promotion = promote(suite, args.repaired, dry_run=args.dry_run)
+    verb = "would move" if args.dry_run else "moved"
+    print(
+        f"{verb} {len(promotion.promoted)} fixed must_fix case(s) to {promotion.keep_file} "
+        f"(fixed_by {promotion.certificate_sha256[:12]}…); {len(promotion.not_fixed)} not certified fixed, left as "
+        "must_fix"
+    )
+    return EXIT_OK
+
+
 EXIT_INTERRUPTED = 130
 
 

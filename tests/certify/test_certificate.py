@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from warp_check import CERTIFICATE_NAME, FORMAT, Certificate, Lipschitz
-from warp_check.certify.certificate import TOP_LEVEL_KEYS, finite
+from warp_check.certify.certificate import LATER_KEYS, TOP_LEVEL_KEYS, finite
 from warp_check.errors import CertificateError
 
 
@@ -44,11 +44,11 @@ def test_a_written_certificate_reads_back_to_the_same_json_byte_for_byte(written
 
 
 def test_the_file_keeps_the_format_and_its_key_order(data):
-    assert data["format"] == FORMAT and tuple(data) == TOP_LEVEL_KEYS
+    assert data["format"] == FORMAT and tuple(data) == TOP_LEVEL_KEYS + LATER_KEYS
     assert list(data["model"])[-2:] == ["sha256_repair_layer", "sha256_frozen"]
     assert list(data["cases"][0]) == [
-        "id", "kind", "label", "text", "text_pair", "gap_before", "gap_after", "cert1", "cert2", "cert3",
-        "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded",
+        "id", "kind", "label", "text", "text_pair", "gap_before", "gap_after", "gap_as_saved", "cert1", "cert2",
+        "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded",
     ]  # fmt: skip
     assert list(data["repair"]["history"][0])[:3] == ["iteration", "min_gap_fix", "min_gap_keep"]
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from testkit.suite_builder import exit_code, tree_digest, write_suite
+from testkit.suite_builder import exit_code, record_encoder_batches, tree_digest, write_suite
 
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
@@ -99,16 +99,7 @@ def test_usage_and_input_mistakes_exit_2_with_one_line(tmp_path, suite, distilbe
 def test_device_threads_and_batch_size_reach_the_encoder_and_the_certificate(suite, tmp_path, monkeypatch):
     import torch
 
-    from warp_check.model.adapter import ClassifierAdapter
-
-    seen = []
-    real = ClassifierAdapter.forward_batch
-
-    def forward_batch(self, features):
-        seen.append((len(features), torch.get_num_threads(), self.device))
-        return real(self, features)
-
-    monkeypatch.setattr(ClassifierAdapter, "forward_batch", forward_batch)
+    seen = record_encoder_batches(monkeypatch)
     before = torch.get_num_threads()
     argv = ["repair", str(suite), "--out", str(tmp_path / "out"), "--cache", "none", "-q"]
     assert main([*argv, "--device", "cpu", "--threads", "1", "--batch-size", "5"]) == 0

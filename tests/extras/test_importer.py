@@ -115,3 +115,22 @@ def test_settings_name_the_field():
         ImportSettings(format="advglue")
     with pytest.raises(SettingsError, match="cannot tell the format"):
         format_of("cases.xlsx")
+
+
+def test_the_import_command(suite, tmp_path, capsys):
+    from testkit.suite_builder import exit_code
+
+    source = tmp_path / "reviews.tsv"
+    source.write_text("review\tsentiment\nlovely\tpositive\ndull\tnegative\n", encoding="utf-8")
+    out = tmp_path / "more.jsonl"
+    argv = ["import", str(suite.root), str(source), "--out", str(out), "--text", "review", "--label", "sentiment"]
+    assert exit_code([*argv, "--kind", "must_fix"]) == 0
+    assert "2 row(s) read" in capsys.readouterr().out
+    assert [(r["text"], r["label"], r["kind"]) for r in lines(out)] == [
+        ("lovely", "positive", "must_fix"),
+        ("dull", "negative", "must_fix"),
+    ]
+    source.write_text("review\tsentiment\nodd\tneutral\n", encoding="utf-8")
+    assert exit_code(argv) == 2  # a label the model does not have: file:line, no traceback
+    err = capsys.readouterr().err
+    assert "reviews.tsv:2: field 'sentiment'" in err and "Traceback" not in err

@@ -12,6 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from testkit.families import FAMILIES, build, suite
@@ -19,6 +20,7 @@ from testkit.suite_builder import exit_code
 
 from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter
+from warp_check.model.head import gaps_from_logits
 from warp_check.model.specs import HeadForm
 
 # Families whose tiny model the loop does not yet repair with the paper's defaults (rank 2): the
@@ -107,6 +109,18 @@ def test_half_precision_checkpoints_load_repair_and_save_in_their_dtype(model_ty
     saved = json.loads((out / "config.json").read_text())
     assert saved.get("dtype", saved.get("torch_dtype")) == dtype
     assert exit_code(["verify", str(out), "--suite", str(half_suite)]) == 0
+    # The certificates hold on the logits of the model as saved, run in its own dtype.
+    certificate = json.loads((out / "warp_certificate.json").read_text())
+    repaired = ClassifierAdapter.from_pretrained(out)
+    assert repaired.dtype == dtype
+    claims = [c for c in certificate["cases"] if c["kind"] in ("must_fix", "must_keep") and not c["excluded"]]
+    features = repaired.tokenize([c["text"] for c in claims], [c["text_pair"] for c in claims])
+    logits = np.vstack([repaired.forward_batch([f])[1] for f in features]).astype(np.float64)
+    labels = np.array([c["label"] for c in claims])
+    gaps = gaps_from_logits(logits, labels)[0]
+    margins = np.array([1.0 if c["kind"] == "must_fix" else 0.3 for c in claims])
+    assert (gaps >= margins).all(), [(c["id"], g) for c, g, m in zip(claims, gaps, margins, strict=True) if g < m]
+    assert all(min(c["gap_after"], c["gap_as_saved"]) >= m for c, m in zip(claims, margins, strict=True))
 
 
 def _edit_config(model_dir: Path, folder: Path, **changes) -> Path:

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from testkit.suite_builder import split_cases, tree_digest, write_suite
+from testkit.suite_builder import record_encoder_batches, split_cases, tree_digest, write_suite
 
 from warp_check import verify
 from warp_check.certify.certificate import CERTIFICATE_NAME
@@ -269,18 +269,7 @@ def test_ini_options_set_the_mode_and_overrides(pytester, suite, cases):
 
 
 def test_device_threads_and_batch_size_options_reach_the_encoder(pytester, suite, cases, monkeypatch):
-    import torch
-
-    from warp_check.model.adapter import ClassifierAdapter
-
-    seen = []
-    real = ClassifierAdapter.forward_batch
-
-    def forward_batch(self, features):
-        seen.append((len(features), torch.get_num_threads(), self.device))
-        return real(self, features)
-
-    monkeypatch.setattr(ClassifierAdapter, "forward_batch", forward_batch)
+    seen = record_encoder_batches(monkeypatch)
     wrong, right = cases
     pytester.makeini("[pytest]\nwarp_threads = 1\n")
     result = run(pytester, "--warp-device", "cpu", "--warp-batch-size", "3", "--warp-cache", "none")

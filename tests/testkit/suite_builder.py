@@ -94,3 +94,20 @@ def exit_code(argv: list[str]) -> int:
         return main(argv)
     except SystemExit as exc:
         return int(exc.code)
+
+
+def record_encoder_batches(monkeypatch) -> list[tuple[int, int, str]]:
+    """From now on, every encoder batch appends (cases, torch threads, device) to the list returned."""
+    import torch
+
+    from warp_check.model.adapter import ClassifierAdapter
+
+    seen: list[tuple[int, int, str]] = []
+    real = ClassifierAdapter.forward_batch
+
+    def forward_batch(self, features):
+        seen.append((len(features), torch.get_num_threads(), self.device))
+        return real(self, features)
+
+    monkeypatch.setattr(ClassifierAdapter, "forward_batch", forward_batch)
+    return seen

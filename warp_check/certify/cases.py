@@ -36,6 +36,8 @@ def certify_cases(
     labels = np.asarray(labels, dtype=np.int64)
     kinds = tuple(Kind(k) for k in kinds)
     gaps, _ = head.gaps(V, labels)
+    # The saved model's own arithmetic (its dtype): a margin must hold there too.
+    stored = head.gaps_as_stored(V, labels)
     lip = lipschitz(head)
     fix = np.array([k is Kind.MUST_FIX for k in kinds], dtype=bool)
     eps_s = eps_star(gaps, lip.L)
@@ -51,14 +53,20 @@ def certify_cases(
     for i, case_id in enumerate(ids):
         kind = kinds[i]
         common = dict(
-            id=case_id, kind=kind, label=int(labels[i]), gap_before=float(gaps_before[i]), gap_after=float(gaps[i])
+            id=case_id,
+            kind=kind,
+            label=int(labels[i]),
+            gap_before=float(gaps_before[i]),
+            gap_after=float(gaps[i]),
+            gap_as_saved=float(stored[i]),
         )
+        held = min(gaps[i], stored[i])
         if kind is Kind.MUST_FIX:
             ok3 = bool(eps_s[i] > 0 and worst[i] > 0)
             out.append(
                 CaseCertificate(
                     **common,
-                    cert1=bool(gaps[i] >= gamma_s),
+                    cert1=bool(held >= gamma_s),
                     cert3=ok3,
                     eps_star=float(eps_s[i]),
                     eps_local=float(eps_l[i]),
@@ -70,7 +78,7 @@ def certify_cases(
             if case_id in excluded:
                 out.append(CaseCertificate(**common, excluded=True))
             else:
-                kept = bool(gaps[i] >= gamma_h and gaps_before[i] > 0)
+                kept = bool(held >= gamma_h and gaps_before[i] > 0)
                 out.append(CaseCertificate(**common, cert2=kept))
         else:
             out.append(CaseCertificate(**common))

@@ -44,6 +44,8 @@ TOP_LEVEL_KEYS = (
     "cases",
     "summary",
 )
+# Keys certificates gained later: written always, read where present (older files lack them).
+LATER_KEYS = ("parent",)
 
 
 def finite(value: float | None) -> float | None:
@@ -201,6 +203,26 @@ class ModelRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ParentRecord:
+    """The model this one was repaired from: a link of the release chain (``verify --chain``)."""
+
+    sha256_repair_layer: str  # the input model's repair layer
+    sha256_frozen: str  # every other parameter of the input model
+    certificate_sha256: str | None  # the input folder's own certificate, where it was a repaired model
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain_json(self)
+
+    @classmethod
+    def from_json(cls, data: _Object) -> ParentRecord:
+        return cls(
+            sha256_repair_layer=data.text("sha256_repair_layer"),
+            sha256_frozen=data.text("sha256_frozen"),
+            certificate_sha256=data.text("certificate_sha256", optional=True),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class HistoryRow:
     """One iteration of the repair loop; the full-step fields compare the QP's linear promise with
     the true gaps at its full step (None where no step was solved)."""
@@ -350,6 +372,9 @@ class CaseCertificate:
     label: int
     gap_before: float
     gap_after: float
+    # The gap in the saved model's own arithmetic (its dtype); Cert 1 and 2 need both. None in
+    # certificates written before it was recorded.
+    gap_as_saved: float | None = None
     cert1: bool | None = None  # must_fix: gap ≥ γ_s
     cert2: bool | None = None  # must_keep: gap ≥ γ_h and label unchanged
     cert3: bool | None = None  # must_fix: ε* > 0 and no flip found inside the certified ball
@@ -358,6 +383,11 @@ class CaseCertificate:
     attack_min_gap: float | None = None  # smallest gap PGD found inside the certified ball
     flip_radius: float | None = None  # smallest flipping radius the min-norm attack found
     excluded: bool = False  # must_keep case the original model got wrong: not constrained
+
+    @property
+    def held_gap(self) -> float:
+        """The gap Cert 1 and 2 judge: the smaller of float64's and the saved model's own."""
+        return self.gap_after if self.gap_as_saved is None else min(self.gap_after, self.gap_as_saved)
 
     @property
     def certified_radius(self) -> float | None:
@@ -396,6 +426,7 @@ class CaseRecord(CaseCertificate):
             "text_pair": self.text_pair,
             "gap_before": self.gap_before,
             "gap_after": self.gap_after,
+            "gap_as_saved": self.gap_as_saved,
             "cert1": self.cert1,
             "cert2": self.cert2,
             "cert3": self.cert3,
@@ -416,6 +447,7 @@ class CaseRecord(CaseCertificate):
             text_pair=data.text("text_pair", optional=True),
             gap_before=data.number("gap_before"),
             gap_after=data.number("gap_after"),
+            gap_as_saved=data.number("gap_as_saved", optional=True) if "gap_as_saved" in data.data else None,
             cert1=data.flag("cert1", optional=True),
             cert2=data.flag("cert2", optional=True),
             cert3=data.flag("cert3", optional=True),
@@ -471,6 +503,7 @@ class Certificate:
     radius_space: str  # the radii are in the space of v, not of texts: says which layer's input
     cases: tuple[CaseRecord, ...]
     summary: Summary
+    parent: ParentRecord | None = None  # None in certificates written before the chain was recorded
 
     @staticmethod
     def now() -> str:
@@ -493,6 +526,7 @@ class Certificate:
             "radius_space": self.radius_space,
             "cases": [c.to_json() for c in self.cases],
             "summary": self.summary.to_json(),
+            "parent": None if self.parent is None else self.parent.to_json(),
         }
 
     @classmethod
@@ -517,6 +551,7 @@ class Certificate:
             radius_space=top.text("radius_space"),
             cases=tuple(CaseRecord.from_json(case) for case in top.objects("cases")),
             summary=top.object("summary").record(Summary),
+            parent=ParentRecord.from_json(top.object("parent")) if data.get("parent") is not None else None,
         )
 
     @classmethod
@@ -553,6 +588,7 @@ __all__ = [
     "Certificate",
     "GsnFtSummary",
     "HistoryRow",
+    "ParentRecord",
     "Lipschitz",
     "ModelRecord",
     "RepairRecord",

@@ -163,7 +163,7 @@ def _case_checks(claim: CaseRecord, record: CaseCertificate, claimed: Certificat
                 Check(
                     name,
                     holds,
-                    f"{name}: {target}: {'holds' if holds else 'FAILS'} (gap {record.gap_after:.6g})",
+                    f"{name}: {target}: {'holds' if holds else 'FAILS'} (gap {record.held_gap:.6g})",
                     cid,
                 )
             )

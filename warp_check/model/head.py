@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from warp_check.model.activations import Activation
+from warp_check.model.activations import Activation, torch_activation
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,31 @@ class DenseHead:
     def gaps_from_pre_activation(self, Z: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Gaps given Z = V Wᵀ + b (the loop updates Z by a low-rank term, not a full product)."""
         return gaps_from_logits(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)[0]
+
+    def logits_as_stored(self, V: np.ndarray) -> np.ndarray:
+        """The logits as the saved model computes them: the head's weights and v in its storage dtype,
+        the arithmetic in that dtype too (torch, as the model's own layers run), returned as float64.
+        Half precision rounds each product and sum: a gap of 1 can come out ~1e-2 lower than in float64."""
+        if self.storage_dtype in ("float64", "float32"):
+            dtype = np.dtype(self.storage_dtype)
+            z = np.asarray(V, dtype=dtype) @ self.W.astype(dtype).T + self.b.astype(dtype)
+            hidden = self.activation.fn(z.astype(np.float64)).astype(dtype)
+            return (hidden @ self.Wc.astype(dtype).T + self.bc.astype(dtype)).astype(np.float64)
+        import torch
+
+        dtype = getattr(torch, self.storage_dtype)
+
+        def stored(a: np.ndarray):
+            return torch.as_tensor(np.asarray(a, dtype=np.float64)).to(dtype)
+
+        sigma = torch_activation(self.activation.name)
+        with torch.no_grad():
+            z = torch.nn.functional.linear(stored(V), stored(self.W), stored(self.b))
+            logits = torch.nn.functional.linear(sigma(z), stored(self.Wc), stored(self.bc))
+        return logits.double().numpy()
+
+    def gaps_as_stored(self, V: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        return gaps_from_logits(self.logits_as_stored(V), labels)[0]
 
     def predict(self, V: np.ndarray) -> np.ndarray:
         return np.argmax(self.logits(V), axis=1)

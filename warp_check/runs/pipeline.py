@@ -13,15 +13,18 @@ from pathlib import Path
 
 import numpy as np
 
+from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
 from warp_check.certify.artefact import Destination, claim_destination, write_artefact
 from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import (
+    CERTIFICATE_NAME,
     CaseCertificate,
     CaseRecord,
     Certificate,
     Lipschitz,
     ModelRecord,
+    ParentRecord,
     RepairRecord,
     Summary,
 )
@@ -197,7 +200,8 @@ def build_certificate(
 ) -> Certificate:
     """What the repair claims; the hashes of the saved files are added when they are written."""
     by_id = {c.id: c for c in cases}
-    _, source_frozen = parameter_hashes(adapter.model.state_dict(), adapter.spec.repair_layer)
+    source_layer, source_frozen = parameter_hashes(adapter.model.state_dict(), adapter.spec.repair_layer)
+    parent_certificate = Path(adapter.source) / CERTIFICATE_NAME if adapter.source else None
     return Certificate(
         created=Certificate.now(),
         warp_check_version=__version__,
@@ -218,4 +222,11 @@ def build_certificate(
         radius_space=f"L2 ball around v, the input of '{adapter.spec.repair_layer}' (a representation, not text)",
         cases=tuple(CaseRecord.of(r, by_id[r.id]) for r in records),
         summary=Summary.of(records),
+        parent=ParentRecord(
+            sha256_repair_layer=source_layer,
+            sha256_frozen=source_frozen,
+            certificate_sha256=file_sha256(parent_certificate)
+            if parent_certificate is not None and parent_certificate.is_file()
+            else None,
+        ),
     )

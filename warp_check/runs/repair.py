@@ -211,8 +211,9 @@ def _fixed(record: CaseCertificate, settings: RepairSettings, unchanged: str) ->
     problems = []
     if not record.cert1:
         problems.append(
-            f"Cert 1 fails: gap {num(record.gap_after)} < γ_s = {num(settings.gamma_s)} "
-            f"(short by {num(settings.gamma_s - record.gap_after)})"
+            f"Cert 1 fails: gap {num(record.held_gap)} < γ_s = {num(settings.gamma_s)} "
+            f"(short by {num(settings.gamma_s - record.held_gap)}; float64 {num(record.gap_after)}, "
+            f"as saved {num(record.gap_as_saved)})"
         )
     if not record.cert3:
         if not (record.eps_star or 0) > 0:
@@ -235,12 +236,12 @@ def _kept(suite: Suite, case: Case, record: CaseCertificate, result: RepairResul
     """Cert 2 of a must_keep case."""
     settings, gap_before = result.settings, result.gaps_before.get(case.id)
     if not record.cert2:
-        if record.gap_after <= 0:
-            what = f"the label changed: gap {num(record.gap_after)} ≤ 0 after repair (was {num(gap_before)})"
+        if record.held_gap <= 0:
+            what = f"the label changed: gap {num(record.held_gap)} ≤ 0 after repair (was {num(gap_before)})"
         else:
             what = (
-                f"gap {num(record.gap_after)} < γ_h = {num(settings.gamma_h)} "
-                f"(short by {num(settings.gamma_h - record.gap_after)})"
+                f"gap {num(record.held_gap)} < γ_h = {num(settings.gamma_h)} "
+                f"(short by {num(settings.gamma_h - record.held_gap)}; as saved {num(record.gap_as_saved)})"
             )
         return False, f"Cert 2 fails: {what}{unchanged}"
     return True, (

@@ -27,6 +27,7 @@ class Outcome(str, enum.Enum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
+    XFAILED = "xfailed"  # an expected failure (regression-only gating: the baseline fails it too)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,8 @@ class Verdict:
     properties: dict[str, Any] = field(default_factory=dict)  # JUnit properties and report columns, by name
     suite: str | None = None  # the suite's warp.toml, where the verdict travels without its run
     outcome: Outcome | None = None  # pytest's, where pytest reported the case
+    # A failure that is expected, and why (regression-only gating: the baseline fails the case too).
+    expected_failure: str | None = None
 
     @property
     def reported(self) -> Outcome:
@@ -60,6 +63,8 @@ class Verdict:
             out["suite"] = self.suite
         if self.outcome is not None:
             out["outcome"] = self.outcome.value
+        if self.expected_failure is not None:
+            out["expected_failure"] = self.expected_failure
         return out
 
     @classmethod
@@ -72,6 +77,7 @@ class Verdict:
             properties=dict(data.get("properties") or {}),
             suite=data.get("suite"),
             outcome=Outcome(data["outcome"]) if data.get("outcome") else None,
+            expected_failure=data.get("expected_failure"),
         )
 
 
@@ -98,8 +104,8 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        """What a CI gate asks: the run worked and every case passed."""
-        return self.ok and all(v.passed for v in self.verdicts)
+        """What a CI gate asks: the run worked and every case passed (or was expected to fail)."""
+        return self.ok and all(v.passed or v.expected_failure is not None for v in self.verdicts)
 
     def verdict(self, case_id: str) -> Verdict | None:
         return self._by_id.get(case_id)
