@@ -1,7 +1,8 @@
 """The benchmarks' real data: SST-2 and RTE as rows, and the files a suite is made of.
 
 The data lives outside the repository, in ``../shared/data/{sst2,rte}/{train,dev}.tsv`` beside
-the checkout (GLUE's TSVs; never copied in). ``read_tsv`` turns a split into rows ``{"id",
+the checkout (GLUE's TSVs; never copied in), or in ``$WARP_CHECK_DATA/{sst2,rte}`` where that is
+set (a worktree elsewhere). ``read_tsv`` turns a split into rows ``{"id",
 "text", ["text_pair"], "label"}`` with integer labels (index into ``LABELS[task]``);
 ``write_jsonl`` and ``write_suite`` turn rows into a suite folder warp-check can load.
 ``cache_root`` is where the benchmarks keep what they build once (fine-tuned models, encoded
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from benchmarks import REPO
 
-DATA = REPO.parent / "shared" / "data"
+DATA = Path(os.environ.get("WARP_CHECK_DATA") or REPO.parent / "shared" / "data")
 LABELS = {"sst2": ["negative", "positive"], "rte": ["entailment", "not_entailment"]}
 
 

@@ -10,11 +10,13 @@ For each task and model:
 * **Cases.** Data is read from ``../shared/data`` (``benchmarks.data``). A seeded
   sample of train sentences (SST-2: at least 6 words) is encoded; those the model gets right by a
   gap ≥ 0.05 are split, in order, into must_keep (``--keep``), attack sources for must_fix
-  (``--fix-pool``) and attack sources for the held-out attack set (``--heldout-pool``), all
-  disjoint. must_fix and held-out cases come from ``warp-check attack --recipe
-  DeepWordBugGao2018`` (issue 5; TextAttack, run in the ``--attack-python`` environment that has
-  it) on those sources: every success the model really gets wrong. General accuracy: the dev set
-  (SST-2 872, RTE 277).
+  (``--fix-pool``), attack sources for the held-out attack set (``--heldout-pool``) and aux
+  cases (``--aux``, default none), all disjoint. must_fix cases come from ``warp-check attack
+  --recipe`` ``--fix-recipe`` (default DeepWordBugGao2018; TextAttack, run in the
+  ``--attack-python`` environment that has it), held-out ones from each of ``--heldout-recipes``
+  on the same held-out sources: every success the model really gets wrong. Attacks are cached
+  under ``$XDG_CACHE_HOME/warp-check/benchmarks/attacks``. General accuracy: the dev set (SST-2
+  872, RTE 277).
 * **Runs.** ``warp_check.compare`` (original, same-layer LoRA r=2 α=4, all-layers full FT,
   WARP r=2; baselines capped at ``--epochs``), the certificate table from ``repair_cases`` (Cert
   1/2/3 counts, gaps, ε* and the local radius, tightness of both against the v-space min-norm
@@ -30,6 +32,7 @@ Needs a Python with TextAttack for the attacks (``--attack-python``). Writes onl
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -38,11 +41,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.data import read_jsonl, read_tsv, write_jsonl, write_suite
+from benchmarks.data import cache_root, read_jsonl, read_tsv, write_jsonl, write_suite
 from benchmarks.example_models import minilm, rte_finetune
 from benchmarks.measure import machine_info
 from benchmarks.results import add_output_arguments, command_line, report
@@ -76,14 +80,31 @@ def correct_pool(adapter, task: str, rows: list[dict], want: int, log) -> tuple[
     return chosen[:want], right / max(seen, 1)
 
 
-def attack(python: str, model_dir: Path, task: str, sources: list[dict], work: Path, name: str, budget: int, log):
-    """``warp-check attack --recipe DeepWordBugGao2018`` on ``sources``; returns the cases found."""
-    folder = write_suite(work / f"attack-{name}", model_dir, task, {"clean.jsonl": "must_keep"})
+def attack(
+    python: str, model_dir: Path, task: str, sources: list[dict], work: Path, name: str, budget: int, log,
+    recipe: str = "DeepWordBugGao2018",
+):  # fmt: skip
+    """``warp-check attack --recipe RECIPE`` on ``sources``; returns the cases found and the counts.
+
+    Cached under ``data.cache_root()/attacks`` by recipe, budget, model folder and the sources'
+    ids and texts: a second run on the same split reads the cases instead of attacking again.
+    """
+    key = hashlib.sha256(
+        json.dumps(
+            [recipe, budget, model_dir.name, task, [(r["id"], r["text"], r.get("text_pair")) for r in sources]]
+        ).encode()
+    ).hexdigest()[:16]
+    cached = cache_root() / "attacks" / f"{recipe}-{key}"
+    if (cached / "counts.json").is_file():
+        found = read_jsonl(cached / "found.jsonl")
+        log(f"attack {name} ({recipe}): {len(found)} cases from the cache {cached}")
+        return found, json.loads((cached / "counts.json").read_text()) | {"cached": True}
+    folder = write_suite(work / f"attack-{name}-{recipe}", model_dir, task, {"clean.jsonl": "must_keep"})
     write_jsonl(folder / "clean.jsonl", sources, task)
     out = folder / "found.jsonl"
     env = os.environ | {"HF_HUB_OFFLINE": "1", "NLTK_DATA": os.environ.get("NLTK_DATA", "/tmp/nltk-off")}
     command = [
-        python, "-m", "warp_check.cli", "attack", str(folder), "--recipe", "DeepWordBugGao2018",
+        python, "-m", "warp_check.cli", "attack", str(folder), "--recipe", recipe,
         "--out", str(out), "--query-budget", str(budget), "--json", "-q",
     ]  # fmt: skip
     start = time.perf_counter()
@@ -92,8 +113,14 @@ def attack(python: str, model_dir: Path, task: str, sources: list[dict], work: P
         raise RuntimeError(f"warp-check attack failed ({done.returncode}): {done.stderr[-2000:]}")
     found = read_jsonl(out)
     summary = json.loads(done.stdout)
-    log(f"attack {name}: {len(found)} cases from {len(sources)} sources in {time.perf_counter() - start:.0f} s")
-    return found, summary["counts"] | {"seconds": round(time.perf_counter() - start, 1)}
+    counts = summary["counts"] | {"seconds": round(time.perf_counter() - start, 1)}
+    log(f"attack {name} ({recipe}): {len(found)} cases from {len(sources)} sources in {counts['seconds']:.0f} s")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{cached.name}.", dir=cached.parent))
+    shutil.copyfile(out, tmp / "found.jsonl")
+    (tmp / "counts.json").write_text(json.dumps(counts))
+    os.replace(tmp, cached)
+    return found, counts
 
 
 # -- certificates -----------------------------------------------------------------------------
@@ -153,14 +180,27 @@ def certificate_table(suite, cache: Path) -> dict:
 # -- one task × model -------------------------------------------------------------------------
 
 
-def run_one(task: str, name: str, args, work: Path, log) -> dict:
-    started = time.perf_counter()
-    info: dict = {"task": task, "model": name}
+@dataclass(frozen=True)
+class Split:
+    """One task × model's cases, written as a suite folder plus the general and held-out files."""
+
+    model_dir: Path
+    suite_dir: Path
+    general: Path  # the dev set
+    heldout: Path  # every held-out recipe's successes, each case's source naming its recipe
+    sizes: dict[str, int]
+    info: dict
+
+
+def build_split(task: str, name: str, args, work: Path, log) -> Split:
+    """Rows the model gets right, split in order into must_keep, must_fix sources, held-out sources
+    and aux; must_fix = ``args.fix_recipe``'s successes, held out = each of ``args.heldout_recipes``'s
+    on the held-out sources (the same sources for every recipe)."""
+    info: dict = {}
     if task == "sst2":
         model_dir = minilm(name)
     else:
         model_dir, info["rte_training"] = rte_finetune(name, args.rte_epochs, log)
-    info["model_dir"] = str(model_dir)
     folder = work / f"{task}-{name}"
     train = read_tsv(task, "train")
     if task == "sst2":
@@ -170,31 +210,56 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
     # a suite only to load the model through the suite machinery (labels, head)
     probe_dir = write_suite(work / f"{task}-{name}-probe", model_dir, task, {"probe.jsonl": "must_keep"})
     write_jsonl(probe_dir / "probe.jsonl", dev[:1], task)
-    probe = load_suite(probe_dir)
-    adapter = load_adapter(probe)
-    need = args.keep + args.fix_pool + args.heldout_pool
+    adapter = load_adapter(load_suite(probe_dir))
+    need = args.keep + args.fix_pool + args.heldout_pool + args.aux
     pool, train_acc = correct_pool(adapter, task, train, need, log)
     if len(pool) < need:
         raise RuntimeError(f"{task}/{name}: only {len(pool)} correctly classified train rows, need {need}")
     keep, fix_src = pool[: args.keep], pool[args.keep : args.keep + args.fix_pool]
-    held_src = pool[args.keep + args.fix_pool :]
+    held_end = args.keep + args.fix_pool + args.heldout_pool
+    held_src, aux = pool[args.keep + args.fix_pool : held_end], pool[held_end:]
     info["train_sample_accuracy"] = train_acc
     fix, info["attack_fix"] = attack(
-        args.attack_python, model_dir, task, fix_src, work, f"{task}-{name}-fix", args.budget, log
+        args.attack_python, model_dir, task, fix_src, work, f"{task}-{name}-fix", args.budget, log, args.fix_recipe
     )
-    held, info["attack_heldout"] = attack(
-        args.attack_python, model_dir, task, held_src, work, f"{task}-{name}-held", args.budget, log
-    )
+    held: list[dict] = []
+    counts = {}
+    for recipe in args.heldout_recipes.split(","):
+        found, counts[recipe] = attack(
+            args.attack_python, model_dir, task, held_src, work, f"{task}-{name}-held", args.budget, log, recipe
+        )
+        held += found
+    # one recipe: the record keeps the shape it had before there could be several
+    info["attack_heldout"] = next(iter(counts.values())) if len(counts) == 1 else counts
     folder.mkdir(parents=True, exist_ok=True)
+    files = {"must_keep.jsonl": "must_keep", "must_fix.jsonl": "must_fix"}
     write_jsonl(folder / "must_keep.jsonl", keep, task)
     write_jsonl(folder / "must_fix.jsonl", fix, task)
-    general = write_jsonl(work / f"{task}-dev.jsonl", dev, task)
-    heldout = write_jsonl(work / f"{task}-{name}-heldout.jsonl", held, task)
-    suite = load_suite(
-        write_suite(folder, model_dir, task, {"must_keep.jsonl": "must_keep", "must_fix.jsonl": "must_fix"})
+    if aux:
+        write_jsonl(folder / "aux.jsonl", aux, task)
+        files["aux.jsonl"] = "aux"
+    sizes = {"must_keep": len(keep), "must_fix": len(fix), "general": len(dev), "heldout": len(held)}
+    if aux:
+        sizes["aux"] = len(aux)
+    return Split(
+        model_dir=model_dir,
+        suite_dir=write_suite(folder, model_dir, task, files),
+        general=write_jsonl(work / f"{task}-dev.jsonl", dev, task),
+        heldout=write_jsonl(work / f"{task}-{name}-heldout.jsonl", held, task),
+        sizes=sizes,
+        info=info,
     )
+
+
+def run_one(task: str, name: str, args, work: Path, log) -> dict:
+    started = time.perf_counter()
+    split = build_split(task, name, args, work, log)
+    info: dict = {"task": task, "model": name, "model_dir": str(split.model_dir)} | split.info
+    suite, general, heldout = load_suite(split.suite_dir), split.general, split.heldout
+    fix = [c for c in suite.cases if c.kind is Kind.MUST_FIX]
+    keep = [c for c in suite.cases if c.kind is Kind.MUST_KEEP]
     cache = work / "cache"
-    info["sizes"] = {"must_keep": len(keep), "must_fix": len(fix), "general": len(dev), "heldout": len(held)}
+    info["sizes"] = split.sizes
     log(f"{task}/{name}: compare (epochs ≤ {args.epochs})")
     train_settings = TrainSettings(max_epochs=args.epochs, seed=args.seed, restore_best=args.restore_best)
     settings = CompareSettings(train=train_settings, seed=args.seed, batch_size=64)
@@ -261,9 +326,10 @@ def render(results: list[dict], meta: dict) -> str:
             f"### {r['task'].upper()} — MiniLM {r['model']} ({r['compare']['info']['repair_layer']} → "
             f"{r['compare']['info']['activation']})",
             "",
-            f"Sizes: must_fix {s['must_fix']} (DeepWordBugGao2018 successes on {meta['args']['fix_pool']} correctly "
-            f"classified train rows; {r['attack_fix']}), must_keep {s['must_keep']}, general {s['general']} (dev), "
-            f"held-out attacks {s['heldout']} (on {meta['args']['heldout_pool']} other rows; {r['attack_heldout']}). "
+            f"Sizes: must_fix {s['must_fix']} ({meta['args']['fix_recipe']} successes on {meta['args']['fix_pool']} "
+            f"correctly classified train rows; {r['attack_fix']}), must_keep {s['must_keep']}, general {s['general']} "
+            f"(dev), held-out attacks {s['heldout']} ({meta['args']['heldout_recipes']} on "
+            f"{meta['args']['heldout_pool']} other rows; {r['attack_heldout']}). "
             f"Model accuracy on the sampled train rows: {pct(r['train_sample_accuracy'])}."
             + (f" RTE fine-tuning: {r['rte_training']}." if "rte_training" in r else ""),
             "",
@@ -352,22 +418,37 @@ def losses(comparison: dict) -> str:
     return "; ".join(out) if out else "nowhere in this table"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.paper_tables", description=__doc__.splitlines()[0])
-    parser.add_argument("--task", choices=("sst2", "rte", "all"), default="all")
-    parser.add_argument("--models", default="distilbert,bert")
-    parser.add_argument("--keep", type=int, default=800, help="must_keep size (RTE: --rte-keep)")
+def add_split_arguments(parser: argparse.ArgumentParser, *, keep, fix_pool, heldout_pool, budget, aux) -> None:
+    """The options :func:`build_split` reads, with a benchmark's own defaults."""
+    parser.add_argument("--keep", type=int, default=keep, help="must_keep size (RTE: --rte-keep)")
     parser.add_argument("--rte-keep", type=int, default=200)
-    parser.add_argument("--fix-pool", type=int, default=150, help="clean rows attacked for must_fix")
-    parser.add_argument("--heldout-pool", type=int, default=150, help="clean rows attacked for the held-out set")
-    parser.add_argument("--budget", type=int, default=300, help="attack queries per row")
-    parser.add_argument("--epochs", type=int, default=20, help="baselines' epoch cap (paper: 300)")
+    parser.add_argument("--fix-pool", type=int, default=fix_pool, help="clean rows attacked for must_fix")
+    parser.add_argument(
+        "--heldout-pool", type=int, default=heldout_pool, help="clean rows attacked for the held-out set"
+    )
+    parser.add_argument("--budget", type=int, default=budget, help="attack queries per row")
+    parser.add_argument("--fix-recipe", default="DeepWordBugGao2018", help="the attack recipe that makes must_fix")
+    parser.add_argument(
+        "--heldout-recipes",
+        default="DeepWordBugGao2018",
+        help="comma-separated recipes run on the held-out rows (e.g. DeepWordBugGao2018,PWWSRen2019,Pruthi2019); "
+        "the held-out accuracy is also given per recipe",
+    )
+    parser.add_argument("--aux", type=int, default=aux, help="correctly classified train rows given as aux cases")
     parser.add_argument("--rte-epochs", type=int, default=2)
-    parser.add_argument("--restore-best", action="store_true", help="baselines keep their lowest-loss epoch's weights")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--attack-python", default="/tmp/ta-venv/bin/python", help="a Python with warp-check[attack] (TextAttack)"
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.paper_tables", description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=("sst2", "rte", "all"), default="all")
+    parser.add_argument("--models", default="distilbert,bert")
+    add_split_arguments(parser, keep=800, fix_pool=150, heldout_pool=150, budget=300, aux=0)
+    parser.add_argument("--epochs", type=int, default=20, help="baselines' epoch cap (paper: 300)")
+    parser.add_argument("--restore-best", action="store_true", help="baselines keep their lowest-loss epoch's weights")
     parser.add_argument("--out", help="also write the tables as a Markdown fragment to this file")
     add_output_arguments(parser)
     return parser

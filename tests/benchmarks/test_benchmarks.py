@@ -26,6 +26,7 @@ SCRIPTS = (
     "head_shape",
     "attack_shape",
     "families",
+    "generalise",
 )
 
 

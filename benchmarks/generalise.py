@@ -1,0 +1,263 @@
+"""Benchmark (issue 21): do repairs generalise? WARP's settings side by side on held-back data.
+
+For each task × model, one split (``benchmarks.paper_tables.build_split``: must_keep, must_fix
+from ``--fix-recipe``, held-out attacks from each of ``--heldout-recipes`` on other rows, aux,
+the dev set as general accuracy; attacks cached), then:
+
+* the baselines once per split (original, same-layer LoRA and all-layers fine-tuning, both with
+  ``--restore-best``'s rule: the lowest-loss epoch's weights), through
+  :func:`warp_check.extras.compare.compare`, cached under
+  ``$XDG_CACHE_HOME/warp-check/benchmarks/baselines`` by the split's files and the training
+  settings: a second run reads them;
+* every WARP variant of ``--variants`` (the table ``VARIANTS``: repair settings, and
+  neighbourhood cases added to must_fix) through :func:`warp_check.runs.pipeline.repair_cases`:
+  repair, keep, general and held-out accuracy (pooled, per recipe, and in-recipe / cross-recipe),
+  the dev predictions that changed, Cert 1/2/3 and the loop's time.
+
+Run from the repository root: ``python -m benchmarks.generalise --task sst2 --models
+distilbert,bert --attack-python /path/to/attack-venv/bin/python --save``. Needs TextAttack in
+``--attack-python`` only for attacks not in the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.data import cache_root
+from benchmarks.measure import machine_info
+from benchmarks.paper_tables import add_split_arguments, build_split
+from benchmarks.results import add_output_arguments, report
+from warp_check import Kind, evaluate, load_suite, repair_cases
+from warp_check.extras.baselines import TrainSettings
+from warp_check.extras.compare import CompareSettings, compare, read_cases_file
+from warp_check.extras.neighbours import neighbour_cases
+from warp_check.repair.settings import RepairSettings
+from warp_check.runs.load import load_adapter
+
+# name → (repair settings that differ from RepairSettings(), neighbourhood cases per must_fix case)
+VARIANTS: dict[str, tuple[dict, int]] = {
+    "paper": ({"mu": 0.0, "max_rank": 2}, 0),  # the paper's loop: ρ/2‖ΔW‖², rank 2 fixed
+    "default": ({}, 0),  # mu = 10 (function space on the must_keep cases), rank grows to 32
+    "mu1": ({"mu": 1.0}, 0),
+    "mu100": ({"mu": 100.0}, 0),
+    "mu1000": ({"mu": 1000.0}, 0),
+    "paper-rank8": ({"mu": 0.0, "rank": 8, "max_rank": 8}, 0),
+    "gamma2": ({"gamma_s": 2.0}, 0),
+    "gsnft": ({"gsn_threshold": 1e9}, 0),
+    "nbr8": ({}, 8),
+    "nbr8-mu100": ({"mu": 100.0}, 8),
+}
+
+
+def baselines(adapter, cases, general, heldout, split_key: str, args, cache: Path, log) -> dict:
+    """original, LoRA and full FT (restore-best) on the split, cached by split and training settings."""
+    methods = tuple(m for m in ("original", "lora", "full_ft") if m in args.baselines.split(",") or m == "original")
+    train = TrainSettings(max_epochs=args.epochs, seed=args.seed, restore_best=True)
+    key = hashlib.sha256(json.dumps([split_key, methods, train.__dict__], sort_keys=True, default=str).encode())
+    path = cache_root() / "baselines" / f"{key.hexdigest()[:16]}.json"
+    if path.is_file():
+        log(f"baselines from the cache {path}")
+        return json.loads(path.read_text())
+    settings = CompareSettings(methods=methods, train=train, seed=args.seed, batch_size=64)
+    result = compare(adapter, cases, settings, general=general, heldout=heldout, cache_dir=cache, progress=log)
+    record = result.to_dict()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, path)
+    return record
+
+
+def score(head, V: np.ndarray, cases) -> tuple[float, np.ndarray]:
+    predictions = head.predict(V)
+    labels = np.array([c.label for c in cases])
+    return float(np.mean(predictions == labels)), predictions
+
+
+def run_variant(name, adapter, suite_cases, general_ev, heldout_ev, fix_recipe, args, cache, log) -> dict:
+    overrides, per_case = VARIANTS[name]
+    cases = list(suite_cases)
+    fix = [c for c in cases if c.kind is Kind.MUST_FIX]
+    added = neighbour_cases(adapter, fix, per_case=per_case, seed=args.seed, cache_dir=cache) if per_case else []
+    settings = RepairSettings(**overrides)
+    evaluation = evaluate(adapter, cases + added, batch_size=64, cache_dir=cache, progress=False)
+    start = time.perf_counter()
+    outcome = repair_cases(adapter, evaluation.cases, settings, evaluation=evaluation, progress=False)
+    seconds = time.perf_counter() - start
+    result = outcome.result
+    head0, head = adapter.head(), result.head_after
+    labels = np.array([c.label for c in evaluation.cases])
+    kinds = np.array([c.kind.value for c in evaluation.cases])
+    original_fix = np.array([c.kind is Kind.MUST_FIX and c.source != "neighbour" for c in evaluation.cases])
+    right = head.predict(evaluation.encoded.V.astype(np.float64)) == labels
+    dev_V = general_ev.encoded.V.astype(np.float64)
+    general_acc, dev_after = score(head, dev_V, general_ev.cases)
+    dev_before = head0.predict(dev_V)
+    held_V = heldout_ev.encoded.V.astype(np.float64)
+    _, held_pred = score(head, held_V, heldout_ev.cases)
+    held_right = held_pred == np.array([c.label for c in heldout_ev.cases])
+    sources = np.array([c.source or "" for c in heldout_ev.cases])
+    by_source = {s: float(held_right[sources == s].mean()) for s in sorted(set(sources))}
+    cross = [s for s in by_source if s != fix_recipe]
+    from warp_check.certify.cases import summarise
+
+    row = {
+        "variant": name,
+        "settings": overrides,
+        "neighbours_per_case": per_case,
+        "neighbour_cases": len(added),
+        "status": result.status.value,
+        "iterations": len(result.iterations),
+        "repair_acc": float(right[original_fix].mean()),
+        "repair_acc_with_neighbours": float(right[kinds == Kind.MUST_FIX.value].mean()),
+        "remain_acc": float(right[kinds == Kind.MUST_KEEP.value].mean()),
+        "general_acc": general_acc,
+        "dev_changed": int(np.sum(dev_after != dev_before)),
+        "attack_gen": float(held_right.mean()),
+        "attack_gen_by_source": by_source,
+        "attack_in_recipe": by_source.get(fix_recipe),
+        "attack_cross_recipe": float(np.mean([by_source[s] for s in cross])) if cross else None,
+        "certs": summarise(list(outcome.certificates)) if outcome.certificates else None,
+        "loop_seconds": result.seconds,
+        "seconds": seconds,
+        "weight_change": float(np.linalg.norm(head.W - head0.W)),
+    }
+    log(
+        f"{name}: {row['status']} in {row['iterations']} it, repair {row['repair_acc']:.3f} keep "
+        f"{row['remain_acc']:.3f} dev {general_acc:.4f} (changed {row['dev_changed']}) held {row['attack_gen']:.3f} "
+        f"{by_source} certs {row['certs']} {result.seconds:.1f} s"
+    )
+    return row
+
+
+def run_one(task: str, name: str, args, work: Path, log) -> dict:
+    started = time.perf_counter()
+    split = build_split(task, name, args, work, log)
+    suite = load_suite(split.suite_dir)
+    adapter = load_adapter(suite)
+    general = read_cases_file(suite, split.general)
+    heldout = read_cases_file(suite, split.heldout)
+    cache = cache_root() / "encodings"
+    digest = hashlib.sha256()
+    for path in sorted(split.suite_dir.glob("*.jsonl")) + [split.general, split.heldout]:
+        digest.update(path.name.encode() + path.read_bytes())
+    digest.update(split.model_dir.name.encode())
+    base = baselines(adapter, suite.cases, general, heldout, digest.hexdigest(), args, cache, log)
+    general_ev = evaluate(adapter, general, batch_size=64, cache_dir=cache, progress=False)
+    heldout_ev = evaluate(adapter, heldout, batch_size=64, cache_dir=cache, progress=False)
+    rows = [
+        run_variant(v, adapter, suite.cases, general_ev, heldout_ev, args.fix_recipe, args, cache, log)
+        for v in args.variants.split(",")
+    ]
+    return {
+        "task": task,
+        "model": name,
+        "model_dir": str(split.model_dir),
+        "sizes": split.sizes,
+        "split": split.info,
+        "baselines": [_baseline_row(m, args.fix_recipe) for m in base["methods"]],
+        "warp": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _baseline_row(method: dict, fix_recipe: str) -> dict:
+    by_source = {k: v["accuracy"] for k, v in method["attack_gen_by_source"].items()}
+    cross = [v for k, v in by_source.items() if k != fix_recipe]
+    return {
+        "method": method["method"],
+        "title": method["title"],
+        "repair_acc": method["repair_acc"],
+        "remain_acc": method["remain_acc"],
+        "general_acc": method["general_acc"],
+        "attack_gen": method["attack_gen"],
+        "attack_gen_by_source": by_source,
+        "attack_in_recipe": by_source.get(fix_recipe),
+        "attack_cross_recipe": float(np.mean(cross)) if cross else None,
+        "seconds": method["seconds"],
+        "epochs": method["details"].get("epochs"),
+        "kept_epoch": method["details"].get("kept_epoch"),
+    }
+
+
+def pct(value) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def render(results: list[dict]) -> str:
+    lines = []
+    for r in results:
+        lines += [
+            f"## {r['task']} / {r['model']}: sizes {r['sizes']}",
+            "",
+            "| method | repair | keep | dev | dev changed | held-out | in-recipe | cross-recipe | Cert 1 | Cert 2 "
+            "| time |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for b in r["baselines"]:
+            lines.append(
+                f"| {b['title']} | {pct(b['repair_acc'])} | {pct(b['remain_acc'])} | {pct(b['general_acc'])} | — | "
+                f"{pct(b['attack_gen'])} | {pct(b['attack_in_recipe'])} | {pct(b['attack_cross_recipe'])} | — | — | "
+                f"{b['seconds'] or 0:.0f} s |"
+            )
+        for w in r["warp"]:
+            certs = w["certs"] or {}
+            lines.append(
+                f"| WARP {w['variant']} ({w['status']}) | {pct(w['repair_acc'])} | {pct(w['remain_acc'])} | "
+                f"{pct(w['general_acc'])} | {w['dev_changed']} | {pct(w['attack_gen'])} | "
+                f"{pct(w['attack_in_recipe'])} | "
+                f"{pct(w['attack_cross_recipe'])} | {certs.get('cert1', '—')} | {certs.get('cert2', '—')} | "
+                f"{w['loop_seconds']:.1f} s |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.generalise", description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=("sst2", "rte"), default="sst2")
+    parser.add_argument("--models", default="distilbert,bert")
+    add_split_arguments(parser, keep=2000, fix_pool=70, heldout_pool=80, budget=200, aux=500)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of: {', '.join(VARIANTS)}")
+    parser.add_argument("--baselines", default="lora,full_ft", help="baselines besides the original (cached)")
+    parser.add_argument("--epochs", type=int, default=30, help="baselines' epoch cap")
+    add_output_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if unknown:
+        parser.error(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    if args.task == "rte":
+        args.keep = args.rte_keep
+    work = Path(tempfile.mkdtemp(prefix="warp-generalise-"))
+    try:
+        results = [run_one(args.task, name, args, work, log) for name in args.models.split(",")]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    settings = {k: v for k, v in vars(args).items() if k not in ("json", "save", "save_dir", "variant")}
+    machine = machine_info()
+    result = {"settings": settings, "load_average_1m_at_end": machine["load_average_1m"], "tables": results}
+    report("generalise", parser, args, argv, result, lambda _: print(render(results)), ignore=("attack_python",))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Neighbourhoods of must_fix cases: perturbed copies the model gets wrong become must_fix cases too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from testkit.suite_builder import split_cases
+
+from warp_check import ClassifierAdapter
+from warp_check.cases import Case, Kind
+from warp_check.errors import SettingsError
+from warp_check.extras.neighbours import SOURCE, neighbour_cases, perturbed_texts
+from warp_check.runs.pipeline import evaluate
+
+
+def test_perturbed_texts_are_distinct_new_and_the_same_for_the_same_seed():
+    text = "the food was not good at all"
+    first = perturbed_texts(text, 6, seed=3)
+    assert len(first) == 6 and len(set(first)) == 6 and text not in first
+    assert perturbed_texts(text, 6, seed=3) == first
+    assert perturbed_texts(text, 6, seed=4) != first
+
+
+def test_neighbours_are_wrong_predictions_with_the_originals_label_and_id(distilbert_dir: Path):
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    wrong, _ = split_cases(distilbert_dir, 40, seed=2)
+    fix = [Case(id=f"f{i}", text=r["text"], label=["negative", "positive"].index(r["label"]), kind=Kind.MUST_FIX)
+           for i, r in enumerate(wrong[:4])]  # fmt: skip
+    found = neighbour_cases(adapter, fix, per_case=6, seed=0)
+    assert found, "the tiny model gets some perturbation of its own mistakes wrong"
+    by_id = {c.id: c for c in fix}
+    for case in found:
+        original = by_id[case.id.split("~")[0]]
+        assert case.kind is Kind.MUST_FIX and case.source == SOURCE and case.label == original.label
+        assert case.text != original.text
+    gaps = evaluate(adapter, found, progress=False).gaps
+    assert (gaps <= 0).all()  # every neighbour kept is one the model gets wrong
+    assert neighbour_cases(adapter, fix, per_case=6, seed=0) == found  # seeded
+    assert neighbour_cases(adapter, fix, per_case=0) == []
+    with pytest.raises(SettingsError, match="per_case"):
+        neighbour_cases(adapter, fix, per_case=-1)

@@ -1,0 +1,82 @@
+"""Neighbourhoods, not points: perturbed copies of must_fix cases that the model also gets wrong.
+
+A must_fix case is one adversarial text; the attacks a model meets later are its neighbours:
+other typos, other casing, contractions, synonyms. :func:`neighbour_cases` draws up to
+``per_case`` distinct perturbations of each must_fix text with :mod:`warp_check.extras.strategies`
+(:func:`~warp_check.extras.strategies.perturbations`: typos, case and punctuation,
+contractions, negation-preserving rewrites, and WordNet synonyms where asked), runs the model on
+them, and returns those it gets wrong as new must_fix cases with the original's label (``source``
+``"neighbour"``, id ``<original id>~<k>``). Draws are seeded: the same cases give the same
+neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from warp_check.cases import Case, Kind
+from warp_check.extras.strategies import perturbations
+from warp_check.validation import require_integer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.model.adapter import ClassifierAdapter
+
+SOURCE = "neighbour"
+DRAWS_PER_NEIGHBOUR = 10  # hypothesis repeats small edits: draws allowed per distinct text wanted
+
+
+def perturbed_texts(text: str, count: int, *, seed: int, max_edits: int = 2, synonyms: bool = False) -> list[str]:
+    """Up to ``count`` distinct perturbations of ``text`` (never ``text`` itself), in draw order."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    found: list[str] = []
+    if count < 1:
+        return found
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=count * DRAWS_PER_NEIGHBOUR,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(perturbations(text, max_edits, synonyms=synonyms))
+    def draw(variant: str) -> None:
+        if len(found) < count and variant != text and variant.strip() and variant not in found:
+            found.append(variant)
+
+    draw()
+    return found
+
+
+def neighbour_cases(
+    adapter: ClassifierAdapter,
+    cases: Sequence[Case],
+    *,
+    per_case: int = 8,
+    max_edits: int = 2,
+    synonyms: bool = False,
+    seed: int = 0,
+    batch_size: int = 32,
+    cache_dir: str | Path | None = None,
+) -> list[Case]:
+    """Perturbations of each must_fix case of ``cases`` that the model gets wrong, as must_fix cases."""
+    from warp_check.runs.pipeline import evaluate
+
+    require_integer("per_case", per_case, 0)
+    drawn: list[Case] = []
+    for index, case in enumerate(c for c in cases if c.kind is Kind.MUST_FIX):
+        texts = perturbed_texts(case.text, per_case, seed=seed + index, max_edits=max_edits, synonyms=synonyms)
+        drawn += [
+            Case(id=f"{case.id}~{k}", text=t, label=case.label, kind=Kind.MUST_FIX, text_pair=case.text_pair,
+                 source=SOURCE)
+            for k, t in enumerate(texts)
+        ]  # fmt: skip
+    if not drawn:
+        return []
+    gaps = evaluate(adapter, drawn, batch_size=batch_size, cache_dir=cache_dir, progress=False).gaps
+    return [case for case, gap in zip(drawn, gaps, strict=True) if gap <= 0]
