@@ -9,6 +9,7 @@
     warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
     warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
+    warp-check neighbours SUITE [--per-case N] [--out F]       perturbed must_fix cases the model gets wrong
 
 Exit codes: 0 everything holds; 1 a case fails, the repair did not converge or a certificate
 does not hold (compare: a WARP run did not converge; the table is still printed); 2 a usage
@@ -51,6 +52,7 @@ from warp_check.extras.attacks import (
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
 from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
+from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.promote import promote
 from warp_check.runs.audit import audit
 from warp_check.runs.check import check, check_warm, warm_entry
@@ -218,6 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--source", dest="case_source", metavar="TEXT", help="source written on every case")
     importer.add_argument("--task", choices=sorted(ADVGLUE_FIELDS), help="AdvGLUE: which task of dev.json")
 
+    neighbours = sub.add_parser(
+        "neighbours",
+        help="add perturbed copies of the must_fix cases that the model also gets wrong, as must_fix cases",
+    )
+    suite_args(neighbours)
+    neighbours.add_argument("--out", metavar="FILE", help="JSONL file to append to (default: the must_fix file)")
+    neighbours.add_argument("--per-case", type=_count, default=8, metavar="N", help="perturbations drawn a case (8)")
+    neighbours.add_argument("--synonyms", action="store_true", help="WordNet synonyms too (needs nltk and WordNet)")
+    neighbours.add_argument("--seed", type=int, default=0)
+
     promote = sub.add_parser(
         "promote", help="move the must_fix cases a certified repair fixed into the suite's must_keep file"
     )
@@ -280,6 +292,7 @@ def _run(args: argparse.Namespace) -> int:
             "attack": _attack,
             "diff": _diff,
             "import": _import,
+            "neighbours": _neighbours,
             "promote": _promote,
         }[args.command](args)
     except WarpError as exc:
@@ -576,6 +589,20 @@ def _import(args: argparse.Namespace) -> int:
     print(
         f"{result.rows} row(s) read from {args.source}: {len(appended.added)} case(s) appended to {appended.path}, "
         f"{appended.duplicates} already there"
+    )
+    return EXIT_OK
+
+
+def _neighbours(args: argparse.Namespace) -> int:
+    suite, cache = _load(args)
+    out = Path(args.out) if args.out else default_out(suite)
+    adapter = load_adapter(suite)
+    added = add_neighbours(
+        suite, adapter, out, per_case=args.per_case, synonyms=args.synonyms, seed=args.seed, cache_dir=cache
+    )
+    print(
+        f"{len(added.added)} neighbour case(s) the model gets wrong appended to {added.path}; "
+        f"{added.duplicates} already there"
     )
     return EXIT_OK
 

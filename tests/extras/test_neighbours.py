@@ -40,3 +40,25 @@ def test_neighbours_are_wrong_predictions_with_the_originals_label_and_id(distil
     assert neighbour_cases(adapter, fix, per_case=0) == []
     with pytest.raises(SettingsError, match="per_case"):
         neighbour_cases(adapter, fix, per_case=-1)
+
+
+def test_the_neighbours_command_appends_them_to_the_must_fix_file_once(distilbert_dir: Path, tmp_path: Path, capsys):
+    import json
+
+    from testkit.suite_builder import exit_code, write_suite
+
+    from warp_check.suite.loader import load_suite
+
+    wrong, right = split_cases(distilbert_dir, 40, seed=2)
+    folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:4], keep=right[:10])
+    argv = ["neighbours", str(folder), "--per-case", "6", "--cache", "none"]
+    assert exit_code(argv) == 0
+    lines = [json.loads(line) for line in (folder / "fix.jsonl").read_text(encoding="utf-8").splitlines()]
+    added = [line for line in lines if line.get("source") == SOURCE]
+    assert added and len(lines) == 4 + len(added)
+    originals = {c.id for c in load_suite(folder).cases if c.kind is Kind.MUST_FIX and c.source != SOURCE}
+    assert all(line["original"] in originals and line["id"].startswith(line["original"] + "~") for line in added)
+    capsys.readouterr()
+    assert exit_code(argv) == 0  # the same draws again: nothing new
+    said = capsys.readouterr().out
+    assert f"0 neighbour case(s) the model gets wrong appended to {folder / 'fix.jsonl'}; {len(added)} already" in said

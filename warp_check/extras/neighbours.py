@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from warp_check.cases import Case, Kind
 from warp_check.extras.strategies import perturbations
+from warp_check.suite.casefile import AppendResult, NewCase, append_cases
+from warp_check.suite.loader import Suite
 from warp_check.validation import require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,7 +71,8 @@ def neighbour_cases(
 
     require_integer("per_case", per_case, 0)
     drawn: list[Case] = []
-    for index, case in enumerate(c for c in cases if c.kind is Kind.MUST_FIX):
+    # Neighbours of the suite's own must_fix cases, not of earlier neighbours: a second run adds nothing.
+    for index, case in enumerate(c for c in cases if c.kind is Kind.MUST_FIX and c.source != SOURCE):
         texts = perturbed_texts(case.text, per_case, seed=seed + index, max_edits=max_edits, synonyms=synonyms)
         drawn += [
             Case(id=f"{case.id}~{k}", text=t, label=case.label, kind=Kind.MUST_FIX, text_pair=case.text_pair,
@@ -80,3 +83,33 @@ def neighbour_cases(
         return []
     gaps = evaluate(adapter, drawn, batch_size=batch_size, cache_dir=cache_dir, progress=False).gaps
     return [case for case, gap in zip(drawn, gaps, strict=True) if gap <= 0]
+
+
+def add_neighbours(
+    suite: Suite,
+    adapter: ClassifierAdapter,
+    out: str | Path,
+    *,
+    per_case: int = 8,
+    synonyms: bool = False,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+) -> AppendResult:
+    """Append the suite's must_fix neighbours (:func:`neighbour_cases`) to the JSONL file ``out``,
+    atomically and deduplicated, each with the id of the case it came from in ``original``."""
+    found = neighbour_cases(
+        adapter, suite.cases, per_case=per_case, synonyms=synonyms, seed=seed, cache_dir=cache_dir
+    )
+    new = [
+        NewCase(
+            id=case.id,
+            text=case.text,
+            text_pair=case.text_pair,
+            label=suite.label_name(case.label),
+            kind=Kind.MUST_FIX.value,
+            source=SOURCE,
+            original=case.id.rsplit("~", 1)[0],
+        )
+        for case in found
+    ]
+    return append_cases(out, new, id_prefix=SOURCE)
