@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 from testkit.families import FAMILIES, build, suite
 from testkit.suite_builder import exit_code
 
@@ -26,6 +27,9 @@ from warp_check.model.specs import HeadForm
 # Families whose tiny model the loop does not yet repair with the paper's defaults (rank 2): the
 # repair must then fail cleanly, saying what was missed, and write nothing.
 NOT_YET_REPAIRED = frozenset({"deberta-v2", "mpnet", "roformer", "mobilebert"})
+if int(transformers.__version__.split(".")[0]) < 5:
+    # transformers 4 (the attack extra's) trains this tiny model differently: the repair stalls too.
+    NOT_YET_REPAIRED |= {"modernbert"}
 FINAL_LINEAR = frozenset({"modernbert", "gpt2", "llama", "qwen2"})
 
 
@@ -95,9 +99,9 @@ def test_half_precision_checkpoints_load_repair_and_save_in_their_dtype(model_ty
     half = tmp_path / "half"
     model = ClassifierAdapter.from_pretrained(model_dir).model.to(getattr(torch, dtype))
     model.save_pretrained(half)
-    for name in ("tokenizer_config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json"):
-        if (model_dir / name).exists():
-            shutil.copy(model_dir / name, half / name)
+    for path in model_dir.iterdir():  # the tokenizer's files, whichever a transformers version wrote
+        if path.is_file() and path.suffix != ".safetensors" and path.name != "config.json":
+            shutil.copy(path, half / path.name)
     adapter = ClassifierAdapter.from_pretrained(half)
     assert adapter.dtype == dtype and adapter.head().storage_dtype == dtype
     half_suite = tmp_path / "suite"
@@ -106,8 +110,9 @@ def test_half_precision_checkpoints_load_repair_and_save_in_their_dtype(model_ty
     (half_suite / "warp.toml").write_text(toml)
     out = tmp_path / "repaired"
     assert exit_code(["repair", str(half_suite), "--out", str(out), "-q"]) == 0
-    saved = json.loads((out / "config.json").read_text())
-    assert saved.get("dtype", saved.get("torch_dtype")) == dtype
+    from safetensors.torch import load_file
+
+    assert {str(w.dtype) for w in load_file(str(out / "model.safetensors")).values()} == {f"torch.{dtype}"}
     assert exit_code(["verify", str(out), "--suite", str(half_suite)]) == 0
     # The certificates hold on the logits of the model as saved, run in its own dtype.
     certificate = json.loads((out / "warp_certificate.json").read_text())

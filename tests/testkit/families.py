@@ -210,7 +210,18 @@ def qwen2_tokenizer():
             vocab.setdefault(built, len(vocab))
         merges.append(("Ġ", word))
         vocab.setdefault("Ġ" + word, len(vocab))
-    return Qwen2Tokenizer(vocab=vocab, merges=merges)
+    try:
+        return Qwen2Tokenizer(vocab=vocab, merges=merges)
+    except TypeError:  # transformers 4 (the attack extra's) reads them from files only
+        import json
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as folder:
+            vocab_file, merges_file = Path(folder) / "vocab.json", Path(folder) / "merges.txt"
+            vocab_file.write_text(json.dumps(vocab), encoding="utf-8")
+            merges_file.write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+            return Qwen2Tokenizer(vocab_file=str(vocab_file), merges_file=str(merges_file))
 
 
 OWN_TOKENIZER = {"qwen2": qwen2_tokenizer}

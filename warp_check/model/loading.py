@@ -73,8 +73,9 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
         )
     try:
         with quiet_transformers_progress():
+            # dtype="auto": the checkpoint's own dtype (transformers 4 would load float32 otherwise)
             model, info = AutoModelForSequenceClassification.from_pretrained(
-                path, trust_remote_code=False, local_files_only=True, output_loading_info=True
+                path, trust_remote_code=False, local_files_only=True, output_loading_info=True, dtype="auto"
             )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 — any loader failure is the folder's fault: say which
