@@ -15,7 +15,7 @@ import pytest
 from warp_check.errors import WarpError
 from warp_check.runs.report import check_report_destination, write_report
 
-from . import record
+from . import record, shutdown
 from .items import VERDICT, CaseItem, SuiteFile
 from .options import add_options, read_options
 from .state import STATE, WarpSession
@@ -29,6 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    shutdown.session_opened()
     state = WarpSession(config, read_options(config))
     if state.options.report is not None:
         try:
@@ -47,6 +48,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is not None and config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)
+    shutdown.session_closed()
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -1,0 +1,47 @@
+"""A Ctrl-C once pytest's session is over is ignored by the outermost pytest command only."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_warp import shutdown
+
+
+def test_only_the_outermost_session_of_a_pytest_command_ignores_a_late_ctrl_c(monkeypatch):
+    calls = []
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: calls.append((signum, handler)))
+    monkeypatch.setattr(shutdown, "_open_sessions", 0)
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/pytest", "tests"])
+    shutdown.session_opened()
+    shutdown.session_opened()  # an inline run inside it (pytester)
+    shutdown.session_closed()
+    assert calls == []  # the outer session still runs: its Ctrl-C is its own
+    shutdown.session_closed()
+    assert calls == [(signal.SIGINT, signal.SIG_IGN)]
+    calls.clear()
+    monkeypatch.setattr(sys, "argv", ["/home/me/release_gate.py"])  # a script that called pytest.main
+    shutdown.session_opened()
+    shutdown.session_closed()
+    assert calls == []
+
+
+def test_ctrl_c_to_pytest_at_any_moment_is_pytests_own_exit_never_a_traceback(tiny_suite: Path, tmp_path: Path):
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tiny_suite), "--warp-cache", "none"]
+    start = time.monotonic()
+    whole = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    duration = time.monotonic() - start
+    assert whole.returncode in (0, 1), whole.stdout[-2000:]
+    for fraction in (0.4, 0.7, 0.85, 0.95, 1.05):
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        time.sleep(fraction * duration)
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=120)
+        assert "Traceback" not in out, out[-3000:]
+        # Interrupted: pytest's exit 2; or it had finished: the run's own exit code.
+        assert process.returncode in (pytest.ExitCode.INTERRUPTED, whole.returncode), (process.returncode, out[-2000:])
