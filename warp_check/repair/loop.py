@@ -204,20 +204,22 @@ class _Iterations:
             t_start = time.perf_counter()
             U = top_left_singular_vectors(self.W, self.ranks.rank)
             solved: list[QPSolution] = []  # every solve of this iteration (the trust region may re-solve)
+            problem, row_case, row_margin = linearised_problem(
+                self.head,
+                Z,
+                U,
+                self.V_qp,
+                self.VVt,
+                self.labels,
+                self.targets,
+                self.extra_aim + self.stored_aim,
+                self.n_fix,
+                settings,
+                self.metric.qp_rho(self.trust.kappa),
+            )
             for attempt in range(TrustRegion.TRIES):
-                problem, row_case, row_margin = linearised_problem(
-                    self.head,
-                    Z,
-                    U,
-                    self.V_qp,
-                    self.VVt,
-                    self.labels,
-                    self.targets,
-                    self.extra_aim + self.stored_aim,
-                    self.n_fix,
-                    settings,
-                    self.metric.qp_rho(self.trust.kappa),
-                )
+                if attempt:  # the same linearisation, priced higher by the trust region
+                    problem = replace(problem, rho=self.metric.qp_rho(self.trust.kappa))
                 solution = self.solve(problem)
                 solved.append(solution)
                 if not solution.status.has_solution:
@@ -234,7 +236,7 @@ class _Iterations:
                     break
             self.trust.adapt(ratio)
             fraction, check = backtrack(
-                self.head, Z, VB, U, self.labels, self.merit, merit_now, predicted, self.n_fix, settings
+                self.head, Z, VB, U, self.labels, self.merit, merit_now, predicted, full, self.n_fix, settings
             )
             shortfall_before = shortfall(self.gap, self.targets)
             step = self.take_step(Z, U, self.metric.step(solution.B), fraction, predicted)

@@ -50,6 +50,7 @@ def backtrack(
     merit: Merit,
     merit_now: float,
     predicted: np.ndarray,
+    gap_full: np.ndarray,
     n_fix: int,
     settings: RepairSettings,
 ) -> tuple[float, dict[str, float | int]]:
@@ -62,7 +63,8 @@ def backtrack(
     tries = []
     check: dict[str, float | int] = {}
     for fraction in step_fractions(settings):
-        gap_try = gaps_after_step(head, Z, VB, U, fraction, labels)
+        # The full step's true gaps (``gap_full``) were already taken for the trust region's ratio.
+        gap_try = gap_full if fraction == 1.0 else gaps_after_step(head, Z, VB, U, fraction, labels)
         if fraction == 1.0:
             check = linear_check(predicted, gap_try, merit.targets, n_fix)
         tries.append((fraction, merit(gap_try)))
