@@ -26,7 +26,7 @@ import pytest
 
 from warp_check.errors import WarpError
 from warp_check.runs import notices
-from warp_check.runs.check import check, check_warm, warm_entry
+from warp_check.runs.check import check, check_suite, check_warm, warm_entry
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import Mode
 from warp_check.runs.regressions import against_baseline
@@ -166,8 +166,7 @@ class WarpSession:
     def _check_baseline(self, suite: Suite, selected: Sequence[str], cache: Path | None) -> RunResult:
         """The same cases on --warp-baseline's model (answered from the cache when it was checked before)."""
         baseline = load_suite(suite.toml, model=self.options.baseline).with_compute(**self.options.compute())
-        warm = check_warm(baseline, warm_entry(baseline, cache), ids=selected, cache_dir=cache)
-        return warm or check(baseline, load_adapter(baseline), ids=selected, cache_dir=cache)
+        return check_suite(baseline, ids=selected, cache_dir=cache)
 
     def _shared(self, suite: Suite, compute: Callable[[], RunResult], selected: Sequence[str]) -> RunResult:
         """Compute once per test run: alone, or under xdist by the first worker to get here."""

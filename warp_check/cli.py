@@ -55,7 +55,7 @@ from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, 
 from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.promote import promote
 from warp_check.runs.audit import audit
-from warp_check.runs.check import check, check_warm, warm_entry
+from warp_check.runs.check import check, check_suite
 from warp_check.runs.details import CheckDetails, RepairDetails
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import Mode
@@ -326,9 +326,7 @@ def _load(args: argparse.Namespace):
 def _check(args: argparse.Namespace) -> int:
     suite, cache = _load(args)
     # An earlier check of this exact folder answers without loading the model.
-    warm = check_warm(suite, warm_entry(suite, cache), cache_dir=cache)
-    result = warm or check(suite, load_adapter(suite), cache_dir=cache, progress=not args.json)
-    return _finish(args, result)
+    return _finish(args, check_suite(suite, cache_dir=cache, progress=not args.json))
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -455,7 +453,7 @@ def _drawdown(suite_path: str, first: Path, last: Path, cache: str | None) -> di
     answers = []
     for folder in (first, last):
         suite = load_suite(suite_path, model=folder)
-        answers.append({v.case_id: v.passed for v in check(suite, load_adapter(suite), cache_dir=cache).verdicts})
+        answers.append({v.case_id: v.passed for v in check_suite(suite, cache_dir=cache).verdicts})
     right_first = [case for case, right in answers[0].items() if right]
     return {"right_first": len(right_first), "lost": [case for case in right_first if not answers[1].get(case, False)]}
 
@@ -567,8 +565,7 @@ def _diff(args: argparse.Namespace) -> int:
     for folder in (args.old, args.new):
         args.model = folder  # the suite's cases, on each model in turn
         suite, cache = _load(args)
-        warm = check_warm(suite, warm_entry(suite, cache), cache_dir=cache)
-        checked.append(warm or check(suite, load_adapter(suite), cache_dir=cache, progress=not args.json))
+        checked.append(check_suite(suite, cache_dir=cache, progress=not args.json))
     return _finish(args, against_baseline(checked[1], checked[0], args.old))
 
 

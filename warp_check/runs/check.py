@@ -16,6 +16,7 @@ from warp_check.cache import warm
 from warp_check.cache.warm import WarmEntry
 from warp_check.cases import Case, Kind
 from warp_check.runs.details import CheckDetails
+from warp_check.runs.load import load_adapter
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult, Verdict
@@ -68,6 +69,15 @@ def check(
         model_loaded=True,
     )
     return _check_result(suite, cases, evaluation.predictions, evaluation.gaps, details)
+
+
+def check_suite(
+    suite: Suite, *, ids: Iterable[str] | None = None, cache_dir: str | Path | None = None, progress: bool = False
+) -> RunResult:
+    """:func:`check_warm` where an earlier check of this exact model folder answers, else the model
+    loaded and :func:`check`."""
+    recalled = check_warm(suite, warm_entry(suite, cache_dir), ids=ids, cache_dir=cache_dir)
+    return recalled or check(suite, load_adapter(suite), ids=ids, cache_dir=cache_dir, progress=progress)
 
 
 def warm_entry(suite: Suite, cache_dir: str | Path | None) -> WarmEntry | None:
