@@ -71,9 +71,7 @@ def test_lazy_rows_give_the_full_problems_beta_and_objective(
     n_keep = max(1, min(n_keep, rank * d_in // rows_per_case))
     problem = problem_over_cases(seed, n_fix, n_keep, rank, d_in, rows_per_case)
     full = solve(problem, SolverSettings(form="dual", working_set=False))
-    lazy = solve(
-        problem, SolverSettings(form="dual", working_set_batch=batch, working_set_window=window)
-    )
+    lazy = solve(problem, SolverSettings(form="dual", working_set_batch=batch, working_set_window=window))
     if not full.status.has_solution or not lazy.status.has_solution:
         assert full.status.value.startswith("infeasible") and lazy.status.value.startswith("infeasible")
         return
@@ -240,7 +238,7 @@ def test_every_backend_is_registered_with_the_one_signature_and_gives_osqps_answ
     problem = random_problem(2, 3, 12, 2, 16)  # fewer rows than unknowns: no backend needs a hand-over
     reference = solve(problem, SolverSettings(backend="osqp", working_set=False))
     for backend, backend_solve in BACKENDS.items():
-        assert list(inspect.signature(backend_solve).parameters) == ["problem", "settings"], backend
+        assert list(inspect.signature(backend_solve).parameters) == ["problem", "settings", "warm"], backend
         solution = backend_solve(problem, SolverSettings(backend=backend.value))
         assert solution.status is QPStatus.SOLVED and solution.backend is backend, (backend, solution.solver_status)
         assert solution.objective == pytest.approx(reference.objective, rel=1e-5)

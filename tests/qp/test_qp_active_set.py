@@ -10,6 +10,7 @@ from testkit.qp_problems import (
     CASE_PROBLEM_SHAPE,
     contradictory_fix_problem,
     contradictory_keep_problem,
+    kkt_violation,
     problem_over_cases,
     random_problem,
 )
@@ -19,25 +20,10 @@ from warp_check.errors import SettingsError
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
 from warp_check.qp.solution import Outcome, QPForm, QPStatus
-from warp_check.qp.solve import pick_backend, solve
+from warp_check.qp.solve import solve
 
 ACTIVE_SET = SolverSettings(backend="active_set")
 EXACT = {"tolerance": 1e-9, "max_iter": 100, "time_limit_s": 60.0}
-
-
-def kkt_violation(problem: LinearisedProblem, B: np.ndarray) -> float:
-    """How far B is from the optimum, from B alone: the dual multipliers are recovered from
-    B = Σ z_i a_i / ρ on the tight rows by least squares and checked against the box."""
-    slack = problem.constraint_values(B) - problem.rhs
-    tight = np.flatnonzero(np.abs(slack) <= 1e-7 * (1 + np.abs(problem.rhs).max()))
-    K = np.einsum("ij,ik->ijk", problem.C[tight], problem.row_representations()[tight]).reshape(tight.size, -1)
-    z, *_ = np.linalg.lstsq(K.T, problem.rho * B.ravel(), rcond=None)
-    stationarity = np.linalg.norm(K.T @ z - problem.rho * B.ravel())
-    upper = np.where(tight < problem.n_fix, np.broadcast_to(problem.lam, (problem.n,))[tight], np.inf)
-    box = max(float(np.max(-z, initial=0.0)), float(np.max(z - upper, initial=0.0)))
-    # Soft rows that miss their bound must be priced at λ: their multiplier is λ, not free.
-    short = np.flatnonzero(slack[: problem.n_fix] < -1e-7)
-    return max(stationarity, box, float(np.max(-slack[problem.n_fix :], initial=0.0))) if short.size == 0 else np.nan
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -143,15 +129,6 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
     assert alone.status is QPStatus.MAX_ITER and alone.B is None and alone.backend == "active_set"
 
 
-def test_auto_picks_the_active_set_past_ipm_max_unknowns():
-    problem = random_problem(0, 5, 50, 2, 16)  # 50 hard rows, p = 32
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "active_set"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=51, ipm_max_unknowns=31)) == "osqp"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31, form="dual")) == "osqp"
-    result = solve(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31))
-    assert result.backend == "active_set" and result.status is QPStatus.SOLVED
-
-
 @pytest.mark.parametrize(
     ("field", "value"),
     [("active_set_tolerance", 0.0), ("active_set_tolerance", 1.5), ("active_set_max_iter", 0), ("backend", "newton")],
@@ -164,4 +141,3 @@ def test_active_set_settings_name_the_bad_field(field, value):
 def test_the_active_set_cannot_be_asked_for_the_primal_form():
     with pytest.raises(SettingsError, match="form"):
         SolverSettings(backend="active_set", form="primal")
-

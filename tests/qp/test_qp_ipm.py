@@ -210,7 +210,7 @@ def test_every_method_outcome_has_a_status():
 
 def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows_up_to_ipm_max_unknowns():
     problem = random_problem(0, 5, 50, 2, 16)
-    assert pick_backend(problem, SolverSettings()) == "osqp"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=51)) == "osqp"
     assert pick_backend(problem, SolverSettings(ipm_min_rows=50)) == "ipm"
     assert pick_backend(problem, SolverSettings(ipm_min_rows=51)) == "osqp"
     assert pick_backend(problem, SolverSettings(backend="ipm")) == "ipm"
@@ -219,8 +219,8 @@ def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows_up_to_ipm_max_unknowns()
     # ... and only while β (r·d_in = 2·16 unknowns here) keeps the IPM's p×p normal matrix small.
     assert problem.rank * problem.d_in == 32
     assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=32)) == "ipm"
-    # Past it, the dual active-set method (unless a form is named: the IPM's is the primal).
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "active_set"
+    # Past it, the augmented Lagrangian (unless a form is named: the IPM's is the primal).
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "alm"
     assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31, form="primal")) == "osqp"
     assert pick_backend(problem, SolverSettings(ipm_max_unknowns=1, backend="ipm")) == "ipm"  # asked for
 

@@ -56,3 +56,18 @@ CASE_PROBLEM_SHAPE = {
     "rows_per_case": st.integers(1, 3),
     "window": st.sampled_from([0.0, 0.05, 1.0]),
 }
+
+
+def kkt_violation(problem: LinearisedProblem, B: np.ndarray) -> float:
+    """How far B is from the optimum, from B alone: the dual multipliers are recovered from
+    B = Σ z_i a_i / ρ on the tight rows by least squares and checked against the box."""
+    slack = problem.constraint_values(B) - problem.rhs
+    tight = np.flatnonzero(np.abs(slack) <= 1e-7 * (1 + np.abs(problem.rhs).max()))
+    K = np.einsum("ij,ik->ijk", problem.C[tight], problem.row_representations()[tight]).reshape(tight.size, -1)
+    z, *_ = np.linalg.lstsq(K.T, problem.rho * B.ravel(), rcond=None)
+    stationarity = np.linalg.norm(K.T @ z - problem.rho * B.ravel())
+    upper = np.where(tight < problem.n_fix, np.broadcast_to(problem.lam, (problem.n,))[tight], np.inf)
+    box = max(float(np.max(-z, initial=0.0)), float(np.max(z - upper, initial=0.0)))
+    # Soft rows that miss their bound must be priced at λ: their multiplier is λ, not free.
+    short = np.flatnonzero(slack[: problem.n_fix] < -1e-7)
+    return max(stationarity, box, float(np.max(-slack[problem.n_fix :], initial=0.0))) if short.size == 0 else np.nan

@@ -45,7 +45,7 @@ from warp_check.qp.linalg import (
 from warp_check.qp.osqp_backend import answer_or_hand_over
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution
+from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution, WarmStart
 
 # Rows that join per iteration at most, the most violated first. At 100k must_keep the first
 # iterations find tens of thousands violated, most of which the next step satisfies anyway,
@@ -68,7 +68,7 @@ DESCENT_ANGLE = 1e-10
 SCHUR_AT_MOST = 6
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings) -> QPSolution:
+def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
     """The backend: the method from z = 0, at most JOIN_AT_MOST rows joining an iteration (all
     of them without a working set); an undecided run goes to OSQP's working set, started from
     the rows holding multipliers — not the rows that just joined: after a stall those are the

@@ -32,7 +32,7 @@ from warp_check.qp.linalg import FARKAS_INFEASIBLE, farkas_ratio, shifted_choles
 from warp_check.qp.osqp_backend import answer_or_hand_over
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution
+from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution, WarmStart
 
 # Mehrotra's step back from the boundary.
 STEP_TO_BOUNDARY = 0.995
@@ -261,7 +261,7 @@ def _centred_step(it: _Iterate, step: _Iterate, alpha: float) -> float:
     return 0.0  # no step keeps the pairs central: stand still, the stall logic takes over
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings) -> QPSolution:
+def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
     """The backend: the method from the rows near their bound (every row without a working set);
     an undecided run goes to OSQP's working set, started from its rows."""
     start = time.perf_counter()
@@ -326,9 +326,7 @@ class _InteriorPoint:
         if self.rows is None:  # β = 0 satisfies every row and is the smallest β
             B = np.zeros((self.problem.rank, self.problem.d_in))
             none = np.zeros(0, dtype=np.int64)
-            return BackendRun(
-                B=B, outcome=Outcome.SOLVED, iterations=0, rows=none, detail="β = 0 satisfies every row"
-            )
+            return BackendRun(B=B, outcome=Outcome.SOLVED, iterations=0, rows=none, detail="β = 0 satisfies every row")
         outcome, detail, iterations, residuals = Outcome.MAX_ITER, "", 0, math.inf
         best, best_at, recentred = math.inf, 0, False
         kept = _Kept.none()  # the iterate with the smallest residuals since rows last joined

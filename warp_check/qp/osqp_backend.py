@@ -25,7 +25,16 @@ import numpy as np
 from warp_check.qp.linalg import upper_csc
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import OUTCOME_STATUS, UNDECIDED, Backend, BackendRun, QPForm, QPSolution, QPStatus
+from warp_check.qp.solution import (
+    OUTCOME_STATUS,
+    UNDECIDED,
+    Backend,
+    BackendRun,
+    QPForm,
+    QPSolution,
+    QPStatus,
+    WarmStart,
+)
 
 # osqp.SolverStatus by name → our meaning, per form. In the dual form the QP handed to OSQP is
 # the Lagrange dual: its *dual* infeasibility (unbounded below) is what certifies that the
@@ -78,7 +87,7 @@ FULL_SOLVE_MAX_ROWS = 5_000
 WORKING_SET_UNSETTLED = "working set unsettled"
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings) -> QPSolution:
+def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
     """OSQP on the problem; with ``settings.working_set`` the hard rows join lazily. Every row
     of the whole problem holds at the returned B (to the solver tolerance) either way."""
     start = time.perf_counter()

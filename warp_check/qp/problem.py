@@ -112,13 +112,25 @@ class LinearisedProblem:
 
     def gram(self) -> np.ndarray:
         """(n, n): G = (C Cᵀ) ⊙ (V Vᵀ) over this problem's rows (call it on a working set)."""
+        rows = np.arange(self.n)
+        return self.cross_gram(rows, rows)
+
+    def cross_gram(self, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+        """(len(rows_a), len(rows_b)): ⟨a_i, a_j⟩ = (c_iᵀc_j)(v_iᵀv_j) between two sets of rows; one
+        product per distinct case, spread to the rows that share it. The same rows twice give an
+        exactly symmetric matrix (BLAS's A Aᵀ), which the solvers' factorisations rely on."""
+        same = rows_a is rows_b
+        cases_a, cases_b = self.cases[rows_a], self.cases[rows_b]
         if self.VVt is not None:
-            VVt = self.VVt[np.ix_(self.cases, self.cases)]
-        else:  # one product per distinct case, spread to the rows that share it
-            distinct, row_of = np.unique(self.cases, return_inverse=True)
-            Vd = self.V[distinct]
-            VVt = (Vd @ Vd.T)[np.ix_(row_of, row_of)]
-        return (self.C @ self.C.T) * VVt
+            VVt = self.VVt[np.ix_(cases_a, cases_b)]
+        else:
+            (distinct_a, of_a), (distinct_b, of_b) = _distinct(cases_a), _distinct(cases_b)
+            Va = self.V[distinct_a]
+            VVt = Va @ Va.T if same else Va @ self.V[distinct_b].T
+            if of_a is not None or of_b is not None:
+                VVt = VVt[np.ix_(_all_or(of_a, cases_a.size), _all_or(of_b, cases_b.size))]
+        Ca = self.C[rows_a]
+        return (Ca @ Ca.T if same else Ca @ self.C[rows_b].T) * VVt
 
     def rows_near_bound(self, window: float) -> np.ndarray:
         """Soft rows and the hard rows within ``window`` of violation at β = 0 (sorted): where a
@@ -137,3 +149,13 @@ class LinearisedProblem:
         """
         rows = min(4 * self.rank * self.d_in, DUAL_MAX_ROWS)
         return QPForm.DUAL if self.n <= max(rows, self.rank * self.d_in) else QPForm.PRIMAL
+
+
+def _distinct(cases: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct cases and each row's index among them; (cases, None) when none repeats."""
+    distinct, of = np.unique(cases, return_inverse=True)
+    return (cases, None) if distinct.size == cases.size else (distinct, of)
+
+
+def _all_or(index: np.ndarray | None, size: int) -> np.ndarray:
+    return np.arange(size) if index is None else index

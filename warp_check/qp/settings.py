@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from warp_check.errors import SettingsError
 from warp_check.validation import require_integer, require_number
 
+BACKEND_NAMES = ("auto", "osqp", "ipm", "active_set", "alm")
+
 
 @dataclass(frozen=True, kw_only=True)
 class SolverSettings:
@@ -35,17 +37,17 @@ class SolverSettings:
     # set with rows that later rows make slack, and a dense QP's cost grows as rows³ (10k
     # must_keep, first QP: 8.5 s at 300 a round, 24 s with every violated row at once).
     working_set_batch: int = 300
-    # Which solver (warp_check.qp.solve.BACKENDS): OSQP, or from ``ipm_min_rows`` hard rows up
-    # ("auto") the β-space interior point or the dual active set. OSQP's dense dual of the
-    # working set costs ~3 s a QP at 10k must_keep rows (d_in 768, r 2) and does not settle at
-    # 100k; the interior point's step costs O(rows·p²) with p = r·d_in.
-    backend: str = "auto"  # "auto" | "osqp" | "ipm" | "active_set"
-    ipm_min_rows: int = 20_000
+    # Which solver (warp_check.qp.solve.BACKENDS). "auto": OSQP below ``ipm_min_rows`` hard rows;
+    # from there the β-space interior point while β is small, else the augmented Lagrangian.
+    # OSQP factors the working set's dense dual without BLAS: on real SST-2 repairs (MiniLM,
+    # d_in 384, 1 BLAS thread) the whole loop took 2.4 s against 0.9 s at 2,000 must_keep rows
+    # (ReLU head) and 8.1 s against 1.3 s (tanh head); at 500, 0.3–0.5 s against 0.6–0.7 s.
+    backend: str = "auto"  # "auto" | "osqp" | "ipm" | "active_set" | "alm"
+    ipm_min_rows: int = 1_000
     # The IPM only while β has at most this many unknowns (p = r·d_in): its normal matrix is
-    # p×p. Past it the active-set method, whose matrix is over the rows in play. Measured,
-    # first QP (1 BLAS thread): d_in 768 r 2, 100k rows: IPM 21 s, OSQP unfinished after
-    # 30 min; d_in 384 r 8 (p 3,072), 45k: IPM 18.5 s, OSQP 14.6 s; d_in 768 r 8 (p 6,144),
-    # 30k: IPM 143 s, OSQP 7.1 s, active set 0.6 s.
+    # p×p. Past it the augmented Lagrangian, whose matrices are over the working set's rows.
+    # Measured, one QP (1 BLAS thread): real SST-2 at rank 2 (p 768), IPM 0.5 s at 10k rows and
+    # 1.1–1.7 s at 52k; at rank 8 (p 3,072), 10k: IPM 9.1 s, augmented Lagrangian 0.3 s.
     ipm_max_unknowns: int = 2048
     # Relative residuals (qp.ipm). Not OSQP's 1e-7: the reduced normal equations run out
     # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
@@ -58,17 +60,23 @@ class SolverSettings:
     # is what it reaches; 1e-9 leaves room for ill-conditioned rows in play.
     active_set_tolerance: float = 1e-9
     active_set_max_iter: int = 100
+    # The augmented-Lagrangian method (qp.alm): every row's optimality condition to this, relative
+    # to 1 + max |h| (it ends on the optimum's face: round-off is what it reaches), and its Newton
+    # steps (face solves included) over all rounds of one QP.
+    alm_tolerance: float = 1e-9
+    alm_max_iter: int = 2000
 
     def __post_init__(self) -> None:
         if self.form not in ("auto", "primal", "dual"):
             raise SettingsError("form", self.form, "must be 'auto', 'primal' or 'dual'")
-        if self.backend not in ("auto", "osqp", "ipm", "active_set"):
-            raise SettingsError("backend", self.backend, "must be 'auto', 'osqp', 'ipm' or 'active_set'")
+        if self.backend not in BACKEND_NAMES:
+            names = [f"'{name}'" for name in BACKEND_NAMES]
+            raise SettingsError("backend", self.backend, f"must be {', '.join(names[:-1])} or {names[-1]}")
         if self.backend == "ipm" and self.form == "dual":
             raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
-        if self.backend == "active_set" and self.form == "primal":
+        if self.backend in ("active_set", "alm") and self.form == "primal":
             raise SettingsError(
-                "form", self.form, "the 'active_set' backend solves the dual: use form 'auto' or 'dual'"
+                "form", self.form, f"the '{self.backend}' backend solves the dual: use form 'auto' or 'dual'"
             )
         for name, minimum in (
             ("max_iter", 1),
@@ -80,9 +88,11 @@ class SolverSettings:
             ("ipm_max_unknowns", 1),
             ("ipm_max_iter", 1),
             ("active_set_max_iter", 1),
+            ("alm_max_iter", 1),
         ):
             require_integer(name, getattr(self, name), minimum)
-        for name in ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance", "active_set_tolerance"):
+        tolerances = ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance", "active_set_tolerance")
+        for name in (*tolerances, "alm_tolerance"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
                 raise SettingsError(name, value, "must be a number in (0, 1)")

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # problem.py imports this module
+    from warp_check.qp.problem import LinearisedProblem
 
 
 class _Named(str, enum.Enum):
@@ -53,6 +57,7 @@ class Backend(_Named):
     OSQP = "osqp"
     IPM = "ipm"  # β-space interior point (warp_check.qp.ipm)
     ACTIVE_SET = "active_set"  # dual active set (warp_check.qp.active_set)
+    ALM = "alm"  # augmented Lagrangian on a working set's dual (warp_check.qp.alm)
 
 
 class Outcome(_Named):
@@ -94,6 +99,23 @@ class BackendRun:
 
 
 @dataclass(frozen=True)
+class WarmStart:
+    """Where a solve may start: the working set, its multipliers and Gram matrix of an earlier
+    solve. The Gram matrix is reused when the new problem has the same rows (C, V and cases:
+    only the bounds, the prices or ρ moved); otherwise the rows and multipliers of the cases
+    carry over."""
+
+    source: LinearisedProblem = field(repr=False)
+    rows: np.ndarray
+    z: np.ndarray
+    gram: np.ndarray = field(repr=False)
+
+    def reusable_for(self, problem: LinearisedProblem) -> bool:
+        s = self.source
+        return problem.C is s.C and problem.V is s.V and problem.cases is s.cases and problem.n_fix == s.n_fix
+
+
+@dataclass(frozen=True)
 class QPSolution:
     B: np.ndarray | None  # (r, d_in); None unless status.has_solution
     status: QPStatus
@@ -110,6 +132,9 @@ class QPSolution:
     backend: Backend = Backend.OSQP
     handed_over_from: Backend | None = None  # the backend that could not decide and passed its rows to OSQP
     unsettled: bool = False  # OSQP's working set found no fixed point in its rounds (a limit, not infeasibility)
+    # Where a re-solve of this problem with moved bounds may start (warp_check.qp.alm.WarmStart);
+    # None from the backends that start cold every time.
+    warm: WarmStart | None = field(default=None, repr=False)
 
     @property
     def working_set_size(self) -> int | None:

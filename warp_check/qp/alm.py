@@ -1,0 +1,337 @@
+"""The augmented-Lagrangian backend: the dual of a working set of rows, on its Gram matrix.
+
+Over a working set W of rows (every soft row; hard rows join when the answer violates them,
+as cutting planes), the dual of the repair QP (warp_check.qp.problem) is a box QP
+
+    min ½ zᵀ(G/ρ)z − hᵀz   s.t.   0 ≤ z ≤ u   (u_i = λ_i on soft rows, ∞ on hard ones),
+
+G = (CCᵀ) ⊙ (ṼṼᵀ) over W, formed once and extended as rows join. Every iteration below works
+on G alone: no product with the d_in-wide rows until a round's answer is checked against every
+row of the problem (O(n·r·d_in), closed form).
+
+The box QP is solved by the augmented Lagrangian method on the primal, which is the proximal
+point method on this dual: each subproblem min_β φ(β) = ρ/2‖β‖² + Σ_i e_i(a_iᵀβ − h_i − z_i/σ)
+(e_i the Moreau envelope of row i's penalty) is convex, piecewise quadratic and C¹, and is
+minimised by semismooth Newton with an exact line search. β is kept as Kᵀy/ρ, so that the Newton
+system (ρ/σ I + G_AA) x = G_A r is over the rows A strictly inside their box, regularised by ρ/σ:
+well posed however correlated the rows are — the active-set method's Hessian G_AA/ρ alone is
+singular to working precision on real representations, and it stalls there. Once the
+multipliers are close, the optimum's face is solved exactly (a primal-dual active-set step: rows
+inside their box hold with equality, the others sit at their bound), which ends the method with
+every row's optimality condition met to round-off.
+
+Measured on the real SST-2 problems (MiniLM, 1 BLAS thread): 10k must_keep rows at rank 8,
+0.14 s a QP against OSQP's 0.9 s; 52k rows at rank 8, 6–8 s against OSQP's 100–111 s.
+
+A solve can start from an earlier one (:class:`WarmStart`). The loop's next linearisation starts
+from the rows of the cases that held multipliers in the last QP, and from those multipliers
+(real SST-2, tanh head: 5.0 s of QP a 10k repair against 7.2 s cold); a re-solve of the same
+rows (the trust region's higher price, or moved bounds) keeps the Gram matrix too. A run it
+cannot decide (limits; contradicting hard rows whose multipliers grow without a Farkas ray it
+can certify) goes to OSQP's working set, started from its rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from warp_check.qp.linalg import FARKAS_INFEASIBLE, FARKAS_INFEASIBLE_INACCURATE, SubsetFactor, farkas_ratio
+from warp_check.qp.osqp_backend import answer_or_hand_over
+from warp_check.qp.problem import LinearisedProblem
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution, WarmStart
+
+# The penalty σ starts at this many times ρ / (median ‖a_i‖²) and grows ×SIGMA_GROWTH an outer
+# iteration. A small σ keeps the first subproblems easy for Newton (few rows inside the box
+# change); each outer iteration then cuts the distance to the optimum ~SIGMA_GROWTH-fold.
+SIGMA_START = 10.0
+SIGMA_GROWTH = 10.0
+SIGMA_MAX = 1e14
+# A subproblem is solved when ‖∇φ‖ ≤ this × 0.1^outer × max(1, ‖ρβ‖): loose at first (the
+# multipliers are far anyway), tight as they settle.
+INNER_TOLERANCE = 1e-2
+INNER_MAX_ITER = 60
+# The exact face solve is tried after each outer iteration from the second on, for at most
+# FACE_TRIES active-set rounds; a round that does not lower the worst violation ends the try.
+FACE_TRIES = 8
+# Hard rows that join a round at most, the most violated first: a round's Gram block costs
+# (joining × rows) products of length r + d_in.
+JOIN_AT_MOST = 1000
+# The working set never grows past this many rows: its Gram matrix is rows² × 8 bytes (800 MB).
+MAX_ROWS = 10_000
+
+
+def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
+    """The backend: cutting-plane rounds over the hard rows, each a box QP on the working set's
+    Gram matrix; an undecided run goes to OSQP's working set, started from its rows."""
+    start = time.perf_counter()
+    solver = _WorkingSet(problem, settings, warm, start)
+    result = solver.run()
+    solution = answer_or_hand_over(
+        problem, settings, start, result, backend=Backend.ALM, words="augmented Lagrangian", form=QPForm.DUAL
+    )
+    if solution.backend is Backend.ALM and solution.status.has_solution:
+        warm = WarmStart(problem, solver.rows, solver.z_rows, solver.gram)
+        return replace(solution, warm=warm, rounds=solver.rounds, rows=warm.rows)
+    return solution
+
+
+class _WorkingSet:
+    """The rows in play, their Gram matrix, and the rounds that add violated hard rows."""
+
+    def __init__(self, problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None, start: float):
+        self.problem, self.settings, self.start = problem, settings, start
+        self.upper = np.full(problem.n, np.inf)
+        self.upper[: problem.n_fix] = problem.prices()
+        self.limit = settings.alm_tolerance * (1.0 + float(np.max(np.abs(problem.rhs), initial=0.0)))
+        self.newton = 0
+        self.rounds = 0
+        if warm is not None and warm.reusable_for(problem):
+            self.rows, self.gram = warm.rows.copy(), warm.gram
+            self.z_rows = np.clip(warm.z, 0.0, self.upper[self.rows])
+        else:
+            self.rows = self._first_rows(warm)
+            self.gram = problem.cross_gram(self.rows, self.rows)
+            self.z_rows = self._carried_multipliers(warm)
+
+    def _first_rows(self, warm: WarmStart | None) -> np.ndarray:
+        """Every soft row, the hard rows near their bound and, from an earlier solve, the rows of
+        the cases that held multipliers there (a new linearisation of the same suite: the rows
+        that bound it are mostly the ones that bound the last step)."""
+        problem = self.problem
+        rows = problem.rows_near_bound(self.settings.working_set_window) if self.settings.working_set else None
+        if rows is None:
+            return np.arange(problem.n)
+        if warm is not None:
+            held = np.unique(warm.source.cases[warm.rows[warm.z > 0]])
+            rows = np.union1d(rows, np.flatnonzero(np.isin(problem.cases, held)))
+        return rows
+
+    def _carried_multipliers(self, warm: WarmStart | None) -> np.ndarray:
+        """Multipliers of an earlier solve, by case (binary heads: a row per case), clipped to the
+        new box; none where there was no earlier solve."""
+        z = np.zeros(self.rows.size)
+        if warm is None:
+            return z
+        by_case = np.zeros(int(max(warm.source.cases.max(initial=0), self.problem.cases.max(initial=0))) + 1)
+        np.maximum.at(by_case, warm.source.cases[warm.rows], warm.z)
+        z = by_case[self.problem.cases[self.rows]]
+        return np.clip(z, 0.0, self.upper[self.rows])
+
+    def run(self) -> BackendRun:
+        problem, settings = self.problem, self.settings
+        B = np.zeros((problem.rank, problem.d_in))
+        for _ in range(settings.working_set_rounds):
+            self.rounds += 1
+            box = _BoxQP(self.gram, problem.rhs[self.rows], self.upper[self.rows], problem.rho, self.limit)
+            outcome, detail = box.solve(self.z_rows, self._budget())
+            self.z_rows, self.newton = box.z, self.newton + box.newton
+            B = problem.weighted_sum(self.z_rows, self.rows) / problem.rho
+            if outcome is not Outcome.SOLVED:
+                return self._result(B, self._infeasible_or(outcome), detail)
+            violated = self._violated(B)
+            if violated.size == 0:
+                return self._result(B, Outcome.SOLVED, f"every row within {self.limit:.1e} ({self.rows.size} in play)")
+            if self.rows.size + violated.size > MAX_ROWS:
+                return self._result(B, Outcome.MAX_ITER, f"the working set would pass {MAX_ROWS} rows")
+            self._join(violated)
+        return self._result(B, Outcome.MAX_ITER, f"{settings.working_set_rounds} rounds")
+
+    def _budget(self) -> _Budget:
+        return _Budget(
+            newton_left=self.settings.alm_max_iter - self.newton,
+            deadline=self.start + self.settings.time_limit_s,
+        )
+
+    def _violated(self, B: np.ndarray) -> np.ndarray:
+        """Hard rows out of the set that B violates, the most violated first (at most JOIN_AT_MOST)."""
+        problem = self.problem
+        slack = problem.constraint_values(B)[problem.n_fix :] - problem.rhs[problem.n_fix :]
+        slack[self.rows[self.rows >= problem.n_fix] - problem.n_fix] = np.inf
+        violated = np.flatnonzero(slack < -self.limit)
+        worst = violated[np.argsort(slack[violated], kind="stable")[:JOIN_AT_MOST]]
+        return problem.n_fix + np.sort(worst)
+
+    def _join(self, new: np.ndarray) -> None:
+        """Add rows to the set: the Gram matrix grows by their blocks only (theirs exactly symmetric)."""
+        m, problem = self.rows.size, self.problem
+        gram = np.empty((m + new.size, m + new.size))
+        gram[:m, :m] = self.gram
+        across = problem.cross_gram(new, self.rows)
+        gram[m:, :m] = across
+        gram[:m, m:] = across.T
+        gram[m:, m:] = problem.cross_gram(new, new)
+        self.rows, self.gram = np.concatenate([self.rows, new]), gram
+        self.z_rows = np.concatenate([self.z_rows, np.zeros(new.size)])
+
+    def _infeasible_or(self, outcome: Outcome) -> Outcome:
+        """INFEASIBLE(_INACCURATE) where the hard multipliers grew along a Farkas ray; else ``outcome``."""
+        problem, z = self.problem, self.z_rows
+        hard = self.rows >= problem.n_fix
+        if not hard.any() or float(np.max(z[hard], initial=0.0)) <= 0:
+            return outcome
+        rows, y = self.rows[hard], z[hard] / float(np.max(z[hard]))
+        B = problem.weighted_sum(z, self.rows) / problem.rho
+        ratio = farkas_ratio(y, problem.rhs[rows], lambda weights: problem.weighted_sum(weights, rows), B)
+        if ratio is not None and ratio <= FARKAS_INFEASIBLE:
+            return Outcome.INFEASIBLE
+        if ratio is not None and ratio <= FARKAS_INFEASIBLE_INACCURATE:
+            return Outcome.INFEASIBLE_INACCURATE
+        return outcome
+
+    def _result(self, B: np.ndarray, outcome: Outcome, detail: str) -> BackendRun:
+        rows = np.sort(self.rows)
+        return BackendRun(B=B, outcome=outcome, iterations=self.newton, rows=rows, detail=detail)
+
+
+@dataclass(frozen=True)
+class _Budget:
+    newton_left: int
+    deadline: float
+
+
+class _BoxQP:
+    """min ½ zᵀ(G/ρ)z − hᵀz on 0 ≤ z ≤ u: the augmented Lagrangian in y-space (β = Kᵀy/ρ) with
+    semismooth Newton subproblems, and the exact face solve once the multipliers are close."""
+
+    def __init__(self, G: np.ndarray, h: np.ndarray, upper: np.ndarray, rho: float, limit: float) -> None:
+        self.G, self.h, self.u, self.rho, self.limit = G, h, upper, rho, limit
+        diagonal = np.diag(G)
+        positive = diagonal[diagonal > 0]
+        self.typical = float(np.median(positive)) if positive.size else 1.0  # ‖a_i‖², a typical row
+        self.z = np.zeros(h.size)
+        self.newton = 0
+
+    def violation(self, z: np.ndarray, s: np.ndarray) -> float:
+        """The worst optimality condition: a row at 0 must hold (s ≥ 0), one inside its box be
+        tight (s = 0), one at its price be short (s ≤ 0)."""
+        u = self.u
+        v = np.where(z <= 0, -s, np.where(z >= u, s, np.abs(s)))
+        return float(np.max(v, initial=0.0))
+
+    def slack(self, z: np.ndarray) -> np.ndarray:
+        return self.G @ z / self.rho - self.h
+
+    def solve(self, z0: np.ndarray, budget: _Budget) -> tuple[Outcome, str]:
+        rho, h, u, G = self.rho, self.h, self.u, self.G
+        z = np.clip(z0, 0.0, u)
+        if z.any():
+            done = self.face(z, budget)
+            if done is not None:
+                return done
+        sigma = SIGMA_START * rho / self.typical
+        y = z.copy()
+        Gy = G @ y
+        for outer in range(200):
+            tolerance = INNER_TOLERANCE * 0.1**outer
+            factor = None  # ρ/σ I + G_AA, reused while A changes by a few rows (σ is fixed within)
+            for inner in range(INNER_MAX_ITER):
+                if self.newton >= budget.newton_left or time.perf_counter() > budget.deadline:
+                    self.z = z
+                    limit = Outcome.MAX_ITER if self.newton >= budget.newton_left else Outcome.TIME_LIMIT
+                    return limit, f"{self.newton} Newton steps"
+                s = Gy / rho - h
+                w = z - sigma * s
+                r = y - np.clip(w, 0.0, u)  # ∇φ = Kᵀr
+                Gr = G @ r
+                if np.sqrt(max(float(r @ Gr), 0.0)) <= tolerance * max(1.0, np.sqrt(max(float(y @ Gy), 0.0))):
+                    break
+                inside_mask = (w > 0) & (w < u)
+                if inner == 0 and outer > 0:
+                    inside_mask |= (z > 0) & (z < u)
+                inside = np.flatnonzero(inside_mask)
+                x = factor.solve(inside, Gr[inside]) if factor is not None else None
+                if x is None:
+                    factor = SubsetFactor(G, inside, rho / sigma)
+                    x = factor.solve(inside, Gr[inside])
+                delta = -r
+                delta[inside] += x
+                G_delta = -Gr + x @ G[inside]  # G symmetric: rows gather faster than columns
+                self.newton += 1
+                t = _exact_step(w, sigma, u, G_delta / rho, float(y @ G_delta) / rho, float(delta @ G_delta) / rho)
+                y += t * delta
+                Gy += t * G_delta
+            s = Gy / rho - h
+            z = np.clip(z - sigma * s, 0.0, u)
+            worst = self.violation(z, s)
+            if worst <= self.limit:
+                self.z = z
+                return Outcome.SOLVED, f"augmented Lagrangian, {outer + 1} outer iterations"
+            if outer >= 1:
+                done = self.face(z, budget)
+                if done is not None:
+                    return done
+            sigma = min(sigma * SIGMA_GROWTH, SIGMA_MAX)
+        self.z = z
+        return Outcome.STALLED, f"worst row {worst:.1e} from optimal"
+
+    def face(self, z: np.ndarray, budget: _Budget) -> tuple[Outcome, str] | None:
+        """Primal-dual active-set rounds from z: rows inside their box hold with equality, the
+        rest sit at their bound; solved when every row's condition holds (then ``self.z``)."""
+        rho, h, u, G = self.rho, self.h, self.u, self.G
+        c = rho / self.typical
+        s = self.slack(z)
+        best, seen, factor = np.inf, None, None
+        for _ in range(FACE_TRIES):
+            if time.perf_counter() > budget.deadline:
+                return None
+            w = z - c * s
+            free, top = np.flatnonzero((w > 0) & (w < u)), np.flatnonzero(w >= u)
+            key = (free.tobytes(), top.tobytes())
+            if key == seen:
+                return None
+            seen = key
+            rhs = rho * h[free] - (G[np.ix_(free, top)] @ u[top] if top.size else 0.0)
+            try:
+                z_free = factor.solve(free, rhs) if factor is not None else None
+                reused = z_free is not None
+                if not reused:
+                    factor = SubsetFactor(G, free)
+                    z_free = factor.solve(free, rhs)
+                z, s, worst = self._at(free, top, z_free)
+                if reused and worst > self.limit and worst >= best:
+                    # G_FF can be singular to working precision, and a Schur solve on its
+                    # neighbour's factor then loses its digits: once more from its own factor
+                    factor = SubsetFactor(G, free)
+                    z, s, worst = self._at(free, top, factor.solve(free, rhs))
+            except np.linalg.LinAlgError:
+                return None
+            if worst <= self.limit:
+                self.z = z
+                return Outcome.SOLVED, f"the optimum's face ({free.size} rows inside their box)"
+            if worst >= best:
+                return None
+            best = worst
+        return None
+
+    def _at(self, free: np.ndarray, top: np.ndarray, z_free: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """The multipliers of a face round (``z_free`` inside, λ at the top, 0 elsewhere), their
+        slacks, and the worst optimality condition there (a multiplier out of its box counts too)."""
+        z = np.zeros(self.h.size)
+        z[top], z[free] = self.u[top], z_free
+        self.newton += 1
+        s = self.slack(z)
+        worst = max(self.violation(z, s), float(np.max(-z, initial=0.0)), float(np.max(z - self.u, initial=0.0)))
+        return z, s, worst
+
+
+def _exact_step(w: np.ndarray, sigma: float, u: np.ndarray, q: np.ndarray, bd: float, dd: float) -> float:
+    """The minimiser t ∈ (0, 1] of φ along the Newton direction, φ'(t) = bd + t·dd − π(t)ᵀq with
+    π(t) = clip(w − σ t q, 0, u): φ' is increasing (φ convex), so bisection finds its root."""
+
+    def slope(t: float) -> float:
+        return bd + t * dd - float(np.clip(w - sigma * t * q, 0.0, u) @ q)
+
+    if slope(1.0) <= 0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if slope(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
