@@ -96,7 +96,7 @@ def run_size(
         about = {"distribution": distribution, "head": head, "class_alignment_r": alignment, "seed": seed}
     settings = RepairSettings(rank=rank, blas_threads=threads)
     if paper_loop:  # the paper's loop: no function-space price, no trust region, a fixed rank
-        settings = replace(settings, mu=0.0, trust_region=False, max_rank=rank)
+        settings = replace(settings, mu=0.0, trust_region=False, max_rank=rank, price_growth=1.0)
     settings = replace(settings, solver=replace(settings.solver, backend=backend))
     if max_iter is not None:  # stop the loop early: --max-iter 1 measures the first QP alone
         settings = replace(settings, max_iter=max_iter)

@@ -46,12 +46,12 @@ from warp_check.runs.load import load_adapter
 
 # name → (repair settings that differ from RepairSettings(), neighbourhood cases per must_fix case)
 VARIANTS: dict[str, tuple[dict, int]] = {
-    "paper": ({"mu": 0.0, "max_rank": 2}, 0),  # the paper's loop: ρ/2‖ΔW‖², rank 2 fixed
+    "paper": ({"mu": 0.0, "max_rank": 2, "price_growth": 1.0}, 0),  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
     "default": ({}, 0),  # mu = 10 (function space on the must_keep cases), rank grows to 32
     "mu1": ({"mu": 1.0}, 0),
     "mu100": ({"mu": 100.0}, 0),
     "mu1000": ({"mu": 1000.0}, 0),
-    "paper-rank8": ({"mu": 0.0, "rank": 8, "max_rank": 8}, 0),
+    "paper-rank8": ({"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}, 0),
     "gamma2": ({"gamma_s": 2.0}, 0),
     "gsnft": ({"gsn_threshold": 1e9}, 0),
     "nbr8": ({}, 8),

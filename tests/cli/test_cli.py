@@ -71,7 +71,7 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
     folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right, extra="[repair]\nmax_iter = 1\n")
     assert main(["repair", str(folder), "--out", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
-    assert "repaired model: none written" in out and "raise max_rank (now 32; [repair] max_rank in warp.toml)" in out
+    assert "repaired model: none written" in out and "raise max_rank (now 64; [repair] max_rank in warp.toml)" in out
     assert not (tmp_path / "out").exists()
 
 

@@ -230,7 +230,7 @@ def test_repair_that_cannot_converge_writes_nothing_and_says_what_missed(pyteste
         [
             literal(
                 "repair failed (not_converged), nothing was written: this must_fix case's gap * misses its margin "
-                "γ_s = 1 by *; what may help: raise max_rank (now 32; [repair] max_rank in warp.toml), "
+                "γ_s = 1 by *; what may help: raise max_rank (now 64; [repair] max_rank in warp.toml), "
                 "raise lam (now 50; [repair] lam in warp.toml), raise max_iter (now 1; [repair] max_iter in "
                 "warp.toml), or lower gamma_s (now 1; --warp-gamma-s or [repair] gamma_s)"
             ),

@@ -1,5 +1,6 @@
 """The loop beyond the paper, for real suites (issue 19): the function-space metric, the trust
-region and the growing rank, each on its own and together."""
+region, the growing rank, the rising price of cases left short, warm QPs and Z carried forward,
+each on its own and together."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from hypothesis.extra.numpy import arrays
 from testkit.synthetic import synthetic_problem
 
 from warp_check.errors import SettingsError
+from warp_check.qp.settings import SolverSettings
 from warp_check.repair.loop import repair_head
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.settings import RepairSettings
-from warp_check.repair.step import RankSchedule, TrustRegion
+from warp_check.repair.step import PRICE_MAX, RankSchedule, TrustRegion, raise_prices
 
-PAPER = {"mu": 0.0, "trust_region": False, "max_rank": 2}
+PAPER = {"mu": 0.0, "trust_region": False, "max_rank": 2, "price_growth": 1.0}
 
 finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 
@@ -73,7 +75,8 @@ def test_the_rank_grows_fourfold_on_a_stalled_iteration_up_to_its_limits():
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("max_rank", 0), ("mu", -1.0), ("mu", float("nan")), ("trust_region", "yes")]
+    ("field", "value"),
+    [("max_rank", 0), ("mu", -1.0), ("mu", float("nan")), ("trust_region", "yes"), ("price_growth", 0.5)],
 )
 def test_the_new_settings_are_validated_naming_field_and_value(field, value):
     with pytest.raises(SettingsError, match=field):
@@ -119,7 +122,8 @@ def test_where_the_defaults_stall_the_papers_loop_runs_once_more_and_says_so(mon
     monkeypatch.setattr(loop_module._Repair, "run", defaults_stall)
     result = repair_head(head, fix, keep, None, RepairSettings())
     assert result.repaired and result.settings.mu == 0.0 and result.settings.max_rank == result.settings.rank
-    assert "(the paper's loop: mu 0, rank 2 fixed, after the defaults stalled: stalled)" in result.message
+    assert "(the paper's loop: mu 0, rank 2 fixed, λ fixed, after the defaults stalled: stalled)" in result.message
+
     # Nothing to fall back to when the settings are the paper's already: the failure stands.
     def always_stall(self):
         return self.finish(loop_module.RepairStatus.NOT_CONVERGED, "x", self.head)
@@ -127,3 +131,79 @@ def test_where_the_defaults_stall_the_papers_loop_runs_once_more_and_says_so(mon
     monkeypatch.setattr(loop_module._Repair, "run", always_stall)
     assert repair_head(head, fix, keep, None, RepairSettings(**PAPER)).status.value == "not_converged"
     assert repair_head(head, fix, keep, None, RepairSettings()).message == "x"  # both stalled: the first
+
+
+def test_the_rank_grows_at_once_where_the_qps_own_promise_leaves_the_must_fix_cases_short():
+    ranks = RankSchedule(RepairSettings(rank=2, max_rank=32), smallest_side=100)
+    assert not ranks.grow_for_promise(0.5, 10.0) and ranks.rank == 2  # 5 % unmet: room enough
+    assert ranks.grow_for_promise(2.0, 10.0) and ranks.rank == 8  # 20 %: ×4
+    assert ranks.grow_for_promise(6.0, 10.0) and ranks.rank == 32  # more than half: to the limit at once
+    assert not ranks.grow_for_promise(10.0, 10.0) and ranks.rank == 32
+
+
+def test_a_case_the_qp_keeps_leaving_short_costs_more_each_time_up_to_a_cap():
+    price = np.array([50.0, 50.0, 500.0])
+    predicted, targets = np.array([0.5, 1.2, 0.1]), np.array([1.0, 1.0, 0.3])
+    settings = RepairSettings(price_growth=3.0)
+    raise_prices(price, predicted, targets, 2, settings)
+    assert price.tolist() == [150.0, 50.0, 500.0]  # the kept case's price is not the fix's
+    for _ in range(100):
+        raise_prices(price, predicted, targets, 2, settings)
+    assert price[0] == PRICE_MAX * 50.0
+    fixed = np.array([50.0, 50.0, 500.0])
+    raise_prices(fixed, predicted, targets, 2, RepairSettings(price_growth=1.0))  # the paper's λ
+    assert fixed.tolist() == [50.0, 50.0, 500.0]
+
+
+def test_a_step_whose_promise_is_short_is_solved_again_at_a_higher_rank_in_the_same_iteration(monkeypatch):
+    import warp_check.repair.loop as loop_module
+
+    head, fix, keep = synthetic_problem(seed=5, activation="tanh", classes=3, n_fix=30, n_keep=200)
+    ranks_solved: list[int] = []
+    solve = loop_module.solve
+    monkeypatch.setattr(
+        loop_module, "solve", lambda problem, *args: ranks_solved.append(problem.rank) or solve(problem, *args)
+    )
+    result = repair_head(head, fix, keep, None, RepairSettings(rank=1, max_rank=16, max_iter=60))
+    assert result.repaired
+    first = result.iterations[0]
+    assert ranks_solved[0] == 1 and first.rank > 1 and first.qp_rounds >= 2  # grown before any step was taken
+    assert ranks_solved[: ranks_solved.index(first.rank) + 1] == sorted(
+        set(ranks_solved[: ranks_solved.index(first.rank) + 1])
+    )
+
+
+def test_each_qp_of_the_augmented_lagrangian_starts_from_the_last_ones_rows(monkeypatch):
+    import warp_check.repair.loop as loop_module
+
+    head, fix, keep = synthetic_problem(seed=2, activation="relu", classes=2, n_fix=12, n_keep=300)
+    settings = RepairSettings(solver=SolverSettings(backend="alm"))
+    warm_given = []
+    solve = loop_module.solve
+    monkeypatch.setattr(
+        loop_module,
+        "solve",
+        lambda problem, solver, warm=None: warm_given.append(warm is not None) or solve(problem, solver, warm),
+    )
+    result = repair_head(head, fix, keep, None, settings)
+    assert result.repaired and len(result.iterations) >= 2
+    assert warm_given[0] is False and all(warm_given[1:])
+    monkeypatch.setattr(loop_module, "solve", lambda problem, solver, warm=None: solve(problem, solver))
+    cold = repair_head(head, fix, keep, None, settings)
+    assert cold.repaired and len(cold.iterations) == len(result.iterations)
+    np.testing.assert_allclose(cold.head_after.W, result.head_after.W, atol=1e-6)
+
+
+def test_z_carried_forward_between_exact_recomputations_gives_the_exact_repair(monkeypatch):
+    # Z moves by a rank-r update a step, and is recomputed from the stored W every EXACT_EVERY
+    # iterations and before convergence is declared: the repair is the one recomputing every step gives.
+    import warp_check.repair.loop as loop_module
+
+    head, fix, keep = synthetic_problem(seed=3, activation="tanh", classes=2, n_fix=12, n_keep=300)
+    carried = repair_head(head, fix, keep, None, RepairSettings())
+    monkeypatch.setattr(loop_module, "EXACT_EVERY", 1)
+    exact = repair_head(head, fix, keep, None, RepairSettings())
+    assert carried.repaired and exact.repaired and len(carried.iterations) == len(exact.iterations) > 2
+    np.testing.assert_allclose(carried.head_after.W, exact.head_after.W, atol=1e-5)
+    gaps = np.array(list(carried.gaps_after.values()))
+    assert gaps[: len(fix)].min() >= 1.0 and gaps[len(fix) :].min() >= 0.3

@@ -164,6 +164,9 @@ def test_must_keep_cases_that_forbid_every_fix_fail_clearly_and_write_nothing(di
     ("settings", "status", "advice"),
     [
         ("[repair.solver]\nmax_iter = 1\n", "solver_failed", "max_iter"),  # OSQP stops at its iteration limit
+        # the interior-point and augmented Lagrangian methods hand an undecided QP over to OSQP
+        ('[repair.solver]\nbackend = "alm"\nalm_max_iter = 1\nmax_iter = 1\n', "solver_failed", "alm_max_iter (now 1)"),
+        ('[repair.solver]\nbackend = "ipm"\nipm_max_iter = 1\nmax_iter = 1\n', "solver_failed", "ipm_max_iter (now 1)"),
         ("[repair]\nmax_iter = 1\ngamma_s = 3.0\ngamma_h = 0.3\n", "not_converged", "max_iter"),  # the loop's T
     ],
 )

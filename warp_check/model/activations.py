@@ -67,6 +67,13 @@ class Activation:
     # candidates for the extremes of σ' on an interval.
     slope_critical_points: tuple[float, ...]
     torch_name: str  # how to rebuild σ in torch for attacks (see certify.py)
+    # σ' from z and σ(z) where σ(z) gives it for less than σ'(z) alone (tanh: 1 − σ²); None: slope(z).
+    slope_given_value: Callable[[Array, Array], Array] | None = None
+
+    def value_and_slope(self, z: Array) -> tuple[Array, Array]:
+        """σ(z) and σ'(z): what a linearisation needs, one pass of σ where the slope allows it."""
+        value = self.fn(z)
+        return value, (self.slope(z) if self.slope_given_value is None else self.slope_given_value(z, value))
 
     def slope_change_bound(self, z: Array, half_width: Array) -> Array:
         """r(z, w) = sup_{|u| <= w} |σ'(z + u) − σ'(z)|, elementwise and exact."""
@@ -118,8 +125,8 @@ def _silu_slope(x: Array) -> Array:
 # rounded outward where that matters for soundness (Lipschitz constants rounded up).
 ACTIVATIONS: dict[str, Activation] = {
     "relu": Activation("relu", lambda x: np.maximum(x, 0.0), _relu_slope, 1.0, (0.0,), "relu"),
-    "tanh": Activation("tanh", np.tanh, _tanh_slope, 1.0, (0.0,), "tanh"),
-    "sigmoid": Activation("sigmoid", _sigmoid, _sigmoid_slope, 0.25, (0.0,), "sigmoid"),
+    "tanh": Activation("tanh", np.tanh, _tanh_slope, 1.0, (0.0,), "tanh", lambda _, t: 1.0 - t * t),
+    "sigmoid": Activation("sigmoid", _sigmoid, _sigmoid_slope, 0.25, (0.0,), "sigmoid", lambda _, s: s * (1.0 - s)),
     "gelu": Activation("gelu", _gelu, _gelu_slope, 1.1290, (-_SQRT2, _SQRT2), "gelu"),
     "gelu_tanh": Activation("gelu_tanh", _gelu_tanh, _gelu_tanh_slope, 1.1290, (-1.418504, 1.418504), "gelu_tanh"),
     "silu": Activation("silu", _silu, _silu_slope, 1.0999, (-2.399357, 2.399357), "silu"),

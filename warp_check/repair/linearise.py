@@ -53,38 +53,51 @@ def gaps_after_step(head, Z, VB, U, fraction, labels) -> np.ndarray:
 COMPETITOR_WINDOW = 1.0
 
 
-def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings, rho):
+def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings, rho, price):
     """One row per (case, competing class within reach); soft rows first.
 
     The paper linearises against the strongest competitor only; with more than two
     classes a step can then lift another class above the label, and the loop oscillates.
     Constraining every class near the margin removes that (binary heads: one row a case).
 
-    Soft rows: every must_fix row (price λ) and every must_keep row that misses its margin
-    now (elastic, price KEEP_WEIGHT·λ). A must_keep row that holds now stays hard, so B = 0
+    Soft rows: every must_fix row and every must_keep row that misses its margin now (elastic),
+    each at its case's ``price`` (the loop's: λ for must_fix, KEEP_WEIGHT·λ for must_keep, raised
+    for cases the steps keep leaving short: step.raise_prices). A must_keep row that holds now stays hard, so B = 0
     is always feasible: a must_keep case whose gradient vanishes (dead ReLU units, saturated
     tanh) cannot make the whole step infeasible, it is lifted as far as the price allows.
     """
-    n = V.shape[0]
-    logits = np.empty((n, head.num_classes))
+    n, C_classes = V.shape[0], head.num_classes
+    # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).
+    case_idx, class_idx, margins, coefficients = [], [], [], []
     for rows in blocks(n):
-        logits[rows] = head.activation.fn(Z[rows]) @ head.Wc.T + head.bc
-    gap, competitor = gaps_from_logits(logits, labels)
-    per_class = logits[np.arange(n), labels][:, None] - logits  # (n, C)
-    near = per_class < (targets + settings.aim_above + COMPETITOR_WINDOW)[:, None]
-    near[np.arange(n), competitor] = True
-    near[np.arange(n), labels] = False
-    case_idx, class_idx = np.nonzero(near)
-    rhs = targets[case_idx] + settings.aim_above + extra_aim[case_idx] - per_class[case_idx, class_idx]
+        hidden, slope = head.activation.value_and_slope(Z[rows])
+        logits = hidden @ head.Wc.T + head.bc
+        y = labels[rows]
+        competitor = gaps_from_logits(logits, y)[1]
+        local = np.arange(logits.shape[0])
+        per_class = logits[local, y][:, None] - logits  # (block, C)
+        near = per_class < (targets[rows] + settings.aim_above + COMPETITOR_WINDOW)[:, None]
+        near[local, competitor] = True
+        near[local, y] = False
+        at, cls = np.nonzero(near)
+        block_c = np.empty((at.size, U.shape[1]))
+        for label in range(C_classes):  # c_i = Uᵀ J_i (w_y − w_c): one product per (label, class) pair
+            for other in range(C_classes):
+                pair = np.flatnonzero((y[at] == label) & (cls == other))
+                if pair.size:
+                    direction = (head.Wc[label] - head.Wc[other])[:, None] * U
+                    block_c[pair] = slope[at[pair]] @ direction
+        case_idx.append(rows.start + at)
+        class_idx.append(cls)
+        margins.append(per_class[at, cls])
+        coefficients.append(block_c)
+    case_idx, class_idx = np.concatenate(case_idx), np.concatenate(class_idx)
+    margin, C = np.concatenate(margins), np.concatenate(coefficients)
+    rhs = targets[case_idx] + settings.aim_above + extra_aim[case_idx] - margin
     soft = (case_idx < n_fix) | (rhs > 0)
     order = np.concatenate([np.flatnonzero(soft), np.flatnonzero(~soft)])
-    case_idx, class_idx, rhs = case_idx[order], class_idx[order], rhs[order]
-    prices = np.where(case_idx[: int(soft.sum())] < n_fix, settings.lam, KEEP_WEIGHT * settings.lam)
-    C = np.empty((case_idx.size, U.shape[1]))
-    for rows in blocks(case_idx.size):
-        cases = case_idx[rows]
-        slope = head.activation.slope(Z[cases])
-        C[rows] = (slope * (head.Wc[labels[cases]] - head.Wc[class_idx[rows]])) @ U
+    case_idx, rhs, C, margin = case_idx[order], rhs[order], C[order], margin[order]
+    prices = price[case_idx[: int(soft.sum())]]
     # Rows index the cases' V (and V Vᵀ): no (rows × d_in) copy of the representations.
     problem = LinearisedProblem(C, V, rhs, int(soft.sum()), rho, prices, VVt, cases=case_idx)
-    return problem, case_idx, per_class[case_idx, class_idx]
+    return problem, case_idx, margin

@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from warp_check import advice
 from warp_check.errors import SettingsError
 from warp_check.model.head import DenseHead, top_left_singular_vectors
-from warp_check.qp.solution import Backend, QPSolution
+from warp_check.qp.problem import LinearisedProblem
+from warp_check.qp.solution import QPSolution
 from warp_check.qp.solve import solve
 from warp_check.repair.gsn import gsn_finetune
 from warp_check.repair.linearise import (
+    KEEP_WEIGHT,
     VVT_CACHE_MAX_CASES,
+    blocks,
     gaps,
     gaps_after_step,
     gaps_from_pre_activation,
@@ -34,7 +37,19 @@ from warp_check.repair.linearise import (
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, GsnFtRecord, IterationRecord, Miss, RepairResult, RepairStatus, mean
 from warp_check.repair.settings import RepairSettings
-from warp_check.repair.step import Merit, RankSchedule, TrustRegion, backtrack, shortfall, update_extra_aim
+from warp_check.repair.step import (
+    Merit,
+    RankSchedule,
+    TrustRegion,
+    backtrack,
+    raise_prices,
+    shortfall,
+    update_extra_aim,
+)
+
+# Z and the gaps are carried forward from step to step (a rank-r update each) and recomputed from
+# the stored W this often, so that float32's rounding of W (~1e-7 of it) never accumulates.
+EXACT_EVERY = 10
 
 
 def repair_head(
@@ -67,13 +82,15 @@ def _with_fallback(
     prices highest; the paper's loop then converges where it stalls. The result names the settings
     that gave it, so the certificate records the loop that was run."""
     result = _Repair(head, fix, keep, aux, settings).run()
-    paper = replace(settings, mu=0.0, max_rank=settings.rank, trust_region=False)
+    paper = replace(settings, mu=0.0, max_rank=settings.rank, trust_region=False, price_growth=1.0)
     if result.status is not RepairStatus.NOT_CONVERGED or paper == settings:
         return result
     again = _Repair(head, fix, keep, aux, paper).run()
     if not again.repaired:
         return result
-    note = f" (the paper's loop: mu 0, rank {settings.rank} fixed, after the defaults stalled: {result.message})"
+    note = (
+        f" (the paper's loop: mu 0, rank {settings.rank} fixed, λ fixed, after the defaults stalled: {result.message})"
+    )
     return replace(again, message=again.message + note, seconds=result.seconds + again.seconds)
 
 
@@ -161,6 +178,22 @@ class _Repair:
         )
 
 
+@dataclass(frozen=True)
+class _Trial:
+    """One QP step of an iteration set against the truth: the problem solved (linearised at U,
+    one row per case and competing class, ``row_case`` / ``row_margin``), its answer, V Bᵀ, and per
+    case the gap the linear model promised and the true gap at the full step."""
+
+    U: np.ndarray
+    row_case: np.ndarray
+    row_margin: np.ndarray
+    problem: LinearisedProblem | None = None
+    solution: QPSolution | None = None
+    VB: np.ndarray | None = None
+    predicted: np.ndarray | None = None
+    full: np.ndarray | None = None
+
+
 class _Iterations:
     """Algorithm 1's loop over the must_fix and the kept must_keep cases, stacked: W, its
     pre-activations Z = V Wᵀ + b and the true gaps, updated step by step."""
@@ -182,13 +215,18 @@ class _Iterations:
         self.ranks = RankSchedule(settings, min(head.W.shape))
         self.W = head.round_to_storage(head.W)
         self.gap = gaps(head.with_weight(self.W), self.V, self.labels)
-        self.merit = Merit(self.n_fix, len(kept), self.targets, settings)
+        self.merit = Merit(self.targets, settings.lam)
+        # Per case: the price of its slack in the QP (λ, KEEP_WEIGHT·λ), raised for must_fix cases
+        # the QP keeps leaving short (step.raise_prices).
+        self.price = np.concatenate([np.full(self.n_fix, settings.lam), np.full(len(kept), KEEP_WEIGHT * settings.lam)])
         # Per case: extra aim of must_fix cases that creep toward their margin (step.update_extra_aim),
         # and of any short case after a step the dtype rounded away (aim_past_rounding).
         self.extra_aim = np.zeros_like(self.targets)
         # Per case: how far above its margin the saved model's own arithmetic needs it (holds_as_stored).
         self.stored_aim = np.zeros_like(self.targets)
-        self.solver = settings.solver
+        self.carried = None  # the last QP's rows and multipliers, where the next one may start
+        self.rows_last = 0  # rows of the last QP solved
+        self.exact = True  # Z and the gaps computed from the stored W itself (not carried forward)
 
     def run(self) -> RepairResult:
         repair, settings = self.repair, self.settings
@@ -202,47 +240,39 @@ class _Iterations:
         Z = self.head.with_weight(self.W).pre_activation(self.V)  # exact for the current W
         for t in range(1, settings.max_iter + 1):
             t_start = time.perf_counter()
-            U = top_left_singular_vectors(self.W, self.ranks.rank)
-            solved: list[QPSolution] = []  # every solve of this iteration (the trust region may re-solve)
-            problem, row_case, row_margin = linearised_problem(
-                self.head,
-                Z,
-                U,
-                self.V_qp,
-                self.VVt,
-                self.labels,
-                self.targets,
-                self.extra_aim + self.stored_aim,
-                self.n_fix,
-                settings,
-                self.metric.qp_rho(self.trust.kappa),
-            )
-            for attempt in range(TrustRegion.TRIES):
-                if attempt:  # the same linearisation, priced higher by the trust region
-                    problem = replace(problem, rho=self.metric.qp_rho(self.trust.kappa))
-                solution = self.solve(problem)
-                solved.append(solution)
-                if not solution.status.has_solution:
-                    self.record(t, solved, problem.n, 1.0, 0.0, t_start)
-                    status, message = _solver_failure(t, solution, settings)
-                    return repair.finish(status, message, self.head.with_weight(self.W), self.misses(self.gap))
-                # The linear model's gap for every case at the full step (its worst competitor row).
-                predicted = np.full(len(self.targets), np.inf)
-                np.minimum.at(predicted, row_case, row_margin + problem.constraint_values(solution.B))
-                VB = self.V_qp @ solution.B.T  # = V ΔBᵀ: the whitening cancels
-                full = gaps_after_step(self.head, Z, VB, U, 1.0, self.labels)
-                ratio = TrustRegion.ratio(merit_now, self.merit(predicted), self.merit(full))
+            solved: list[QPSolution] = []  # every solve of this iteration (rank growth, trust region)
+            trial = self.first_trial(Z, solved)
+            attempt, ratio = 0, 1.0
+            while trial is not None:
+                ratio = TrustRegion.ratio(merit_now, self.merit(trial.predicted), self.merit(trial.full))
                 if not self.trust.retry(ratio, attempt):
                     break
+                attempt += 1  # the same linearisation, priced higher by the trust region
+                dearer = replace(trial.problem, rho=self.metric.qp_rho(self.trust.kappa))
+                trial = self.trial(dearer, trial, Z, solved, warm=trial.solution.warm)
+            if trial is None:
+                self.record(t, solved, self.rows_last, 1.0, 0.0, t_start)
+                status, message = _solver_failure(t, solved[-1], settings)
+                return repair.finish(status, message, self.head.with_weight(self.W), self.misses(self.gap))
             self.trust.adapt(ratio)
-            fraction, check = backtrack(
-                self.head, Z, VB, U, self.labels, self.merit, merit_now, predicted, full, self.n_fix, settings
+            fraction, gap_there, check = backtrack(
+                self.head,
+                Z,
+                trial.VB,
+                trial.U,
+                self.labels,
+                self.merit,
+                merit_now,
+                trial.predicted,
+                trial.full,
+                self.n_fix,
+                settings,
             )
             shortfall_before = shortfall(self.gap, self.targets)
-            step = self.take_step(Z, U, self.metric.step(solution.B), fraction, predicted)
+            step = self.take_step(Z, trial, fraction, gap_there, t)
             merit_now = self.merit(self.gap)
-            self.record(t, solved, problem.n, fraction, step, t_start, check, U.shape[1], ratio)
-            if np.all(self.gap >= self.targets) and self.holds_as_stored():
+            self.record(t, solved, trial.problem.n, fraction, step, t_start, check, trial.U.shape[1], ratio)
+            if self.converged(Z):
                 message = f"converged in {t} iteration{'s' if t > 1 else ''}"
                 return repair.finish(RepairStatus.CONVERGED, message, self.head.with_weight(self.W))
             if merit_now < best_merit * (1 - 1e-9):
@@ -259,25 +289,93 @@ class _Iterations:
                 break
         return self.not_converged(best_W, best_gap, best_iteration, stalled)
 
-    def solve(self, problem) -> QPSolution:
-        solution = solve(problem, self.solver)
-        if solution.handed_over_from == Backend.ACTIVE_SET and self.solver.backend == "auto":
-            # Rows this correlated stall it in every QP (real representations): OSQP from here on.
-            self.solver = replace(self.solver, backend="osqp")
-        return solution
+    def linearised(self, Z: np.ndarray, U: np.ndarray):
+        return linearised_problem(
+            self.head,
+            Z,
+            U,
+            self.V_qp,
+            self.VVt,
+            self.labels,
+            self.targets,
+            self.extra_aim + self.stored_aim,
+            self.n_fix,
+            self.settings,
+            self.metric.qp_rho(self.trust.kappa),
+            self.price,
+        )
 
-    def take_step(self, Z: np.ndarray, U: np.ndarray, B: np.ndarray, fraction: float, predicted: np.ndarray) -> float:
-        """W ← W + fraction·U B, as stored (rounded to the model's dtype); Z and the true gaps are
-        recomputed exactly from it. Returns ‖ΔW‖_F."""
-        head = self.head
-        W_next = head.round_to_storage(self.W + fraction * (U @ B))
-        np.matmul(self.V, W_next.T, out=Z)  # in place: the old Z is not needed any more
-        Z += head.b
-        gap_next = gaps_from_pre_activation(head, Z, self.labels)
+    def first_trial(self, Z: np.ndarray, solved: list[QPSolution]) -> _Trial | None:
+        """The QP step at the rank the loop is at; where the linear model itself leaves the must_fix
+        cases short (the rank has no room for them), the rank grows and the step is solved again."""
+        n_fix, targets = self.n_fix, self.targets
+        while True:
+            U = top_left_singular_vectors(self.W, self.ranks.rank)
+            problem, row_case, row_margin = self.linearised(Z, U)
+            trial = self.trial(problem, _Trial(U, row_case, row_margin), Z, solved, warm=self.carried)
+            if trial is None:
+                return None
+            promised = shortfall(trial.predicted[:n_fix], targets[:n_fix])
+            if not self.ranks.grow_for_promise(promised, shortfall(self.gap[:n_fix], targets[:n_fix])):
+                return trial
+
+    def trial(self, problem, base: _Trial, Z: np.ndarray, solved: list[QPSolution], warm=None) -> _Trial | None:
+        """Solve ``problem`` (linearised at ``base``'s U) and set its step against the true gaps; None
+        when the solver has no answer (the last of ``solved`` says why)."""
+        solution = solve(problem, self.settings.solver, warm)
+        solved.append(solution)
+        self.rows_last = problem.n
+        if not solution.status.has_solution:
+            return None
+        self.carried = solution.warm or self.carried
+        # The linear model's gap for every case at the full step (its worst competitor row).
+        predicted = np.full(len(self.targets), np.inf)
+        np.minimum.at(predicted, base.row_case, base.row_margin + problem.constraint_values(solution.B))
+        VB = self.V_qp @ solution.B.T  # = V ΔBᵀ: the whitening cancels
+        full = gaps_after_step(self.head, Z, VB, base.U, 1.0, self.labels)
+        return replace(base, problem=problem, solution=solution, VB=VB, predicted=predicted, full=full)
+
+    def take_step(self, Z: np.ndarray, trial: _Trial, fraction: float, gap_there: np.ndarray, t: int) -> float:
+        """W ← W + fraction·U B, as stored (rounded to the model's dtype); returns ‖ΔW‖_F.
+
+        Z moves by fraction·(V Bᵀ) Uᵀ and the gaps are those backtracking found there: exact but for
+        float32's rounding of W (~1e-6 of a gap, far inside ``aim_above``). Z and the gaps are
+        recomputed exactly from the stored W every EXACT_EVERY iterations, after a step rounded to
+        half precision (which moves W by ~1e-3), and before convergence is declared (converged)."""
+        head, U, predicted = self.head, trial.U, trial.predicted
+        W_next = head.round_to_storage(self.W + fraction * (U @ self.metric.step(trial.solution.B)))
         step = float(np.linalg.norm(W_next - self.W))
+        if head.storage_dtype in ("float32", "float64") and t % EXACT_EVERY:
+            moved = fraction * trial.VB
+            for rows in blocks(Z.shape[0]):  # in place, a block at a time: no n × d_out temporary
+                Z[rows] += moved[rows] @ U.T
+            gap_next = gap_there
+            self.exact = False
+        else:
+            gap_next = self.exact_gaps(Z, W_next)
         update_extra_aim(self.extra_aim, self.gap, gap_next, predicted, fraction, self.targets, self.n_fix)
+        if fraction == 1.0:  # a backtracked step's shortfall is the curvature's, not the price's
+            raise_prices(self.price, predicted, self.targets, self.n_fix, self.settings)
         self.W, self.gap = W_next, gap_next
         return step
+
+    def exact_gaps(self, Z: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """Z = V Wᵀ + b (in place) and the gaps, exactly for W."""
+        np.matmul(self.V, W.T, out=Z)
+        Z += self.head.b
+        self.exact = True
+        return gaps_from_pre_activation(self.head, Z, self.labels)
+
+    def converged(self, Z: np.ndarray) -> bool:
+        """Every margin holds, on Z and gaps recomputed exactly from the stored W (and, where they
+        were carried forward, the gaps are replaced by the exact ones) and in the saved model's arithmetic."""
+        if not np.all(self.gap >= self.targets):
+            return False
+        if not self.exact:
+            self.gap = self.exact_gaps(Z, self.W)
+            if not np.all(self.gap >= self.targets):
+                return False
+        return self.holds_as_stored()
 
     def holds_as_stored(self) -> bool:
         """Every margin also holds in the saved model's own arithmetic (its dtype: half precision
