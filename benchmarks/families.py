@@ -3,8 +3,9 @@ built from its config class (hidden 32, 2 layers, no download), trained for a fe
 the test suite's synthetic sentiment task, then checked, repaired and audited.
 
 Run: ``python -m benchmarks.families [--families bert,gpt2,...] [--json | --save]``. Prints, per
-family, the head ``layer = "auto"`` found (dense → σ → linear, or the final linear layer),
-the repair's iterations and the certificate counts. ``tests/model/test_families.py`` runs the
+family, the head repaired (dense → σ → linear, or the final linear layer: found so, or fallen
+back to where the dense form ``layer = "auto"`` found did not converge), the repair's iterations
+and the certificate counts. ``tests/model/test_families.py`` runs the
 same builders at CI size.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 from benchmarks.results import add_output_arguments, report
 from benchmarks.testkit import testkit
 from warp_check.cli import main as cli
+from warp_check.runs.pipeline import FELL_BACK
 
 
 def measure(model_type: str, work: Path) -> dict[str, Any]:
@@ -79,8 +81,11 @@ def _certified(path: Path) -> dict[str, Any]:
         if final
         else f"{model['repair_layer']} → {model['activation']} → {model['classifier']}"
     )
+    found_by = model.get("found_by") or ""
     return {
         "form": "final_linear" if final else "dense",
+        "fell_back": found_by.startswith(FELL_BACK),  # auto found a dense head whose repair did not converge
+        "found_by": found_by,
         "head": head,
         "iterations": data["repair"]["iterations"],
         **data["summary"],
@@ -88,10 +93,11 @@ def _certified(path: Path) -> dict[str, Any]:
 
 
 def _print_table(result: dict[str, Any]) -> None:
-    print(f"{'family':<22} {'form':<13} {'head':<52} {'it':>3} {'cert1':>7} {'cert2':>7} {'cert3':>7}  ok")
+    print(f"{'family':<22} {'form':<24} {'head':<52} {'it':>3} {'cert1':>7} {'cert2':>7} {'cert3':>7}  ok")
     for r in result["families"]:
+        form = r.get("form", "-") + (" (fell back)" if r.get("fell_back") else "")
         print(
-            f"{r['family']:<22} {r.get('form', '-'):<13} {r.get('head', '-'):<52} {r.get('iterations', '-'):>3} "
+            f"{r['family']:<22} {form:<24} {r.get('head', '-'):<52} {r.get('iterations', '-'):>3} "
             f"{r.get('cert1', '-'):>7} {r.get('cert2', '-'):>7} {r.get('cert3', '-'):>7}  {'yes' if r['ok'] else 'NO'}"
         )
         if not r["ok"]:
