@@ -90,8 +90,8 @@ def test_auto_repairs_the_final_linear_layer_where_the_dense_form_cannot_converg
         (
             '["bert.pooler.dense", "tanh", "classifier"]',
             1,
-            "a head named in warp.toml does not fall back by itself: layer = 'final' repairs the final linear "
-            "layer 'classifier' instead",
+            "a named head does not fall back by itself: layer = 'final' repairs the final linear layer "
+            "'classifier' instead",
         ),
         ('"final"', 0, "  head: layer = 'final': the final linear layer"),
     ],

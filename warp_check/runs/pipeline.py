@@ -138,18 +138,18 @@ def repair_cases(
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
     check_no_conflicts(evaluation.cases, evaluation.encoded.input_keys, adapter.max_length)
     result = _repair(adapter, evaluation, settings)
-    if fallback and result.status in FALLS_BACK and adapter.spec.classifier is not None:
-        if adapter.spec.fallback is None:  # a head the user named: no silent change, but say what may help
+    if fallback and result.status in NOT_CONVERGING and adapter.spec.classifier is not None:
+        final = adapter.spec.fallback
+        if final is None:  # a head the user named: no silent change, but say what may help
             hint = (
-                f"a head named in warp.toml does not fall back by itself: layer = 'final' repairs the final "
-                f"linear layer '{adapter.spec.classifier}' instead (its gap is linear in the update)"
+                f"a named head does not fall back by itself: layer = 'final' repairs the final linear layer "
+                f"'{adapter.spec.classifier}' instead (its gap is linear in the update)"
             )
             result = replace(result, message=f"{result.message}; {hint}")
         else:
-            adapter, evaluation, result = _fall_back(
-                adapter, evaluation, result, settings, batch_size=batch_size, cache_dir=cache_dir, progress=progress
-            )
-    elif result.status in FALLS_BACK:  # the final linear layer itself stalled
+            encode = {"batch_size": batch_size, "cache_dir": cache_dir, "progress": progress}
+            adapter, evaluation, result = _fall_back(adapter, final, evaluation, result, settings, **encode)
+    elif result.status in NOT_CONVERGING:  # the final linear layer itself stalled
         result = replace(result, message=result.message + _why_final_stalls(adapter, evaluation, result))
     if not result.repaired:
         return RepairOutcome(evaluation=evaluation, result=result, spec=adapter.spec)
@@ -183,7 +183,7 @@ def repair_cases(
 FELL_BACK = "layer = 'auto' fell back to the final linear layer"
 # How a dense repair may end for the final linear layer to be tried: it may converge there.
 # Nothing to repair, or NaN/Inf in the weights or v, would end the same way on it.
-FALLS_BACK = frozenset({RepairStatus.NOT_CONVERGED, RepairStatus.INFEASIBLE, RepairStatus.SOLVER_FAILED})
+NOT_CONVERGING = frozenset({RepairStatus.NOT_CONVERGED, RepairStatus.INFEASIBLE, RepairStatus.SOLVER_FAILED})
 
 
 def _repair(adapter: ClassifierAdapter, evaluation: Evaluation, settings: RepairSettings) -> RepairResult:
@@ -193,16 +193,15 @@ def _repair(adapter: ClassifierAdapter, evaluation: Evaluation, settings: Repair
 
 def _fall_back(
     dense: ClassifierAdapter,
+    final: HeadSpec,
     evaluation: Evaluation,
     result: RepairResult,
     settings: RepairSettings,
     **encode: Any,
 ) -> tuple[ClassifierAdapter, Evaluation, RepairResult]:
-    """The dense form did not converge: repair its classifier as the final linear layer (v is then
-    the classifier's input, encoded again). Its adapter, evaluation and result where that converges;
+    """The dense form did not converge: repair ``final``, its classifier as the final linear layer (v is
+    then the classifier's input, encoded again). Its adapter, evaluation and result where that converges;
     else the dense ones, the message saying that the final layer stalled too."""
-    final = dense.spec.fallback
-    assert final is not None  # the caller checked
     why = f"the dense form {dense.spec.quoted} did not converge ({_how_it_ended(result)})"
     spec = replace(final, found_by=f"{FELL_BACK}: {why}")
     adapter = dense.with_spec(spec)
