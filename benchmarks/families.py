@@ -3,9 +3,11 @@ built from its config class (hidden 32, 2 layers, no download), trained for a fe
 the test suite's synthetic sentiment task, then checked, repaired and audited.
 
 Run: ``python -m benchmarks.families [--families bert,gpt2,...] [--json | --save]``. Prints, per
-family, the head ``layer = "auto"`` found (dense → σ → linear, or the final linear layer),
-the repair's iterations and the certificate counts. ``tests/model/test_families.py`` runs the
-same builders at CI size.
+family, the head repaired (dense → σ → linear, or the final linear layer: found so, or fallen
+back to where the dense form ``layer = "auto"`` found did not converge), the repair's iterations
+and the certificate counts; and why a repair may stall: how many times its weights the closest
+pair of cases with different labels makes the dense layer (×dense) or the final layer (×final) grow
+at least. ``tests/model/test_families.py`` runs the same builders at CI size.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from benchmarks.results import add_output_arguments, report
 from benchmarks.testkit import testkit
 from warp_check.cli import main as cli
+from warp_check.runs.pipeline import FELL_BACK
 
 
 def measure(model_type: str, work: Path) -> dict[str, Any]:
@@ -42,7 +45,59 @@ def measure(model_type: str, work: Path) -> dict[str, Any]:
         codes["audit"] = cli(["verify", str(out), "--suite", str(folder)]) if out.is_dir() else None
     summary = _certified(out / "warp_certificate.json") if out.is_dir() else {}
     ok = codes == {"check": 1, "repair": 0, "audit": 0}
-    return row | {"ok": ok, "exit_codes": codes, **summary, "output": None if ok else said.getvalue()[-2000:]}
+    why = _separation(model_dir, folder)
+    return row | {"ok": ok, "exit_codes": codes, **summary, **why, "output": None if ok else said.getvalue()[-2000:]}
+
+
+def _separation(model_dir: Path, folder: Path) -> dict[str, Any]:
+    """Why a repair may stall (warp_check.runs.separation): the pair of cases with different labels, a
+    must_fix case among them, that needs the weights to grow most. At the classifier's input the least
+    ‖w_y − w_y′‖ is (γ_i + γ_j) / ‖v_i − v_j‖; for the dense layer, through σ's largest slope L_σ,
+    ‖W̃‖₂ ≥ (γ_i + γ_j) / (L_σ ‖w_c,y − w_c,y′‖ ‖v_i − v_j‖). A tanh head also caps every gap: with only
+    W changing, |logit_1 − logit_0| ≤ Σ|w_c,1 − w_c,0| ± (b_c,1 − b_c,0)."""
+    import numpy as np
+
+    from warp_check.cases import Kind
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.model.specs import HeadSpec
+    from warp_check.repair.records import Miss
+    from warp_check.repair.settings import RepairSettings
+    from warp_check.runs.pipeline import evaluate
+    from warp_check.runs.separation import hardest_pair
+    from warp_check.suite.loader import load_suite
+
+    defaults = RepairSettings()
+    cases = [c for c in load_suite(folder).cases if c.kind in (Kind.MUST_FIX, Kind.MUST_KEEP)]
+    labels = np.array([c.label for c in cases], dtype=np.int64)
+    targets = np.array([defaults.gamma_s if c.kind is Kind.MUST_FIX else defaults.gamma_h for c in cases])
+    ids = tuple(c.id for c in cases)
+    misses = [Miss(c.id, c.kind.value, 0.0, defaults.gamma_s) for c in cases if c.kind is Kind.MUST_FIX]
+    auto = ClassifierAdapter.from_pretrained(model_dir)
+    final = auto if auto.spec.classifier is None else auto.with_spec(HeadSpec.final_linear(auto.spec.classifier))
+
+    def pair(W: np.ndarray, adapter: ClassifierAdapter):
+        V = evaluate(adapter, cases, progress=False).encoded.V.astype(np.float64)
+        return hardest_pair(W, V, labels, targets, ids, misses)
+
+    at_final = pair(final.head().W, final)
+    out: dict[str, Any] = {
+        "final_pair": [at_final.first, at_final.second],
+        "final_pair_apart": round(at_final.distance / at_final.norm, 5),  # of ‖v‖
+        "final_weight_growth": round(at_final.growth, 3),  # ‖w_y − w_y′‖ needed / now
+    }
+    if auto.spec.classifier is not None:
+        head = auto.head()
+        dense = pair(head.Wc, auto)
+        needed = dense.growth / head.activation.lipschitz  # ‖W̃‖₂ at least
+        out |= {
+            "dense_pair": [dense.first, dense.second],
+            "dense_pair_apart": round(dense.distance / dense.norm, 5),
+            "dense_norm_growth": round(needed / float(np.linalg.norm(head.W, 2)), 3),  # ‖W̃‖₂ needed / ‖W‖₂
+        }
+        if head.activation.name == "tanh" and head.num_classes == 2:
+            spread, shift = float(np.abs(head.Wc[1] - head.Wc[0]).sum()), float(head.bc[1] - head.bc[0])
+            out["tanh_gap_ceiling"] = [round(spread - shift, 3), round(spread + shift, 3)]  # per label
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,8 +134,11 @@ def _certified(path: Path) -> dict[str, Any]:
         if final
         else f"{model['repair_layer']} → {model['activation']} → {model['classifier']}"
     )
+    found_by = model.get("found_by") or ""
     return {
         "form": "final_linear" if final else "dense",
+        "fell_back": found_by.startswith(FELL_BACK),  # auto found a dense head whose repair did not converge
+        "found_by": found_by,
         "head": head,
         "iterations": data["repair"]["iterations"],
         **data["summary"],
@@ -88,14 +146,24 @@ def _certified(path: Path) -> dict[str, Any]:
 
 
 def _print_table(result: dict[str, Any]) -> None:
-    print(f"{'family':<22} {'form':<13} {'head':<52} {'it':>3} {'cert1':>7} {'cert2':>7} {'cert3':>7}  ok")
+    print(
+        f"{'family':<22} {'form':<24} {'head':<52} {'it':>3} {'cert1':>7} {'cert2':>7} {'cert3':>7}  ok  "
+        "×dense ×final"
+    )
     for r in result["families"]:
+        form = r.get("form", "-") + (" (fell back)" if r.get("fell_back") else "")
         print(
-            f"{r['family']:<22} {r.get('form', '-'):<13} {r.get('head', '-'):<52} {r.get('iterations', '-'):>3} "
-            f"{r.get('cert1', '-'):>7} {r.get('cert2', '-'):>7} {r.get('cert3', '-'):>7}  {'yes' if r['ok'] else 'NO'}"
+            f"{r['family']:<22} {form:<24} {r.get('head', '-'):<52} {r.get('iterations', '-'):>3} "
+            f"{r.get('cert1', '-'):>7} {r.get('cert2', '-'):>7} {r.get('cert3', '-'):>7}  "
+            f"{'yes' if r['ok'] else 'NO '} "
+            f"{_growth(r.get('dense_norm_growth')):>6} {_growth(r.get('final_weight_growth')):>6}"
         )
         if not r["ok"]:
             print(f"    {r.get('why') or (r.get('output') or '')[-600:]}")
+
+
+def _growth(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ def _suite_lines(run: RunResult, verdicts: Sequence[Verdict], root: Path) -> lis
     out = [f"suite '{run.name}' ({_relative(run.suite, root)}): {run.mode.value} mode"]
     head = details.head if isinstance(details, (CheckDetails, RepairDetails)) else None
     out.append(f"  model: {details.model}" + (f" ({head})" if head else ""))
+    if isinstance(details, RepairDetails) and details.found_by:
+        out.append(f"  head: {details.found_by}")
     for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
         outcomes = [v.reported for v in verdicts if v.kind is kind]
         ran = f"{outcomes.count(Outcome.PASSED)} passed, {outcomes.count(Outcome.FAILED)} failed"

@@ -361,6 +361,8 @@ def _print_result(result, *, quiet: bool) -> None:
     if details.model:
         head = details.head if isinstance(details, (CheckDetails, RepairDetails)) else None
         print(f"  model: {details.model}" + (f" ({head})" if head else ""))
+    if isinstance(details, RepairDetails) and details.found_by:
+        print(f"  head: {details.found_by}")
     for kind, row in result.counts().items():
         print(f"  {kind.value:<9}  {row.passed} passed, {row.failed} failed")
     aux = details.counts.get(Kind.AUX)

@@ -106,6 +106,12 @@ MALFORMED = {
     "solver setting out of range": (_set("settings.solver.eps_abs", -1.0), "settings.solver.eps_abs=-1.0"),
     "unknown setting": (_set("settings.learning_rate", 0.1), "settings.learning_rate is not a setting"),
     "qp statuses not strings": (_set("repair.qp_status", [1]), "repair.qp_status is missing or not a list of strings"),
+    "unknown form": (_set("model.form", "sideways"), "model.form is 'sideways', not one of 'dense', 'final_linear'"),
+    "form the head contradicts": (
+        _set("model.form", "final_linear"),
+        "model.form is 'final_linear', which classifier 'classifier' contradicts",
+    ),
+    "how the head was found": (_set("model.found_by", 3), "model.found_by is missing or not a string"),
     # another format
     "format": (_set("format", "warp-certificate/2"), "format 'warp-certificate/2' is not 'warp-certificate/1'"),
 }
@@ -122,3 +128,13 @@ def test_a_malformed_certificate_names_the_file_and_the_key(data, tmp_path, edit
     assert str(info.value).startswith(f"{damaged}: ")
     with pytest.raises(CertificateError, match=message):
         Certificate.from_json(edited, path=damaged)
+
+
+def test_the_certificate_says_which_form_was_repaired_and_how_the_head_was_found(data, tmp_path):
+    assert data["model"]["form"] == "dense" and data["model"]["classifier"] == "classifier"
+    assert data["model"]["found_by"] == "the head table's entry for distilbert"
+    # A certificate written before these were recorded still reads.
+    older = copy.deepcopy(data)
+    del older["model"]["form"], older["model"]["found_by"]
+    model = Certificate.from_json(older, path=tmp_path / CERTIFICATE_NAME).model
+    assert model.form is None and model.found_by is None

@@ -68,10 +68,15 @@ def test_repair_then_verify_then_tamper(suite, cases, distilbert_dir, tmp_path, 
 
 def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, distilbert_dir, cases, capsys):
     wrong, right = cases
-    folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right, extra="[repair]\nmax_iter = 1\n")
+    # The head named: a dense head layer = "auto" found would fall back to the final linear layer.
+    named = 'layer = ["pre_classifier", "relu", "classifier"]\n'
+    folder = write_suite(
+        tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right, model_lines=named, extra="[repair]\nmax_iter = 1\n"
+    )
     assert main(["repair", str(folder), "--out", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert "repaired model: none written" in out and "raise max_rank (now 64; [repair] max_rank in warp.toml)" in out
+    assert "layer = 'final' repairs the final linear layer 'classifier' instead" in out
     assert not (tmp_path / "out").exists()
 
 

@@ -24,13 +24,19 @@ from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.head import gaps_from_logits
 from warp_check.model.specs import HeadForm
 
-# Families whose tiny model the loop does not yet repair with the paper's defaults (rank 2): the
-# repair must then fail cleanly, saying what was missed, and write nothing.
-NOT_YET_REPAIRED = frozenset({"deberta-v2", "mpnet", "roformer", "mobilebert"})
-if int(transformers.__version__.split(".")[0]) < 5:
-    # transformers 4 (the attack extra's) trains this tiny model differently: the repair stalls too.
-    NOT_YET_REPAIRED |= {"modernbert"}
+TRANSFORMERS_4 = int(transformers.__version__.split(".")[0]) < 5
 FINAL_LINEAR = frozenset({"modernbert", "gpt2", "llama", "qwen2"})
+# The dense form layer = "auto" finds in this tiny model does not converge (tanh's bound caps the
+# gaps: benchmarks/RESULTS.md), so auto repairs the final linear layer instead.
+FALLS_BACK = frozenset({"mobilebert"})
+# No form converges with the defaults: two must_fix cases with different labels are 0.5 % apart at the
+# classifier's input, so both margins need its weights ×141 at least, which the loop's priced steps
+# do not reach (RESULTS.md). The repair fails, names the pair and writes nothing.
+UNREPAIRED = frozenset({"mpnet"})
+if TRANSFORMERS_4:
+    # transformers 4 (the attack extra's) trains these tiny models differently: modernbert's repair stalls
+    # there too; which families fall back there is not measured, so those checks hold under transformers 5.
+    UNREPAIRED |= {"modernbert"}
 
 
 def _available(model_type: str) -> bool:
@@ -56,7 +62,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model_type", sorted(FAMILIES))
-def test_each_family_is_found_gated_repaired_and_audited(model_type, built, tmp_path):
+def test_each_family_is_found_gated_repaired_and_audited(model_type, built, tmp_path, capsys):
     if not _available(model_type):
         pytest.skip(f"this transformers has no {model_type}")
     model_dir, folder = built(model_type)
@@ -65,16 +71,29 @@ def test_each_family_is_found_gated_repaired_and_audited(model_type, built, tmp_
     expected = HeadForm.FINAL_LINEAR if model_type in FINAL_LINEAR else HeadForm.DENSE
     assert adapter.spec.form is expected, adapter.spec
     assert adapter.spec.found_by
+    # auto's dense heads fall back to their classifier; a final linear layer has nothing to fall back to
+    assert (adapter.spec.fallback is None) is (expected is HeadForm.FINAL_LINEAR)
     assert exit_code(["check", str(folder), "-q"]) == 1  # the gate: the must_fix cases fail
     out = tmp_path / "repaired"
+    capsys.readouterr()
     repaired = exit_code(["repair", str(folder), "--out", str(out), "-q"])
-    if model_type in NOT_YET_REPAIRED and repaired == 1:
-        assert not out.exists()  # a repair that did not converge writes nothing
+    said = capsys.readouterr().out
+    if model_type in UNREPAIRED and not (TRANSFORMERS_4 and repaired == 0):
+        assert repaired == 1 and not out.exists(), said  # a repair that did not converge writes nothing
+        if model_type == "mpnet" and not TRANSFORMERS_4:
+            assert "the final linear layer 'classifier.out_proj' was repaired instead and did not converge" in said
+            assert "'s1-230' (positive) and 's1-077' (negative) are 0.0163 apart" in said, said
         return
-    assert repaired == 0
+    assert repaired == 0, said
     assert exit_code(["verify", str(out), "--suite", str(folder)]) == 0
     certificate = json.loads((out / "warp_certificate.json").read_text())
-    assert certificate["model"]["repair_layer"] == adapter.spec.repair_layer
+    record = certificate["model"]
+    fell_back = record["found_by"].startswith("layer = 'auto' fell back to the final linear layer: the dense form")
+    if not TRANSFORMERS_4:
+        assert fell_back is (model_type in FALLS_BACK), record["found_by"]
+    final = model_type in FINAL_LINEAR or fell_back
+    assert record["form"] == ("final_linear" if final else "dense")
+    assert record["repair_layer"] == (adapter.spec.classifier if fell_back else adapter.spec.repair_layer)
     assert certificate["summary"]["cert1"].split("/")[0] == certificate["summary"]["cert1"].split("/")[1]
 
 

@@ -222,7 +222,12 @@ def test_must_keep_case_the_model_already_gets_wrong_fails_and_is_left_out(pytes
 def test_repair_that_cannot_converge_writes_nothing_and_says_what_missed(pytester, distilbert_dir, cases):
     wrong, right = cases
     folder = write_suite(
-        pytester.path / "suite", model=distilbert_dir, fix=wrong, keep=right, extra="[repair]\nmax_iter = 1\n"
+        pytester.path / "suite",
+        model=distilbert_dir,
+        fix=wrong,
+        keep=right,
+        model_lines='layer = ["pre_classifier", "relu", "classifier"]\n',  # "auto" would fall back to the final layer
+        extra="[repair]\nmax_iter = 1\n",
     )
     result = run(pytester, "--warp-repair")
     assert result.ret == pytest.ExitCode.TESTS_FAILED

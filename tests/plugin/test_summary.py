@@ -150,3 +150,9 @@ def test_certificates_are_shown_only_where_computed():
     assert any("certificates: Cert 1 2/2" in line for line in summary(
         RunStatus.CONVERGED, repair_details(certs=Summary(cert1="2/2", cert2="0/0", cert3="2/2"))
     ))  # fmt: skip
+
+
+def test_the_head_repaired_and_how_it_was_chosen_follow_the_model():
+    why = "layer = 'auto' fell back to the final linear layer: the dense form 'd' → tanh → 'c' did not converge"
+    out = summary(RunStatus.CONVERGED, repair_details(head="classifier (final linear layer)", found_by=why))
+    assert out[1:3] == ["  model: /models/m (classifier (final linear layer))", f"  head: {why}"]

@@ -174,7 +174,10 @@ def test_iteration_limits_end_in_a_clear_failure_and_nothing_written(
     distilbert_dir, cases, tmp_path, capsys, settings, status, advice
 ):
     wrong, right = cases
-    suite = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right, extra=settings)
+    named = 'layer = ["pre_classifier", "relu", "classifier"]\n'  # "auto" would fall back to the final layer
+    suite = write_suite(
+        tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right, model_lines=named, extra=settings
+    )
     before = tree_digest(distilbert_dir)
     out = tmp_path / "out"
     assert repair(suite, out) == 1

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cases import Case, Kind
 from warp_check.errors import CertificateError, SettingsError
 from warp_check.files import write_text_atomically
+from warp_check.model.specs import HeadForm
 from warp_check.qp.settings import SolverSettings
 from warp_check.repair.settings import RepairSettings
 
@@ -172,6 +173,11 @@ class ModelRecord:
     repair_layer: str
     activation: str
     classifier: str | None  # None: the final-linear form (the layer giving the logits was repaired)
+    # The form repaired (it follows from ``classifier``; written for the reader) and how the head was
+    # chosen: the head table, traced, named, or the final linear layer after the dense form did not
+    # converge, and why. None in certificates written before they were recorded.
+    form: HeadForm | None = None
+    found_by: str | None = None
     max_length: int
     # Where v was computed (cpu, cuda:0): v from a GPU differs from the CPU's by ~1e-6 relative,
     # inside the 1e-3 the QP aims above every margin. None in certificates written before it was recorded.
@@ -182,17 +188,30 @@ class ModelRecord:
     sha256_repair_layer: str | None = None
     sha256_frozen: str | None = None
 
+    def __post_init__(self) -> None:
+        shape = HeadForm.FINAL_LINEAR if self.classifier is None else HeadForm.DENSE
+        if self.form is not None and self.form is not shape:
+            raise CertificateError(
+                f"model.form={self.form.value!r} but model.classifier={self.classifier!r} makes it {shape.value!r}"
+            )
+
     def to_json(self) -> dict[str, Any]:
-        return _plain_json(self)
+        return {key: _value(value) for key, value in _plain_json(self).items()}
 
     @classmethod
     def from_json(cls, data: _Object) -> ModelRecord:
+        classifier = data.text("classifier", optional=True)
+        form = data.choice("form", HeadForm) if "form" in data.data else None
+        if form is not None and form is not (HeadForm.FINAL_LINEAR if classifier is None else HeadForm.DENSE):
+            raise data.fail("form", f"is {form.value!r}, which classifier {classifier!r} contradicts")
         return cls(
             source=data.text("source", optional=True),
             model_type=data.text("model_type", optional=True),
             repair_layer=data.text("repair_layer"),
             activation=data.text("activation"),
-            classifier=data.text("classifier", optional=True),
+            classifier=classifier,
+            form=form,
+            found_by=data.text("found_by", optional=True) if "found_by" in data.data else None,
             max_length=data.integer("max_length"),
             device=data.text("device", optional=True) if "device" in data.data else None,
             sha256_upstream=data.text("sha256_upstream"),

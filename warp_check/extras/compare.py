@@ -422,7 +422,12 @@ def _warp(rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, en
     say(f"warp: repairing at rank {rank}")
     start = time.perf_counter()
     outcome = repair_cases(
-        adapter, evaluation.cases, dataclasses.replace(repair, rank=rank), evaluation=evaluation, progress=False
+        adapter,
+        evaluation.cases,
+        dataclasses.replace(repair, rank=rank),
+        evaluation=evaluation,
+        progress=False,
+        fallback=False,  # scored on this layer's v, beside LoRA on the same layer
     )
     seconds = time.perf_counter() - start + encode_seconds
     result = outcome.result

@@ -194,11 +194,12 @@ class ClassifierAdapter:
         threads: int | None = None,
     ) -> ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
-        head traced from the model itself (dense → σ → linear, or the final linear layer).
+        head traced from the model itself (dense → σ → linear, or the final linear layer); a dense head
+        found so falls back to the final linear layer where its repair does not converge.
         ``layer = "final"``: the final linear layer, whatever comes before it."""
         table = HEAD_SPECS.get(getattr(getattr(model, "config", None), "model_type", None))
         if layer == "auto" and table is not None:
-            spec = replace(table, found_by=f"the head table's entry for {model.config.model_type}")
+            spec = replace(table, found_by=f"the head table's entry for {model.config.model_type}").falling_back()
             try:
                 adapter = cls(
                     model, tokenizer, spec, max_length=max_length, source=source, check=False, device=device,
@@ -220,8 +221,25 @@ class ClassifierAdapter:
         spec = find_head(model, batch, atol=tolerance, rtol=tolerance)
         if layer == "final" and spec.classifier is not None:
             spec = HeadSpec.final_linear(spec.classifier, found_by="layer = 'final': the final linear layer")
+        elif layer == "auto":
+            spec = spec.falling_back()
         return cls(
             model, tokenizer, spec, max_length=max_length, source=source, check=check, device=device, threads=threads
+        )
+
+    def with_spec(self, spec: HeadSpec) -> ClassifierAdapter:
+        """The same model and tokenizer seen through another head (``spec``), checked against the logits.
+
+        The model is shared, not copied: nothing here changes it.
+        """
+        return ClassifierAdapter(
+            self.model,
+            self.tokenizer,
+            spec,
+            max_length=self.max_length,
+            source=self.source,
+            device=self.device,
+            threads=self.threads,
         )
 
     @property

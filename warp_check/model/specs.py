@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from warp_check.errors import ModelError
@@ -31,14 +31,17 @@ class HeadSpec:
     """Where the repairable head lives: dotted module names and the activation between.
 
     ``classifier`` None is the final-linear form: ``repair_layer`` is the layer that gives the
-    logits, and the activation is the identity. ``found_by`` says how ``layer = "auto"`` found
-    it (reports show it); it is not part of the head's identity.
+    logits, and the activation is the identity. ``found_by`` says how the head was chosen
+    (reports and certificates show it); it is not part of the head's identity. ``fallback`` is
+    the head to repair instead when this dense form does not converge: only ``layer = "auto"``
+    sets it (the final linear layer), so a head the user named is never silently replaced.
     """
 
     repair_layer: str
     activation: str
     classifier: str | None
     found_by: str = field(default="", compare=False)
+    fallback: HeadSpec | None = field(default=None, compare=False, repr=False)
 
     @property
     def form(self) -> HeadForm:
@@ -73,10 +76,26 @@ class HeadSpec:
                 f"HeadSpec.activation={self.activation!r}: the final-linear form (no classifier after the "
                 "repair layer) has no activation; give 'identity'"
             )
+        if self.fallback is not None and (
+            self.classifier is None
+            or self.fallback.form is not HeadForm.FINAL_LINEAR
+            or self.fallback.repair_layer != self.classifier
+        ):
+            raise ModelError(
+                f"HeadSpec.fallback={self.fallback.chain!r}: only a dense head falls back, and only to its own "
+                f"classifier as the final linear layer (here {self.classifier!r})"
+            )
 
     @classmethod
     def final_linear(cls, layer: str, *, found_by: str = "") -> HeadSpec:
         return cls(repair_layer=layer, activation="identity", classifier=None, found_by=found_by)
+
+    def falling_back(self) -> HeadSpec:
+        """This dense head as ``layer = "auto"`` chose it: its classifier, as the final linear layer,
+        is repaired instead when the dense form does not converge."""
+        if self.classifier is None:
+            return self
+        return replace(self, fallback=HeadSpec.final_linear(self.classifier))
 
 
 # Per-architecture heads. Every entry is dense → activation → linear with only dropout in

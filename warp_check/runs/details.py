@@ -118,7 +118,8 @@ class GsnFtNote:
 
 @dataclass(frozen=True, kw_only=True)
 class RepairDetails(RunDetails):
-    head: str
+    head: str  # the head repaired (the final linear layer where ``layer = "auto"`` fell back to it)
+    found_by: str = ""  # how that head was chosen, and why
     encoded: int
     from_cache: int
     encode_seconds: float

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +35,11 @@ from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import Encoded, check_no_conflicts, encode_cases
 from warp_check.model.hashing import parameter_hashes
 from warp_check.model.head import answers_from_logits
+from warp_check.model.specs import HeadSpec
 from warp_check.repair.loop import repair_head
-from warp_check.repair.records import CaseSet, RepairResult
+from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
+from warp_check.runs.separation import hardest_pair
 from warp_check.version import __version__
 
 
@@ -96,8 +99,9 @@ def evaluate(
 
 @dataclass(frozen=True, kw_only=True)
 class RepairOutcome:
-    evaluation: Evaluation
+    evaluation: Evaluation  # of the head repaired (``spec``): v is that head's input
     result: RepairResult
+    spec: HeadSpec  # the head repaired: the adapter's, or the final linear layer it fell back to
     certificates: tuple[CaseCertificate, ...] = ()  # empty unless the repair converged
     lipschitz: Lipschitz | None = None
     certificate: Certificate | None = None  # the claims; the file written beside the model adds its hashes
@@ -116,12 +120,16 @@ def repair_cases(
     progress: bool = True,
     evaluation: Evaluation | None = None,
     destination: Destination | None = None,
+    fallback: bool = True,
 ) -> RepairOutcome:
     """Encode, repair, certify from the repaired weights and, if asked, save atomically.
 
-    Nothing is written when ``out_dir`` is None, when the repair does not converge, or
-    when nothing needed repair. ``destination`` is ``out_dir`` as the caller found it when its
-    run started (:func:`~warp_check.certify.artefact.claim_destination`); by default, as found here.
+    Where the adapter's head has a fallback (``layer = "auto"`` chose a dense form) and the dense
+    repair does not converge, the final linear layer is repaired instead, and the outcome's
+    ``spec`` says so and why; ``fallback=False`` keeps to the adapter's head (comparisons of one
+    layer). Nothing is written when ``out_dir`` is None, when no repair converges, or when
+    nothing needed repair. ``destination`` is ``out_dir`` as the caller found it when its run
+    started (:func:`~warp_check.certify.artefact.claim_destination`); by default, as found here.
     """
     settings = settings or RepairSettings()
     _check_rank(adapter, settings)
@@ -129,10 +137,22 @@ def repair_cases(
         destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
     check_no_conflicts(evaluation.cases, evaluation.encoded.input_keys, adapter.max_length)
-    fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
-    result = repair_head(adapter.head(), fix, keep, aux, settings)
+    result = _repair(adapter, evaluation, settings)
+    if fallback and result.status in NOT_CONVERGING and adapter.spec.classifier is not None:
+        final = adapter.spec.fallback
+        if final is None:  # a head the user named: no silent change, but say what may help
+            hint = (
+                f"a named head does not fall back by itself: layer = 'final' repairs the final linear layer "
+                f"'{adapter.spec.classifier}' instead (its gap is linear in the update)"
+            )
+            result = replace(result, message=f"{result.message}; {hint}")
+        else:
+            encode = {"batch_size": batch_size, "cache_dir": cache_dir, "progress": progress}
+            adapter, evaluation, result = _fall_back(adapter, final, evaluation, result, settings, **encode)
+    elif result.status in NOT_CONVERGING:  # the final linear layer itself stalled
+        result = replace(result, message=result.message + _why_final_stalls(adapter, evaluation, result))
     if not result.repaired:
-        return RepairOutcome(evaluation=evaluation, result=result)
+        return RepairOutcome(evaluation=evaluation, result=result, spec=adapter.spec)
     ordered = [c for c in evaluation.cases if c.kind is not Kind.AUX]
     records, lip = certify_result(ordered, evaluation, result, attack)
     certificate = build_certificate(adapter, result, records, lip, ordered, evaluation.encoded.upstream_sha256)
@@ -151,10 +171,86 @@ def repair_cases(
     return RepairOutcome(
         evaluation=evaluation,
         result=result,
+        spec=adapter.spec,
         certificates=tuple(records),
         lipschitz=lip,
         certificate=certificate,
         artefact=artefact,
+    )
+
+
+# How a head chosen by falling back is introduced (reports and certificates: ``found_by``).
+FELL_BACK = "layer = 'auto' fell back to the final linear layer"
+# How a dense repair may end for the final linear layer to be tried: it may converge there.
+# Nothing to repair, or NaN/Inf in the weights or v, would end the same way on it.
+NOT_CONVERGING = frozenset({RepairStatus.NOT_CONVERGED, RepairStatus.INFEASIBLE, RepairStatus.SOLVER_FAILED})
+
+
+def _repair(adapter: ClassifierAdapter, evaluation: Evaluation, settings: RepairSettings) -> RepairResult:
+    fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
+    return repair_head(adapter.head(), fix, keep, aux, settings)
+
+
+def _fall_back(
+    dense: ClassifierAdapter,
+    final: HeadSpec,
+    evaluation: Evaluation,
+    result: RepairResult,
+    settings: RepairSettings,
+    **encode: Any,
+) -> tuple[ClassifierAdapter, Evaluation, RepairResult]:
+    """The dense form did not converge: repair ``final``, its classifier as the final linear layer (v is
+    then the classifier's input, encoded again). Its adapter, evaluation and result where that converges;
+    else the dense ones, the message saying that the final layer stalled too."""
+    why = f"the dense form {dense.spec.quoted} did not converge ({_how_it_ended(result)})"
+    spec = replace(final, found_by=f"{FELL_BACK}: {why}")
+    adapter = dense.with_spec(spec)
+    # ΔW of the final layer has num_classes rows: the rank cannot be more.
+    rank = min(settings.rank, adapter.repair_layer.out_features, adapter.repair_layer.in_features)
+    at_final = evaluate(adapter, evaluation.cases, **encode)
+    again = _repair(adapter, at_final, replace(settings, rank=rank) if rank != settings.rank else settings)
+    layer = f"the final linear layer '{final.repair_layer}'"
+    if not again.repaired:
+        tried = f"{layer} was repaired instead and did not converge either ({_how_it_ended(again)})"
+        tried += _why_final_stalls(adapter, at_final, again)
+        return dense, evaluation, replace(result, message=f"{result.message}; {tried}")
+    message = f"{again.message}, on {layer} after the dense form {dense.spec.quoted} did not converge"
+    return adapter, at_final, replace(again, message=message, seconds=result.seconds + again.seconds)
+
+
+def _why_final_stalls(adapter: ClassifierAdapter, evaluation: Evaluation, result: RepairResult) -> str:
+    """The pair of cases the final linear layer must grow most to separate, as a clause of the failure
+    message, where it must grow at all ('' otherwise)."""
+    settings, excluded = result.settings, set(result.excluded_keep)
+    rows = [
+        i
+        for i, c in enumerate(evaluation.cases)
+        if c.kind is Kind.MUST_FIX or (c.kind is Kind.MUST_KEEP and c.id not in excluded)
+    ]
+    cases = [evaluation.cases[i] for i in rows]
+    pair = hardest_pair(
+        adapter.head().W,
+        evaluation.encoded.V[rows].astype(np.float64),
+        np.array([c.label for c in cases], dtype=np.int64),
+        np.array([settings.gamma_s if c.kind is Kind.MUST_FIX else settings.gamma_h for c in cases]),
+        tuple(c.id for c in cases),
+        result.misses,
+    )
+    if pair is None or not pair.growth > 1:
+        return ""
+    names = getattr(getattr(adapter.model, "config", None), "id2label", None) or {}
+    return "; " + pair.describe(adapter.spec.repair_layer, names)
+
+
+def _how_it_ended(result: RepairResult) -> str:
+    """A repair that did not converge, in one clause: status, iterations, the case furthest short."""
+    ended = f"{result.status.value} after {len(result.iterations)} iteration(s)"
+    if not result.misses:
+        return ended
+    worst = max(result.misses, key=lambda m: m.short_by)
+    return (
+        f"{ended}, {len(result.misses)} case(s) short of their margin, worst '{worst.id}' "
+        f"gap {worst.gap:.4g} < {worst.target:g}"
     )
 
 
@@ -211,6 +307,8 @@ def build_certificate(
             repair_layer=adapter.spec.repair_layer,
             activation=adapter.spec.activation,
             classifier=adapter.spec.classifier,
+            form=adapter.spec.form,
+            found_by=adapter.spec.found_by or None,
             max_length=adapter.max_length,
             device=adapter.device,
             sha256_upstream=upstream_sha256,

@@ -73,7 +73,7 @@ def repair(
         status=status,
         message=_run_message(result, status),
         verdicts=verdicts,
-        details=_details(suite, adapter, outcome, records, lip),
+        details=_details(suite, outcome, records, lip),
     )
 
 
@@ -98,7 +98,6 @@ def _run_message(result: RepairResult, status: RunStatus) -> str:
 
 def _details(
     suite: Suite,
-    adapter: ClassifierAdapter,
     outcome: RepairOutcome,
     records: list[CaseCertificate],
     lip: Lipschitz | None,
@@ -106,7 +105,8 @@ def _details(
     result, encoded = outcome.result, outcome.evaluation.encoded
     return RepairDetails.of(
         suite,
-        head=adapter.spec.chain,
+        head=outcome.spec.chain,
+        found_by=outcome.spec.found_by,
         encoded=encoded.encoded,
         from_cache=encoded.from_cache,
         encode_seconds=outcome.evaluation.seconds,
