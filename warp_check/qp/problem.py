@@ -12,11 +12,25 @@ the number of rows, not r·d_in.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from warp_check.qp.solution import QPForm
+
+class Named(str, enum.Enum):
+    """A str enum that prints as its value (in messages and f-strings, on every Python)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class QPForm(Named):
+    """Which form of the QP a backend solves: the primal in β or the dual in the rows' multipliers."""
+
+    PRIMAL = "primal"
+    DUAL = "dual"
+
 
 # The largest dual the form choice picks past r·d_in rows: its dense Gram is 288 MB there.
 DUAL_MAX_ROWS = 6_000

@@ -7,24 +7,14 @@ the repair loop reads.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # problem.py imports this module
-    from warp_check.qp.problem import LinearisedProblem
+from warp_check.qp.problem import LinearisedProblem, Named, QPForm
 
 
-class _Named(str, enum.Enum):
-    """A str enum that prints as its value (in messages and f-strings, on every Python)."""
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class QPStatus(_Named):
+class QPStatus(Named):
     """What the solve means for repair, independent of which form or backend solved it."""
 
     SOLVED = "solved"
@@ -46,12 +36,7 @@ class QPStatus(_Named):
         return self in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE)
 
 
-class QPForm(_Named):
-    PRIMAL = "primal"
-    DUAL = "dual"
-
-
-class Backend(_Named):
+class Backend(Named):
     """The solvers behind :func:`warp_check.qp.solve.solve` (SolverSettings.backend names them)."""
 
     OSQP = "osqp"
@@ -60,7 +45,7 @@ class Backend(_Named):
     ALM = "alm"  # augmented Lagrangian on a working set's dual (warp_check.qp.alm)
 
 
-class Outcome(_Named):
+class Outcome(Named):
     """How the interior-point and the active-set methods end."""
 
     SOLVED = "solved"
