@@ -148,6 +148,25 @@ def test_heads_that_are_not_dense_activation_linear_are_refused(toy_tokenizer, m
         ClassifierAdapter(model, toy_tokenizer, TOY_SPEC)  # the load-time check refuses it
 
 
+def test_large_weights_that_cancel_are_checked_against_the_rounding_of_their_terms(toy_tokenizer):
+    # What a repair can leave: classifier rows ~1e4 whose products cancel to logits of a few units.
+    # float32 rounds each product at ~1e-3 there, far above 1e-5 of the logit; the head is still right.
+    torch.manual_seed(0)
+    model = ToyClassifier(toy_tokenizer.vocab_size)
+    with torch.no_grad():
+        model.dense.weight[4:] = model.dense.weight[:4]
+        model.dense.bias[4:] = model.dense.bias[:4]  # the hidden units come in equal pairs
+        big = 1e4 * torch.rand(3, 4)
+        model.out.weight.copy_(torch.cat([big, -big * (1 + 1e-3 * torch.rand(3, 4))], dim=1))
+    adapter = ClassifierAdapter(model, toy_tokenizer, TOY_SPEC)  # the load-time check passes
+    V, logits = adapter.forward_batch(adapter.tokenize(TEXTS))
+    error = adapter.check_logits(V, logits)
+    assert error > 1e-5 * (1 + np.abs(logits).max())  # the check relative to the logits alone would refuse it
+    # A wrong activation in the same model is still refused: it is off by about the logits.
+    with pytest.raises(ModelError, match="does not reproduce the model's logits"):
+        ClassifierAdapter(model, toy_tokenizer, HeadSpec(repair_layer="dense", activation="gelu", classifier="out"))
+
+
 def test_wrong_activation_is_refused_at_load_naming_the_layer(distilbert_dir):
     with pytest.raises(ModelError) as info:
         ClassifierAdapter.from_pretrained(distilbert_dir, layer=["pre_classifier", "tanh", "classifier"])

@@ -65,6 +65,15 @@ class DenseHead:
     def logits(self, V: np.ndarray) -> np.ndarray:
         return self.activation.fn(self.pre_activation(V)) @ self.Wc.T + self.bc
 
+    def logits_scale(self, V: np.ndarray) -> np.ndarray:
+        """Per logit, the size of the terms summed to compute it: |W_c| (L_σ(|W||v| + |b|) + |σ(z)|) + |b_c|.
+        Floating-point rounding is relative to this, not to the logit: large weights cancelling to
+        a small logit round like the weights."""
+        V = np.asarray(V, dtype=np.float64)
+        hidden_terms = np.abs(V) @ np.abs(self.W).T + np.abs(self.b)
+        hidden = np.abs(self.activation.fn(self.pre_activation(V)))
+        return (self.activation.lipschitz * hidden_terms + hidden) @ np.abs(self.Wc).T + np.abs(self.bc)
+
     def gaps(self, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """gap = s_y − max_{c≠y} s_c and the strongest competing class ĉ, per row."""
         return gaps_from_logits(self.logits(V), labels)
