@@ -381,10 +381,14 @@ class ClassifierAdapter:
         recomputed = head.logits(np.asarray(V, dtype=np.float64))
         error = np.abs(recomputed - logits)
         tolerance = equivalence_tolerance(self.dtype)
-        # Plus the dtype's rounding of the terms summed (a repair may grow weights that cancel to
-        # small logits): a head that is not this model's is off by about the logits themselves.
-        rounding = ROUNDING_ULPS * UNIT_ROUNDOFF.get(self.dtype, UNIT_ROUNDOFF["float32"]) * head.logits_scale(V)
-        if not np.all(error <= tolerance + tolerance * np.abs(logits) + rounding):
+        allowed = tolerance + tolerance * np.abs(logits)
+        if not np.all(error <= allowed):
+            # Plus the dtype's rounding of the terms summed (a repair may grow weights that cancel to
+            # small logits), measured only here: every encoded batch passes through this check.
+            unit = UNIT_ROUNDOFF.get(self.dtype, UNIT_ROUNDOFF["float32"])
+            allowed = allowed + ROUNDING_ULPS * unit * head.logits_scale(V)
+        # A head that is not this model's is off by about the logits themselves.
+        if not np.all(error <= allowed):
             raise ModelError(
                 f"the head at {self.spec.quoted} does not reproduce the model's logits (max error "
                 f"{float(error.max()):.3g} > {tolerance:g} for {self.dtype} weights): something between these "

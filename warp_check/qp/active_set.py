@@ -39,7 +39,7 @@ from warp_check.qp.linalg import (
     FARKAS_INFEASIBLE,
     FARKAS_INFEASIBLE_INACCURATE,
     cholesky_solve,
-    farkas_ratio,
+    hard_rows_farkas_ratio,
     shifted_cholesky,
 )
 from warp_check.qp.osqp_backend import answer_or_hand_over
@@ -131,7 +131,7 @@ def run(
             trace(f"{iteration:3d}  worst {worst:.3e}  multipliers > 0: {support}  rows in play {in_play.size}")
         if worst <= limit:
             return result(Outcome.SOLVED, iteration, f"every row within {limit:.1e}")
-        ray = _farkas_ray(problem, z, B)
+        ray = hard_rows_farkas_ratio(problem, np.arange(n), z, B)
         if ray is not None and ray <= FARKAS_INFEASIBLE:
             return result(Outcome.INFEASIBLE, iteration, f"Farkas ray ratio {ray:.1e}")
         if iteration == max_iter or time.perf_counter() - start > time_limit_s:
@@ -250,13 +250,3 @@ def _cut_at_box(direction: np.ndarray, z: np.ndarray, upper: np.ndarray) -> np.n
     with np.errstate(divide="ignore", invalid="ignore"):
         to_bound = np.where(direction < 0, -z / direction, np.where(direction > 0, (upper - z) / direction, np.inf))
     return direction * min(1.0, float(np.min(to_bound, initial=np.inf)))
-
-
-def _farkas_ray(problem, z: np.ndarray, B: np.ndarray) -> float | None:
-    """The Farkas ratio of the hard multipliers (linalg.farkas_ratio), or None."""
-    hard = z[problem.n_fix :]
-    if hard.size == 0 or float(np.max(hard)) <= 0:
-        return None
-    rows = problem.n_fix + np.flatnonzero(hard > 0)
-    y = z[rows] / float(np.max(hard))
-    return farkas_ratio(y, problem.rhs[rows], lambda weights: problem.weighted_sum(weights, rows), B)

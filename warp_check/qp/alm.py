@@ -38,7 +38,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from warp_check.qp.linalg import FARKAS_INFEASIBLE, FARKAS_INFEASIBLE_INACCURATE, SubsetFactor, farkas_ratio
+from warp_check.qp.linalg import (
+    FARKAS_INFEASIBLE,
+    FARKAS_INFEASIBLE_INACCURATE,
+    SubsetFactor,
+    hard_rows_farkas_ratio,
+)
 from warp_check.qp.osqp_backend import answer_or_hand_over
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
@@ -131,7 +136,7 @@ class _WorkingSet:
             self.z_rows, self.newton = box.z, self.newton + box.newton
             B = problem.weighted_sum(self.z_rows, self.rows) / problem.rho
             if outcome is not Outcome.SOLVED:
-                return self._result(B, self._infeasible_or(outcome), detail)
+                return self._result(B, self._infeasible_or(outcome, B), detail)
             violated = self._violated(B)
             if violated.size == 0:
                 return self._result(B, Outcome.SOLVED, f"every row within {self.limit:.1e} ({self.rows.size} in play)")
@@ -167,15 +172,9 @@ class _WorkingSet:
         self.rows, self.gram = np.concatenate([self.rows, new]), gram
         self.z_rows = np.concatenate([self.z_rows, np.zeros(new.size)])
 
-    def _infeasible_or(self, outcome: Outcome) -> Outcome:
+    def _infeasible_or(self, outcome: Outcome, B: np.ndarray) -> Outcome:
         """INFEASIBLE(_INACCURATE) where the hard multipliers grew along a Farkas ray; else ``outcome``."""
-        problem, z = self.problem, self.z_rows
-        hard = self.rows >= problem.n_fix
-        if not hard.any() or float(np.max(z[hard], initial=0.0)) <= 0:
-            return outcome
-        rows, y = self.rows[hard], z[hard] / float(np.max(z[hard]))
-        B = problem.weighted_sum(z, self.rows) / problem.rho
-        ratio = farkas_ratio(y, problem.rhs[rows], lambda weights: problem.weighted_sum(weights, rows), B)
+        ratio = hard_rows_farkas_ratio(self.problem, self.rows, self.z_rows, B)
         if ratio is not None and ratio <= FARKAS_INFEASIBLE:
             return Outcome.INFEASIBLE
         if ratio is not None and ratio <= FARKAS_INFEASIBLE_INACCURATE:
@@ -243,10 +242,7 @@ class _BoxQP:
                 if inner == 0 and outer > 0:
                     inside_mask |= (z > 0) & (z < u)
                 inside = np.flatnonzero(inside_mask)
-                x = factor.solve(inside, Gr[inside]) if factor is not None else None
-                if x is None:
-                    factor = SubsetFactor(G, inside, rho / sigma)
-                    x = factor.solve(inside, Gr[inside])
+                factor, x, _ = SubsetFactor.solve_reusing(factor, G, inside, Gr[inside], rho / sigma)
                 delta = -r
                 delta[inside] += x
                 G_delta = -Gr + x @ G[inside]  # G symmetric: rows gather faster than columns
@@ -286,11 +282,7 @@ class _BoxQP:
             seen = key
             rhs = rho * h[free] - (G[np.ix_(free, top)] @ u[top] if top.size else 0.0)
             try:
-                z_free = factor.solve(free, rhs) if factor is not None else None
-                reused = z_free is not None
-                if not reused:
-                    factor = SubsetFactor(G, free)
-                    z_free = factor.solve(free, rhs)
+                factor, z_free, reused = SubsetFactor.solve_reusing(factor, G, free, rhs)
                 z, s, worst = self._at(free, top, z_free)
                 if reused and worst > self.limit and worst >= best:
                     # G_FF can be singular to working precision, and a Schur solve on its

@@ -64,6 +64,18 @@ class SubsetFactor:
         self.factor, extra = _cholesky_and_shift(M)
         self.shift = shift + extra  # what the diagonal of every row took, added rows' too
 
+    @classmethod
+    def solve_reusing(
+        cls, factor: SubsetFactor | None, G: np.ndarray, rows: np.ndarray, rhs: np.ndarray, shift: float = 0.0
+    ) -> tuple[SubsetFactor, np.ndarray, bool]:
+        """(G + δI)_{SS}⁻¹ rhs over ``rows`` = S on ``factor`` where it can serve S, else on a new
+        factor of S: (the factor used, the solution, whether ``factor`` was reused)."""
+        x = factor.solve(rows, rhs) if factor is not None else None
+        if x is not None:
+            return factor, x, True
+        factor = cls(G, rows, shift)
+        return factor, factor.solve(rows, rhs), False
+
     def solve(self, rows: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
         """(G + δI)_{S'S'}⁻¹ rhs over ``rows`` = S' (sorted, like the factor's); None where S' is
         too far from the factored set for the Schur way to pay (factor S' instead)."""
@@ -121,6 +133,16 @@ def farkas_ratio(y: np.ndarray, h: np.ndarray, KT: Callable[[np.ndarray], np.nda
         return None
     ratio = float(np.linalg.norm(KT(y))) * max(1.0, float(np.linalg.norm(B))) / pull
     return ratio if ratio <= FARKAS_INFEASIBLE_INACCURATE else None
+
+
+def hard_rows_farkas_ratio(problem, rows: np.ndarray, z: np.ndarray, B: np.ndarray) -> float | None:
+    """:func:`farkas_ratio` of the multipliers ``z`` of ``rows`` (rows of a LinearisedProblem) on
+    its hard rows that hold one, scaled to a largest of 1; None where none does."""
+    held = (rows >= problem.n_fix) & (z > 0)
+    if not held.any():
+        return None
+    hard, y = rows[held], z[held] / float(np.max(z[held]))
+    return farkas_ratio(y, problem.rhs[hard], lambda weights: problem.weighted_sum(weights, hard), B)
 
 
 def upper_csc(symmetric: np.ndarray):

@@ -43,7 +43,7 @@ class Merit:
         self.targets, self.lam = targets, lam
 
     def __call__(self, gaps: np.ndarray) -> float:
-        return self.lam * float(np.sum(np.maximum(self.targets - gaps, 0.0)))
+        return self.lam * shortfall(gaps, self.targets)
 
 
 def backtrack(
@@ -181,13 +181,15 @@ class RankSchedule:
         """Grow the rank if the step's promise leaves the must_fix cases short; True if it grew."""
         if self.rank >= self.limit or promised_fix_shortfall <= self.PROMISE_SHORT * fix_shortfall_now:
             return False
-        far = promised_fix_shortfall > self.PROMISE_FAR * fix_shortfall_now
-        self.rank = self.limit if far else min(self.rank * self.GROWTH, self.limit)
+        self._grow(all_the_way=promised_fix_shortfall > self.PROMISE_FAR * fix_shortfall_now)
         return True
 
     def after(self, shortfall_before: float, shortfall_after: float) -> bool:
         """Grow the rank if this iteration stalled; True if it grew."""
         if self.rank >= self.limit or shortfall_after <= (1 - self.STALL) * shortfall_before:
             return False
-        self.rank = min(self.rank * self.GROWTH, self.limit)
+        self._grow()
         return True
+
+    def _grow(self, all_the_way: bool = False) -> None:
+        self.rank = self.limit if all_the_way else min(self.rank * self.GROWTH, self.limit)
