@@ -25,6 +25,10 @@ def after_no_convergence(settings: RepairSettings, missed_kinds: Iterable[str], 
 
 
 INFEASIBLE_KEEP = "lower gamma_h, raise rank or max_rank, or remove conflicting must_keep cases"
+INFEASIBLE_EXACT = (
+    "lower gamma_s or gamma_h, remove the must_keep cases nearest the must_fix ones (or those must_fix "
+    "cases), or name a dense → activation → classifier head (layer = [repair_layer, activation, classifier])"
+)
 
 
 def after_unsettled_working_set(settings: RepairSettings) -> str:

@@ -172,7 +172,7 @@ def test_infeasible_must_fix_rows_only_cost_slack():
 
 def test_iteration_limit_is_its_own_outcome():
     problem = random_problem(1, 30, 200, 2, 50)
-    result = solve(problem, SolverSettings(max_iter=1, polishing=False, working_set=False))
+    result = solve(problem, SolverSettings(backend="osqp", max_iter=1, polishing=False, working_set=False))
     assert result.status is QPStatus.MAX_ITER
     assert result.B is None
 

@@ -4,6 +4,7 @@ says so (summary, certificate); a head the user named is repaired as named, neve
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -105,3 +106,18 @@ def test_a_named_head_is_repaired_as_named(capped, tmp_path, capsys, layer, code
     printed = capsys.readouterr().out
     assert said in printed and "fell back" not in printed, printed
     assert out.exists() is (code == 0)
+
+
+def test_where_the_final_layer_fails_too_the_pair_it_must_grow_most_to_separate_is_named(capped, tmp_path, capsys):
+    # OSQP named and starved: neither form gets a QP answered, and the message says which pair of
+    # cases asks the final layer to grow most (what a user can relabel or drop).
+    model, wrong, right = capped
+    starved = '[repair.solver]\nbackend = "osqp"\nmax_iter = 1\n'
+    suite = write_suite(tmp_path / "suite", model=model, fix=wrong, keep=right, extra=starved)
+    out = tmp_path / "repaired"
+    assert exit_code(["repair", str(suite), "--out", str(out), "-q"]) == 1
+    said = capsys.readouterr().out
+    assert "the final linear layer 'classifier' was repaired instead and did not converge either (solver_failed" in said
+    pair = r"'[^']+' \((positive|negative)\) and '[^']+' \((positive|negative)\) are [0-9.]+ apart"
+    assert re.search(pair, said), said
+    assert "at the input of 'classifier'" in said and not out.exists()

@@ -163,7 +163,8 @@ def test_must_keep_cases_that_forbid_every_fix_fail_clearly_and_write_nothing(di
 @pytest.mark.parametrize(
     ("settings", "status", "advice"),
     [
-        ("[repair.solver]\nmax_iter = 1\n", "solver_failed", "max_iter"),  # OSQP stops at its iteration limit
+        # OSQP named stops at its iteration limit ("auto" would hand the QP to the interior point)
+        ('[repair.solver]\nbackend = "osqp"\nmax_iter = 1\n', "solver_failed", "max_iter"),
         # the interior-point and augmented Lagrangian methods hand an undecided QP over to OSQP
         ('[repair.solver]\nbackend = "alm"\nalm_max_iter = 1\nmax_iter = 1\n', "solver_failed", "alm_max_iter (now 1)"),
         ('[repair.solver]\nbackend = "ipm"\nipm_max_iter = 1\nmax_iter = 1\n', "solver_failed", "ipm_max_iter (now 1)"),

@@ -115,7 +115,7 @@ class QPSolution:
     rows: np.ndarray | None = field(default=None, repr=False)
     rounds: int = 1  # QPs solved: 1 + working-set rounds that added rows
     backend: Backend = Backend.OSQP
-    handed_over_from: Backend | None = None  # the backend that could not decide and passed its rows to OSQP
+    handed_over_from: Backend | None = None  # the backend that could not decide and passed the QP on (qp.solve)
     unsettled: bool = False  # OSQP's working set found no fixed point in its rounds (a limit, not infeasibility)
     # Where a re-solve of this problem with moved bounds may start (warp_check.qp.alm.WarmStart);
     # None from the backends that start cold every time.

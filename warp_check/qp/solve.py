@@ -15,12 +15,16 @@ Every backend is ``solve(problem, settings, warm) -> QPSolution``; the registry 
 The dual active set is there to be named: on real representations it stalls (the rows in play
 are singular to working precision) and hands its QPs to OSQP. A run a backend cannot decide
 goes to OSQP's working set, started from its rows
-(:func:`warp_check.qp.osqp_backend.answer_or_hand_over`).
+(:func:`warp_check.qp.osqp_backend.answer_or_hand_over`). The other way round, a QP ``auto`` gave
+OSQP that its ADMM cannot decide in ``max_iter`` (ill-conditioned: the exact final-layer problem
+of two must_fix cases 0.5 % apart needs a step ×100 the layer's norm) goes to the backend ``auto``
+picks past ``ipm_min_rows``, whose Newton steps do not slow with the conditioning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from warp_check.qp import active_set, alm, ipm, osqp_backend
 from warp_check.qp.problem import LinearisedProblem
@@ -43,9 +47,14 @@ def pick_backend(problem: LinearisedProblem, settings: SolverSettings) -> Backen
     # the active set the dual only, and neither is picked against the other's form.
     if problem.n - problem.n_fix < settings.ipm_min_rows or settings.form == "dual":
         return Backend.OSQP
-    if problem.rank * problem.d_in <= settings.ipm_max_unknowns:
-        return Backend.IPM
-    return Backend.ALM if settings.form == "auto" else Backend.OSQP
+    if settings.form != "auto":
+        return Backend.IPM if problem.rank * problem.d_in <= settings.ipm_max_unknowns else Backend.OSQP
+    return _newton_backend(problem, settings)
+
+
+def _newton_backend(problem: LinearisedProblem, settings: SolverSettings) -> Backend:
+    """The interior point while β is small (its normal matrix is r·d_in square), else the augmented Lagrangian."""
+    return Backend.IPM if problem.rank * problem.d_in <= settings.ipm_max_unknowns else Backend.ALM
 
 
 def solve(
@@ -55,4 +64,17 @@ def solve(
     whole problem holds at the returned B (to the backend's tolerance) whichever one solved it.
     ``warm``: an earlier solution's :attr:`QPSolution.warm`, where the backend can start from it."""
     settings = settings or SolverSettings()
-    return BACKENDS[pick_backend(problem, settings)](problem, settings, warm)
+    backend = pick_backend(problem, settings)
+    solution = BACKENDS[backend](problem, settings, warm)
+    undecided = not solution.status.has_solution and not solution.status.infeasible
+    if backend is Backend.OSQP and undecided and settings.backend == "auto" and settings.form == "auto":
+        second = _newton_backend(problem, settings)
+        again = BACKENDS[second](problem, settings, warm)
+        if again.status.has_solution or again.status.infeasible:
+            return replace(
+                again,
+                solver_status=f"after OSQP's '{solution.solver_status}': {again.solver_status}",
+                seconds=solution.seconds + again.seconds,
+                handed_over_from=Backend.OSQP,
+            )
+    return solution

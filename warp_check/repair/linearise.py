@@ -53,7 +53,7 @@ def gaps_after_step(head, Z, VB, U, fraction, labels) -> np.ndarray:
 COMPETITOR_WINDOW = 1.0
 
 
-def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings, rho, price):
+def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings, rho, price, exact=False):
     """One row per (case, competing class within reach); soft rows first.
 
     The paper linearises against the strongest competitor only; with more than two
@@ -65,6 +65,9 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     for cases the steps keep leaving short: step.raise_prices). A must_keep row that holds now stays hard, so B = 0
     is always feasible: a must_keep case whose gradient vanishes (dead ReLU units, saturated
     tanh) cannot make the whole step infeasible, it is lifted as far as the price allows.
+    ``exact`` (σ the identity: the linearised gaps are the true gaps): every competing class gets a
+    row, and the must_fix rows are hard too, so one QP meets every margin or proves none can
+    (a priced slack would only trade a margin the loop needs for a shorter step).
     """
     n, C_classes = V.shape[0], head.num_classes
     # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).
@@ -76,7 +79,7 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
         competitor = gaps_from_logits(logits, y)[1]
         local = np.arange(logits.shape[0])
         per_class = logits[local, y][:, None] - logits  # (block, C)
-        near = per_class < (targets[rows] + settings.aim_above + COMPETITOR_WINDOW)[:, None]
+        near = per_class < (np.inf if exact else (targets[rows] + settings.aim_above + COMPETITOR_WINDOW)[:, None])
         near[local, competitor] = True
         near[local, y] = False
         at, cls = np.nonzero(near)
@@ -94,7 +97,7 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     case_idx, class_idx = np.concatenate(case_idx), np.concatenate(class_idx)
     margin, C = np.concatenate(margins), np.concatenate(coefficients)
     rhs = targets[case_idx] + settings.aim_above + extra_aim[case_idx] - margin
-    soft = (case_idx < n_fix) | (rhs > 0)
+    soft = ((case_idx < n_fix) & (not exact)) | ((case_idx >= n_fix) & (rhs > 0))
     order = np.concatenate([np.flatnonzero(soft), np.flatnonzero(~soft)])
     case_idx, rhs, C, margin = case_idx[order], rhs[order], C[order], margin[order]
     prices = price[case_idx[: int(soft.sum())]]

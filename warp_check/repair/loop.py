@@ -212,7 +212,11 @@ class _Iterations:
         # matrix of each QP's working set only (must_keep rows join lazily): no n×n.
         self.VVt = self.V_qp @ self.V_qp.T if self.V.shape[0] <= VVT_CACHE_MAX_CASES else None
         self.trust = TrustRegion(settings.trust_region)
-        self.ranks = RankSchedule(settings, min(head.W.shape))
+        # σ the identity (the final-linear form): the linearised gaps are the true gaps, so the must_fix
+        # rows are hard and the rank is the layer's whole smaller side (the number of classes, within
+        # max_rank): one QP either meets every margin or proves that no change of the layer can.
+        self.linear = head.activation.name == "identity"
+        self.ranks = RankSchedule(settings, min(head.W.shape), start_at_limit=self.linear)
         self.W = head.round_to_storage(head.W)
         self.gap = gaps(head.with_weight(self.W), self.V, self.labels)
         self.merit = Merit(self.targets, settings.lam)
@@ -252,7 +256,7 @@ class _Iterations:
                 trial = self.trial(dearer, trial, Z, solved, warm=trial.solution.warm)
             if trial is None:
                 self.record(t, solved, self.rows_last, 1.0, 0.0, t_start)
-                status, message = _solver_failure(t, solved[-1], settings)
+                status, message = _solver_failure(t, solved[-1], settings, self.linear and self.ranks.full)
                 return repair.finish(status, message, self.head.with_weight(self.W), self.misses(self.gap))
             self.trust.adapt(ratio)
             fraction, gap_there, check = backtrack(
@@ -303,6 +307,7 @@ class _Iterations:
             self.settings,
             self.metric.qp_rho(self.trust.kappa),
             self.price,
+            exact=self.linear,
         )
 
     def first_trial(self, Z: np.ndarray, solved: list[QPSolution]) -> _Trial | None:
@@ -446,7 +451,16 @@ class _Iterations:
         return self.repair.finish(RepairStatus.NOT_CONVERGED, message, self.head.with_weight(W), misses)
 
 
-def _solver_failure(t: int, solution: QPSolution, settings: RepairSettings) -> tuple[RepairStatus, str]:
+def _solver_failure(
+    t: int, solution: QPSolution, settings: RepairSettings, exact: bool
+) -> tuple[RepairStatus, str]:
+    """``exact``: the QP was the whole problem (final-linear form at full rank), its infeasibility a proof."""
+    if solution.status.infeasible and exact:
+        return RepairStatus.INFEASIBLE, (
+            f"iteration {t}: no change of the final layer meets every must_fix margin while every must_keep "
+            f"case keeps its own (solver: {solution.solver_status}); the layer is linear, so this is a proof, "
+            f"not a search that gave up; {advice.INFEASIBLE_EXACT}"
+        )
     if solution.status.infeasible:
         return RepairStatus.INFEASIBLE, (
             f"iteration {t}: the must_keep constraints cannot all hold together "

@@ -173,9 +173,15 @@ class RankSchedule:
     PROMISE_SHORT = 0.1
     PROMISE_FAR = 0.5
 
-    def __init__(self, settings: RepairSettings, smallest_side: int) -> None:
-        self.rank = settings.rank
+    def __init__(self, settings: RepairSettings, smallest_side: int, start_at_limit: bool = False) -> None:
+        self.smallest_side = smallest_side
         self.limit = min(settings.rank_limit, smallest_side)
+        self.rank = self.limit if start_at_limit else min(settings.rank, self.limit)
+
+    @property
+    def full(self) -> bool:
+        """The rank is the layer's whole smaller side: U spans every change of W."""
+        return self.rank == self.smallest_side
 
     def grow_for_promise(self, promised_fix_shortfall: float, fix_shortfall_now: float) -> bool:
         """Grow the rank if the step's promise leaves the must_fix cases short; True if it grew."""
