@@ -9,7 +9,7 @@
     warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
     warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
-    warp-check neighbours SUITE [--per-case N] [--out F]       perturbed must_fix cases the model gets wrong
+    warp-check neighbours SUITE [--per-case N] [--out F]       perturbed cases the model gets wrong
 
 Exit codes: 0 everything holds; 1 a case fails, the repair did not converge or a certificate
 does not hold (compare: a WARP run did not converge; the table is still printed); 2 a usage
@@ -85,14 +85,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
+def _count(text: str, minimum: int = 1) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 1")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= {minimum}")
     return value
+
+
+def _count_or_zero(text: str) -> int:
+    return _count(text, minimum=0)
 
 
 def _device(text: str) -> str:
@@ -226,7 +230,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     suite_args(neighbours)
     neighbours.add_argument("--out", metavar="FILE", help="JSONL file to append to (default: the must_fix file)")
-    neighbours.add_argument("--per-case", type=_count, default=8, metavar="N", help="perturbations drawn a case (8)")
+    neighbours.add_argument(
+        "--per-case", type=_count_or_zero, default=8, metavar="N", help="perturbations drawn a must_fix case (8)"
+    )
+    neighbours.add_argument(
+        "--per-keep-case",
+        type=_count_or_zero,
+        default=0,
+        metavar="N",
+        help="perturbations drawn a must_keep case (0): those the model gets wrong become must_fix cases",
+    )
     neighbours.add_argument("--synonyms", action="store_true", help="WordNet synonyms too (needs nltk and WordNet)")
     neighbours.add_argument("--seed", type=int, default=0)
 
@@ -597,7 +610,14 @@ def _neighbours(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out(suite)
     adapter = load_adapter(suite)
     added = add_neighbours(
-        suite, adapter, out, per_case=args.per_case, synonyms=args.synonyms, seed=args.seed, cache_dir=cache
+        suite,
+        adapter,
+        out,
+        per_case=args.per_case,
+        keep_per_case=args.per_keep_case,
+        synonyms=args.synonyms,
+        seed=args.seed,
+        cache_dir=cache,
     )
     print(
         f"{len(added.added)} neighbour case(s) the model gets wrong appended to {added.path}; "

@@ -1,4 +1,4 @@
-"""Neighbourhoods, not points: perturbed copies of must_fix cases that the model also gets wrong.
+"""Neighbourhoods, not points: perturbed copies of suite cases that the model gets wrong.
 
 A must_fix case is one adversarial text; the attacks a model meets later are its neighbours:
 other typos, other casing, contractions, synonyms. :func:`neighbour_cases` draws up to
@@ -6,8 +6,10 @@ other typos, other casing, contractions, synonyms. :func:`neighbour_cases` draws
 (:func:`~warp_check.extras.strategies.perturbations`: typos, case and punctuation,
 contractions, negation-preserving rewrites, and WordNet synonyms where asked), runs the model on
 them, and returns those it gets wrong as new must_fix cases with the original's label (``source``
-``"neighbour"``, id ``<original id>~<k>``). Draws are seeded: the same cases give the same
-neighbours.
+``"neighbour"``, id ``<original id>~<k>``). With ``keep_per_case``, the must_keep cases are
+perturbed too: the variants of a clean case the model gets right that it gets wrong are the
+attacks it would meet on other sentences, and become must_fix cases with that case's label.
+Draws are seeded: the same cases give the same neighbours.
 """
 
 from __future__ import annotations
@@ -60,20 +62,32 @@ def neighbour_cases(
     cases: Sequence[Case],
     *,
     per_case: int = 8,
+    keep_per_case: int = 0,
     max_edits: int = 2,
     synonyms: bool = False,
     seed: int = 0,
     batch_size: int = 32,
     cache_dir: str | Path | None = None,
 ) -> list[Case]:
-    """Perturbations of each must_fix case of ``cases`` that the model gets wrong, as must_fix cases."""
+    """Perturbations of each must_fix case of ``cases`` (``per_case`` drawn) and of each must_keep case
+    (``keep_per_case``) that the model gets wrong, as must_fix cases with the original's label."""
     from warp_check.runs.pipeline import evaluate
 
     require_integer("per_case", per_case, 0)
+    require_integer("keep_per_case", keep_per_case, 0)
+    count = {Kind.MUST_FIX: per_case, Kind.MUST_KEEP: keep_per_case}
     drawn: list[Case] = []
-    # Neighbours of the suite's own must_fix cases, not of earlier neighbours: a second run adds nothing.
-    for index, case in enumerate(c for c in cases if c.kind is Kind.MUST_FIX and c.source != SOURCE):
-        texts = perturbed_texts(case.text, per_case, seed=seed + index, max_edits=max_edits, synonyms=synonyms)
+    # Neighbours of the suite's own cases, not of earlier neighbours: a second run adds nothing.
+    # Seeds count within each kind (must_keep's after every must_fix one), so a must_fix case's
+    # neighbours do not depend on whether must_keep cases are perturbed too.
+    originals = [c for c in cases if count.get(c.kind, 0) and c.source != SOURCE]
+    first = {Kind.MUST_FIX: 0, Kind.MUST_KEEP: sum(c.kind is Kind.MUST_FIX and c.source != SOURCE for c in cases)}
+    index = dict(first)
+    for case in sorted(originals, key=lambda c: c.kind is not Kind.MUST_FIX):
+        texts = perturbed_texts(
+            case.text, count[case.kind], seed=seed + index[case.kind], max_edits=max_edits, synonyms=synonyms
+        )
+        index[case.kind] += 1
         drawn += [
             Case(id=f"{case.id}~{k}", text=t, label=case.label, kind=Kind.MUST_FIX, text_pair=case.text_pair,
                  source=SOURCE)
@@ -91,14 +105,21 @@ def add_neighbours(
     out: str | Path,
     *,
     per_case: int = 8,
+    keep_per_case: int = 0,
     synonyms: bool = False,
     seed: int = 0,
     cache_dir: str | Path | None = None,
 ) -> AppendResult:
-    """Append the suite's must_fix neighbours (:func:`neighbour_cases`) to the JSONL file ``out``,
-    atomically and deduplicated, each with the id of the case it came from in ``original``."""
+    """Append the suite's neighbours (:func:`neighbour_cases`) to the JSONL file ``out``, as must_fix
+    cases, atomically and deduplicated, each with the id of the case it came from in ``original``."""
     found = neighbour_cases(
-        adapter, suite.cases, per_case=per_case, synonyms=synonyms, seed=seed, cache_dir=cache_dir
+        adapter,
+        suite.cases,
+        per_case=per_case,
+        keep_per_case=keep_per_case,
+        synonyms=synonyms,
+        seed=seed,
+        cache_dir=cache_dir,
     )
     new = [
         NewCase(
