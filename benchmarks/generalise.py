@@ -29,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -44,18 +45,41 @@ from warp_check.extras.neighbours import neighbour_cases
 from warp_check.repair.settings import RepairSettings
 from warp_check.runs.load import load_adapter
 
-# name → (repair settings that differ from RepairSettings(), neighbourhood cases per must_fix case)
-VARIANTS: dict[str, tuple[dict, int]] = {
-    "paper": ({"mu": 0.0, "max_rank": 2, "price_growth": 1.0}, 0),  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
-    "default": ({}, 0),  # mu = 10 (function space on the must_keep cases), rank grows to 32
-    "mu1": ({"mu": 1.0}, 0),
-    "mu100": ({"mu": 100.0}, 0),
-    "mu1000": ({"mu": 1000.0}, 0),
-    "paper-rank8": ({"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}, 0),
-    "gamma2": ({"gamma_s": 2.0}, 0),
-    "gsnft": ({"gsn_threshold": 1e9}, 0),
-    "nbr8": ({}, 8),
-    "nbr8-mu100": ({"mu": 100.0}, 8),
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    """A WARP run of the table: settings that differ from RepairSettings(), and the neighbourhood
+    cases added to must_fix (perturbations drawn per must_fix and per must_keep case)."""
+
+    settings: dict = field(default_factory=dict)
+    per_case: int = 0
+    keep_per_case: int = 0
+    synonyms: bool = False  # WordNet synonyms among the perturbations (needs nltk and WordNet)
+
+
+PAPER = {"mu": 0.0, "max_rank": 2, "price_growth": 1.0}  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
+VARIANTS: dict[str, Variant] = {
+    "paper": Variant(settings=PAPER),
+    "default": Variant(),  # mu = 10 (function space on the must_keep cases), the rank grows to 64
+    "mu1": Variant(settings={"mu": 1.0}),
+    "mu100": Variant(settings={"mu": 100.0}),
+    "mu1000": Variant(settings={"mu": 1000.0}),
+    "paper-rank8": Variant(settings={"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}),
+    "gamma2": Variant(settings={"gamma_s": 2.0}),
+    "gsnft": Variant(settings={"gsn_threshold": 1e9}),
+    "nbr8": Variant(per_case=8),
+    "nbr8-mu100": Variant(settings={"mu": 100.0}, per_case=8),
+    "nbr8-syn": Variant(per_case=8, synonyms=True),
+    "keep2": Variant(keep_per_case=2),
+    "nbr8-keep1": Variant(per_case=8, keep_per_case=1),
+    "nbr8-keep2": Variant(per_case=8, keep_per_case=2),
+    "nbr8-keep4": Variant(per_case=8, keep_per_case=4),
+    "nbr8-keep8": Variant(per_case=8, keep_per_case=8),
+    "nbr16-keep4": Variant(per_case=16, keep_per_case=4),
+    "nbr8-keep4-mu100": Variant(settings={"mu": 100.0}, per_case=8, keep_per_case=4),
+    "nbr8-keep8-mu100": Variant(settings={"mu": 100.0}, per_case=8, keep_per_case=8),
+    "nbr8-keep2-syn": Variant(per_case=8, keep_per_case=2, synonyms=True),
+    "nbr8-keep2-mu100": Variant(settings={"mu": 100.0}, per_case=8, keep_per_case=2),
 }
 
 
@@ -85,10 +109,22 @@ def score(head, V: np.ndarray, cases) -> tuple[float, np.ndarray]:
 
 
 def run_variant(name, adapter, suite_cases, general_ev, heldout_ev, fix_recipe, args, cache, log) -> dict:
-    overrides, per_case = VARIANTS[name]
+    variant = VARIANTS[name]
+    overrides, per_case, keep_per_case = variant.settings, variant.per_case, variant.keep_per_case
     cases = list(suite_cases)
-    fix = [c for c in cases if c.kind is Kind.MUST_FIX]
-    added = neighbour_cases(adapter, fix, per_case=per_case, seed=args.seed, cache_dir=cache) if per_case else []
+    added = (
+        neighbour_cases(
+            adapter,
+            cases,
+            per_case=per_case,
+            keep_per_case=keep_per_case,
+            synonyms=variant.synonyms,
+            seed=args.seed,
+            cache_dir=cache,
+        )
+        if per_case or keep_per_case
+        else []
+    )
     settings = RepairSettings(**overrides)
     evaluation = evaluate(adapter, cases + added, batch_size=64, cache_dir=cache, progress=False)
     start = time.perf_counter()
@@ -115,6 +151,8 @@ def run_variant(name, adapter, suite_cases, general_ev, heldout_ev, fix_recipe, 
         "variant": name,
         "settings": overrides,
         "neighbours_per_case": per_case,
+        "neighbours_per_keep_case": keep_per_case,
+        "neighbour_synonyms": variant.synonyms,
         "neighbour_cases": len(added),
         "status": result.status.value,
         "iterations": len(result.iterations),

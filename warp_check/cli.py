@@ -9,7 +9,7 @@
     warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
     warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
-    warp-check neighbours SUITE [--per-case N] [--out F]       perturbed cases the model gets wrong
+    warp-check neighbours SUITE [--per-keep-case N] [--out F]  perturbed cases the model gets wrong
 
 Exit codes: 0 everything holds; 1 a case fails, the repair did not converge or a certificate
 does not hold (compare: a WARP run did not converge; the table is still printed); 2 a usage
@@ -52,7 +52,7 @@ from warp_check.extras.attacks import (
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
 from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
-from warp_check.extras.neighbours import add_neighbours
+from warp_check.extras.neighbours import KEEP_CASES, KEEP_PER_CASE, add_neighbours
 from warp_check.extras.promote import promote
 from warp_check.runs.audit import audit
 from warp_check.runs.check import check, check_suite
@@ -97,6 +97,10 @@ def _count(text: str, minimum: int = 1) -> int:
 
 def _count_or_zero(text: str) -> int:
     return _count(text, minimum=0)
+
+
+def _count_or_all(text: str) -> int | None:
+    return None if text == "all" else _count(text, minimum=0)
 
 
 def _device(text: str) -> str:
@@ -226,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     neighbours = sub.add_parser(
         "neighbours",
-        help="add perturbed copies of the must_fix cases that the model also gets wrong, as must_fix cases",
+        help="add perturbed copies of the suite's cases that the model gets wrong, as must_fix cases",
     )
     suite_args(neighbours)
     neighbours.add_argument("--out", metavar="FILE", help="JSONL file to append to (default: the must_fix file)")
@@ -236,9 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
     neighbours.add_argument(
         "--per-keep-case",
         type=_count_or_zero,
-        default=0,
+        default=KEEP_PER_CASE,
         metavar="N",
-        help="perturbations drawn a must_keep case (0): those the model gets wrong become must_fix cases",
+        help=f"perturbations drawn a must_keep case ({KEEP_PER_CASE}): those the model gets wrong become must_fix "
+        "cases; 0 perturbs must_fix cases only",
+    )
+    neighbours.add_argument(
+        "--keep-cases",
+        type=_count_or_all,
+        default=KEEP_CASES,
+        metavar="N",
+        help=f"how many must_keep cases are perturbed, a seeded sample ({KEEP_CASES}; all: every one)",
     )
     neighbours.add_argument("--synonyms", action="store_true", help="WordNet synonyms too (needs nltk and WordNet)")
     neighbours.add_argument("--seed", type=int, default=0)
@@ -575,6 +587,8 @@ ATTACK_FLAGS = {
     "source_kind": "--from",
     "threads": "--threads",
 }
+
+
 def _diff(args: argparse.Namespace) -> int:
     checked = []
     for folder in (args.old, args.new):
@@ -615,6 +629,7 @@ def _neighbours(args: argparse.Namespace) -> int:
         out,
         per_case=args.per_case,
         keep_per_case=args.per_keep_case,
+        keep_cases=args.keep_cases,
         synonyms=args.synonyms,
         seed=args.seed,
         cache_dir=cache,

@@ -51,8 +51,10 @@ def test_the_neighbours_command_appends_them_to_the_must_fix_file_once(distilber
 
     wrong, right = split_cases(distilbert_dir, 40, seed=2)
     folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:4], keep=right[:10])
-    argv = ["neighbours", str(folder), "--per-case", "6", "--cache", "none"]
-    assert exit_code([*argv, "--per-keep-case", "-1"]) == 2
+    command = ["neighbours", str(folder), "--per-case", "6", "--cache", "none"]
+    argv = [*command, "--per-keep-case", "0"]
+    assert exit_code([*command, "--per-keep-case", "-1"]) == 2
+    assert exit_code([*command, "--keep-cases", "some"]) == 2
     assert exit_code(argv) == 0
     lines = [json.loads(line) for line in (folder / "fix.jsonl").read_text(encoding="utf-8").splitlines()]
     added = [line for line in lines if line.get("source") == SOURCE]
@@ -64,7 +66,7 @@ def test_the_neighbours_command_appends_them_to_the_must_fix_file_once(distilber
     said = capsys.readouterr().out
     assert f"0 neighbour case(s) the model gets wrong appended to {folder / 'fix.jsonl'}; {len(added)} already" in said
     keep_ids = {c.id for c in load_suite(folder).cases if c.kind is Kind.MUST_KEEP}
-    assert exit_code([*argv, "--per-keep-case", "6"]) == 0
+    assert exit_code(command) == 0  # by default must_keep cases are perturbed too
     lines = [json.loads(line) for line in (folder / "fix.jsonl").read_text(encoding="utf-8").splitlines()]
     from_keep = [line for line in lines if line.get("original") in keep_ids]
     assert from_keep and all(line["source"] == SOURCE for line in from_keep)
@@ -73,14 +75,15 @@ def test_the_neighbours_command_appends_them_to_the_must_fix_file_once(distilber
 def test_must_keep_neighbours_the_model_gets_wrong_become_must_fix_with_the_kept_label(distilbert_dir: Path):
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     wrong, right = split_cases(distilbert_dir, 40, seed=2)
+
     def cases(records, prefix, kind):
         labels = ["negative", "positive"]
         return [Case(id=f"{prefix}{i}", text=r["text"], label=labels.index(r["label"]), kind=kind)
                 for i, r in enumerate(records)]  # fmt: skip
 
     fix, keep = cases(wrong[:3], "f", Kind.MUST_FIX), cases(right, "k", Kind.MUST_KEEP)
-    alone = neighbour_cases(adapter, fix + keep, per_case=6, seed=0)
-    both = neighbour_cases(adapter, fix + keep, per_case=6, keep_per_case=6, seed=0)
+    alone = neighbour_cases(adapter, fix + keep, per_case=6, keep_per_case=0, seed=0)
+    both = neighbour_cases(adapter, fix + keep, per_case=6, keep_per_case=6, keep_cases=None, seed=0)
     from_keep = [c for c in both if c.id.startswith("k")]
     assert from_keep, "the tiny model gets some perturbation of a case it gets right wrong"
     assert [c for c in both if c.id.startswith("f")] == alone  # must_fix draws do not depend on keep_per_case
@@ -92,3 +95,11 @@ def test_must_keep_neighbours_the_model_gets_wrong_become_must_fix_with_the_kept
     assert not any(c.id.startswith("k") for c in alone)
     with pytest.raises(SettingsError, match="keep_per_case"):
         neighbour_cases(adapter, keep, keep_per_case=-1)
+    # A seeded sample of must_keep cases bounds the cost; a sampled case draws what it draws unsampled.
+    sampled = neighbour_cases(adapter, fix + keep, per_case=0, keep_per_case=6, keep_cases=5, seed=0)
+    assert len(keep) > 5 and sampled and {c.id.split("~")[0] for c in sampled} <= {c.id for c in keep}
+    assert len({c.id.split("~")[0] for c in sampled}) <= 5 and set(sampled) <= set(from_keep)
+    assert neighbour_cases(adapter, fix + keep, per_case=0, keep_per_case=6, keep_cases=5, seed=0) == sampled
+    assert neighbour_cases(adapter, keep, per_case=0, keep_per_case=6, keep_cases=0) == []
+    with pytest.raises(SettingsError, match="keep_cases"):
+        neighbour_cases(adapter, keep, keep_cases=-1)
