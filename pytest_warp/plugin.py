@@ -82,6 +82,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session):
+    done = yield
+    shutdown.tests_done()  # not after an interrupt: a second Ctrl-C may still end a slow shutdown
+    return done
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash[STATE]

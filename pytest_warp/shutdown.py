@@ -1,7 +1,9 @@
 """A Ctrl-C once the test session is over: ignored, not a traceback from pytest's shutdown.
 
-After the last summary line, an interrupt can only cut pytest's own clean-up short: it ends the
-process by the signal (exit −2), or in a traceback from pytest's ``main``. Only the outermost
+Once the last test has run, an interrupt can only cut pytest's reporting and clean-up short:
+pytest runs ``pytest_sessionfinish`` (and the terminal summary in it) outside its own
+KeyboardInterrupt handling, so it ends in a traceback from pytest's ``main``, or the process
+ends by the signal (exit −2). Only the outermost
 session of a ``pytest`` command does this: a session run in-process (pytester's inline runs,
 ``pytest.main`` from a script) leaves its caller's Ctrl-C alone.
 """
@@ -21,10 +23,21 @@ def session_opened() -> None:
     _open_sessions += 1
 
 
+def tests_done() -> None:
+    """The outermost session's test loop has ended: what follows is reporting and clean-up."""
+    if _open_sessions == 1:
+        _ignore_ctrl_c()
+
+
 def session_closed() -> None:
     global _open_sessions
     _open_sessions -= 1
-    if _open_sessions == 0 and _is_the_pytest_command() and threading.current_thread() is threading.main_thread():
+    if _open_sessions == 0:
+        _ignore_ctrl_c()
+
+
+def _ignore_ctrl_c() -> None:
+    if _is_the_pytest_command() and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 

@@ -25,6 +25,15 @@ def test_only_the_outermost_session_of_a_pytest_command_ignores_a_late_ctrl_c(mo
     shutdown.session_closed()
     assert calls == [(signal.SIGINT, signal.SIG_IGN)]
     calls.clear()
+    shutdown.session_opened()
+    shutdown.session_opened()
+    shutdown.tests_done()  # the inline run's tests are done: the outer session still runs
+    assert calls == []
+    shutdown.session_closed()
+    shutdown.tests_done()  # the outermost session's: its summary runs outside pytest's Ctrl-C handling
+    assert calls == [(signal.SIGINT, signal.SIG_IGN)]
+    shutdown.session_closed()
+    calls.clear()
     monkeypatch.setattr(sys, "argv", ["/home/me/release_gate.py"])  # a script that called pytest.main
     shutdown.session_opened()
     shutdown.session_closed()
