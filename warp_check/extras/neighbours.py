@@ -86,7 +86,6 @@ def neighbour_cases(
     require_integer("keep_per_case", keep_per_case, 0)
     if keep_cases is not None:
         require_integer("keep_cases", keep_cases, 0)
-    count = {Kind.MUST_FIX: per_case, Kind.MUST_KEEP: keep_per_case}
     # Neighbours of the suite's own cases, not of earlier neighbours: a second run adds nothing.
     # A case's seed is its position within its kind (must_keep's after every must_fix one), so
     # its neighbours depend neither on whether the other kind is perturbed nor on the sample.
@@ -96,11 +95,11 @@ def neighbour_cases(
     sample = range(len(keep))
     if keep_cases is not None and keep_cases < len(keep):
         sample = sorted(random.Random(seed).sample(range(len(keep)), keep_cases))
-    seeded = [(seed + i, c) for i, c in enumerate(fix) if per_case]
-    seeded += [(seed + len(fix) + i, keep[i]) for i in sample if keep_per_case]
+    seeded = [(seed + i, c, per_case) for i, c in enumerate(fix) if per_case]
+    seeded += [(seed + len(fix) + i, keep[i], keep_per_case) for i in sample if keep_per_case]
     drawn: list[Case] = []
-    for case_seed, case in seeded:
-        texts = perturbed_texts(case.text, count[case.kind], seed=case_seed, max_edits=max_edits, synonyms=synonyms)
+    for case_seed, case, draws in seeded:
+        texts = perturbed_texts(case.text, draws, seed=case_seed, max_edits=max_edits, synonyms=synonyms)
         drawn += [
             Case(id=f"{case.id}~{k}", text=t, label=case.label, kind=Kind.MUST_FIX, text_pair=case.text_pair,
                  source=SOURCE)
