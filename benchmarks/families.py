@@ -62,7 +62,7 @@ def _separation(model_dir: Path, folder: Path) -> dict[str, Any]:
     from warp_check.model.specs import HeadSpec
     from warp_check.repair.records import Miss
     from warp_check.repair.settings import RepairSettings
-    from warp_check.runs.pipeline import evaluate
+    from warp_check.runs.evaluation import evaluate
     from warp_check.runs.separation import hardest_pair
     from warp_check.suite.loader import load_suite
 

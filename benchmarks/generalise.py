@@ -29,7 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,47 +39,66 @@ from benchmarks.measure import machine_info
 from benchmarks.paper_tables import add_split_arguments, build_split
 from benchmarks.results import add_output_arguments, report
 from warp_check import Kind, evaluate, load_suite, repair_cases
+from warp_check.cases import NEIGHBOUR
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import CompareSettings, compare, read_cases_file
-from warp_check.extras.neighbours import neighbour_cases
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
 from warp_check.runs.load import load_adapter
 
 
 @dataclass(frozen=True, kw_only=True)
 class Variant:
-    """A WARP run of the table: settings that differ from RepairSettings(), and the neighbourhood
-    cases added to must_fix (perturbations drawn per must_fix and per must_keep case)."""
+    """A WARP run of the table: settings that differ from RepairSettings(), the neighbourhood among them."""
 
     settings: dict = field(default_factory=dict)
-    per_case: int = 0
-    keep_per_case: int = 0
-    synonyms: bool = False  # WordNet synonyms among the perturbations (needs nltk and WordNet)
+    neighbours: NeighbourSettings = field(default_factory=NeighbourSettings)
+
+
+OFF = NeighbourSettings.off()
+RANDOM = KeepChoice.RANDOM
+
+
+def sampled(per_case: int = 8, keep_per_case: int = 0, keep_cases: int | None = 2000, **more) -> NeighbourSettings:
+    """A neighbourhood over a seeded sample of must_keep cases (the first measured form)."""
+    return NeighbourSettings(per_case=per_case, keep_per_case=keep_per_case, keep_cases=keep_cases,
+                             keep_choice=RANDOM, **more)  # fmt: skip
+
+
+def nearest(keep_cases: int, per_case: int = 8, keep_per_case: int = 8) -> NeighbourSettings:
+    return NeighbourSettings(per_case=per_case, keep_per_case=keep_per_case, keep_cases=keep_cases)
 
 
 PAPER = {"mu": 0.0, "max_rank": 2, "price_growth": 1.0}  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
 VARIANTS: dict[str, Variant] = {
-    "paper": Variant(settings=PAPER),
-    "default": Variant(),  # mu = 10 (function space on the must_keep cases), the rank grows to 64
-    "mu1": Variant(settings={"mu": 1.0}),
-    "mu100": Variant(settings={"mu": 100.0}),
-    "mu1000": Variant(settings={"mu": 1000.0}),
-    "paper-rank8": Variant(settings={"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}),
-    "gamma2": Variant(settings={"gamma_s": 2.0}),
-    "gsnft": Variant(settings={"gsn_threshold": 1e9}),
-    "nbr8": Variant(per_case=8),
-    "nbr8-mu100": Variant(settings={"mu": 100.0}, per_case=8),
-    "nbr8-syn": Variant(per_case=8, synonyms=True),
-    "keep2": Variant(keep_per_case=2),
-    "nbr8-keep1": Variant(per_case=8, keep_per_case=1),
-    "nbr8-keep2": Variant(per_case=8, keep_per_case=2),
-    "nbr8-keep4": Variant(per_case=8, keep_per_case=4),
-    "nbr8-keep8": Variant(per_case=8, keep_per_case=8),
-    "nbr16-keep4": Variant(per_case=16, keep_per_case=4),
-    "nbr8-keep4-mu100": Variant(settings={"mu": 100.0}, per_case=8, keep_per_case=4),
-    "nbr8-keep8-mu100": Variant(settings={"mu": 100.0}, per_case=8, keep_per_case=8),
-    "nbr8-keep2-syn": Variant(per_case=8, keep_per_case=2, synonyms=True),
-    "nbr8-keep2-mu100": Variant(settings={"mu": 100.0}, per_case=8, keep_per_case=2),
+    "paper": Variant(settings=PAPER, neighbours=OFF),
+    "default": Variant(),  # the defaults: the loop's and the neighbourhood's
+    "loop": Variant(neighbours=OFF),  # mu = 10 (function space on the must_keep cases), the rank grows to 64
+    "mu1": Variant(settings={"mu": 1.0}, neighbours=OFF),
+    "mu100": Variant(settings={"mu": 100.0}, neighbours=OFF),
+    "mu1000": Variant(settings={"mu": 1000.0}, neighbours=OFF),
+    "paper-rank8": Variant(settings={"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}, neighbours=OFF),
+    "gamma2": Variant(settings={"gamma_s": 2.0}, neighbours=OFF),
+    "gsnft": Variant(settings={"gsn_threshold": 1e9}, neighbours=OFF),
+    "nbr8": Variant(neighbours=sampled()),
+    "nbr8-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled()),
+    "nbr8-syn": Variant(neighbours=sampled(synonyms=True)),
+    "keep2": Variant(neighbours=sampled(per_case=0, keep_per_case=2)),
+    "nbr8-keep1": Variant(neighbours=sampled(keep_per_case=1)),
+    "nbr8-keep2": Variant(neighbours=sampled(keep_per_case=2)),
+    "nbr8-keep4": Variant(neighbours=sampled(keep_per_case=4)),
+    "nbr8-keep8": Variant(neighbours=sampled(keep_per_case=8)),
+    "nbr16-keep4": Variant(neighbours=sampled(per_case=16, keep_per_case=4)),
+    "nbr8-keep4-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled(keep_per_case=4)),
+    "nbr8-keep8-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled(keep_per_case=8)),
+    "nbr8-keep2-syn": Variant(neighbours=sampled(keep_per_case=2, synonyms=True)),
+    "nbr8-keep2-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled(keep_per_case=2)),
+    "nbr8-rand500": Variant(neighbours=sampled(keep_per_case=8, keep_cases=500)),
+    "near250": Variant(neighbours=nearest(250)),
+    "near500": Variant(neighbours=nearest(500)),
+    "near1000": Variant(neighbours=nearest(1000)),
+    "near500-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500)),
+    "near500-syn": Variant(neighbours=replace(nearest(500), synonyms=True)),
+    "near250-k16": Variant(neighbours=nearest(250, keep_per_case=16)),
 }
 
 
@@ -110,31 +129,19 @@ def score(head, V: np.ndarray, cases) -> tuple[float, np.ndarray]:
 
 def run_variant(name, adapter, suite_cases, general_ev, heldout_ev, fix_recipe, args, cache, log) -> dict:
     variant = VARIANTS[name]
-    overrides, per_case, keep_per_case = variant.settings, variant.per_case, variant.keep_per_case
-    cases = list(suite_cases)
-    added = (
-        neighbour_cases(
-            adapter,
-            cases,
-            per_case=per_case,
-            keep_per_case=keep_per_case,
-            synonyms=variant.synonyms,
-            seed=args.seed,
-            cache_dir=cache,
-        )
-        if per_case or keep_per_case
-        else []
-    )
-    settings = RepairSettings(**overrides)
-    evaluation = evaluate(adapter, cases + added, batch_size=64, cache_dir=cache, progress=False)
+    settings = RepairSettings(**variant.settings, neighbours=variant.neighbours)
+    evaluation = evaluate(adapter, list(suite_cases), batch_size=64, cache_dir=cache, progress=False)
     start = time.perf_counter()
-    outcome = repair_cases(adapter, evaluation.cases, settings, evaluation=evaluation, progress=False)
+    outcome = repair_cases(
+        adapter, evaluation.cases, settings, evaluation=evaluation, batch_size=64, cache_dir=cache, progress=False
+    )
     seconds = time.perf_counter() - start
-    result = outcome.result
+    result, hood = outcome.result, outcome.neighbourhood
+    evaluation = outcome.evaluation  # the suite's cases and the neighbourhood's
     head0, head = adapter.head(), result.head_after
     labels = np.array([c.label for c in evaluation.cases])
     kinds = np.array([c.kind.value for c in evaluation.cases])
-    original_fix = np.array([c.kind is Kind.MUST_FIX and c.source != "neighbour" for c in evaluation.cases])
+    original_fix = np.array([c.kind is Kind.MUST_FIX and c.source != NEIGHBOUR for c in evaluation.cases])
     right = head.predict(evaluation.encoded.V.astype(np.float64)) == labels
     dev_V = general_ev.encoded.V.astype(np.float64)
     general_acc, dev_after = score(head, dev_V, general_ev.cases)
@@ -149,11 +156,12 @@ def run_variant(name, adapter, suite_cases, general_ev, heldout_ev, fix_recipe, 
 
     row = {
         "variant": name,
-        "settings": overrides,
-        "neighbours_per_case": per_case,
-        "neighbours_per_keep_case": keep_per_case,
-        "neighbour_synonyms": variant.synonyms,
-        "neighbour_cases": len(added),
+        "settings": variant.settings,
+        "neighbours": settings.to_dict()["neighbours"],
+        "neighbours_drawn": hood.drawn if hood else 0,
+        "neighbour_cases": len(hood.cases) if hood else 0,
+        "neighbours_left_out": hood.left_out if hood else None,
+        "neighbour_seconds": hood.seconds if hood else 0.0,
         "status": result.status.value,
         "iterations": len(result.iterations),
         "repair_acc": float(right[original_fix].mean()),

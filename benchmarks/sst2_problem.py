@@ -23,7 +23,7 @@ from benchmarks import REPO, data
 from warp_check.cases import Case, Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.repair.records import CaseSet
-from warp_check.runs.pipeline import evaluate
+from warp_check.runs.evaluation import evaluate
 from warp_check.suite.loader import load_suite
 
 SUITES = {model: REPO / "example_suites" / f"reviews-{model}" for model in ("distilbert", "bert")}

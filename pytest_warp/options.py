@@ -70,8 +70,24 @@ _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("--warp-rank", "warp_rank", "string", "repair rank r (overrides [repair] rank)"),
     ("--warp-gamma-s", "warp_gamma_s", "string", "must_fix margin γ_s (overrides [repair] gamma_s)"),
     ("--warp-gamma-h", "warp_gamma_h", "string", "must_keep margin γ_h (overrides [repair] gamma_h)"),
+    (
+        "--warp-neighbours",
+        "warp_neighbours",
+        "string",
+        "the repair's neighbourhood: off, or how many must_keep cases nearest the boundary are perturbed (N or "
+        "all; overrides [repair.neighbours] keep_cases)",
+    ),
 )
 
+
+# How a user changes each repair setting from pytest (for errors, and advice in failure messages).
+FLAGS = {
+    "rank": "--warp-rank",
+    "gamma_s": "--warp-gamma-s",
+    "gamma_h": "--warp-gamma-h",
+    "neighbours": "--warp-neighbours",
+}
+LOOP = ("rank", "gamma_s", "gamma_h")  # the loop's own settings among them
 
 _METAVARS = {
     "warp_rank": "R",
@@ -81,6 +97,7 @@ _METAVARS = {
     "warp_device": "DEVICE",
     "warp_batch_size": "N",
     "warp_threads": "N",
+    "warp_neighbours": "off|N|all",
 }
 
 
@@ -112,6 +129,7 @@ class WarpOptions:
     rank: int | None = None
     gamma_s: float | None = None
     gamma_h: float | None = None
+    neighbours: str | None = None
 
     @property
     def mode(self) -> Mode:
@@ -120,14 +138,14 @@ class WarpOptions:
     @property
     def flags(self) -> dict[str, str]:
         """How a user changes each repair setting from pytest (for advice in failure messages)."""
-        return {"rank": "--warp-rank", "gamma_s": "--warp-gamma-s", "gamma_h": "--warp-gamma-h"}
+        return dict(FLAGS)
 
     def compute(self) -> dict[str, Any]:
         """Where and how the encoder runs, for Suite.with_compute (None: the suite's own)."""
         return {"device": self.device, "batch_size": self.batch_size, "threads": self.threads}
 
     def overrides(self) -> dict[str, Any]:
-        return {"rank": self.rank, "gamma_s": self.gamma_s, "gamma_h": self.gamma_h}
+        return {"rank": self.rank, "gamma_s": self.gamma_s, "gamma_h": self.gamma_h, "neighbours": self.neighbours}
 
     @property
     def given(self) -> bool:
@@ -173,6 +191,11 @@ def _count(config: pytest.Config, name: str) -> int | None:
     return number
 
 
+def _text(config: pytest.Config, name: str) -> str | None:
+    value, _, _ = _raw(config, name)
+    return None if value in (None, "") else str(value)
+
+
 def _device(config: pytest.Config) -> str | None:
     value, _, where = _raw(config, "warp_device")
     if value in (None, ""):
@@ -205,6 +228,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
         rank=_number(config, "warp_rank", int),
         gamma_s=_number(config, "warp_gamma_s", float),
         gamma_h=_number(config, "warp_gamma_h", float),
+        neighbours=_text(config, "warp_neighbours"),
     )
     if options.repair and options.certificate is not None:
         raise pytest.UsageError(
@@ -229,10 +253,11 @@ def read_options(config: pytest.Config) -> WarpOptions:
         from warp_check.repair.settings import RepairSettings
 
         try:
-            RepairSettings(**{k: v for k, v in options.overrides().items() if v is not None})
+            settings = RepairSettings(**{k: v for k, v in options.overrides().items() if v is not None and k in LOOP})
+            if options.neighbours is not None:
+                settings.neighbours.overridden(options.neighbours)
         except SettingsError as exc:
-            flag = {"rank": "--warp-rank", "gamma_s": "--warp-gamma-s", "gamma_h": "--warp-gamma-h"}[exc.field]
-            raise pytest.UsageError(f"{flag}: {exc}") from None
+            raise pytest.UsageError(f"{FLAGS[exc.field]}: {exc}") from None
         if options.gamma_s is not None and options.gamma_h is not None and options.gamma_h > options.gamma_s:
             raise pytest.UsageError(
                 f"--warp-gamma-h {options.gamma_h:g} > --warp-gamma-s {options.gamma_s:g}: the must_keep margin "

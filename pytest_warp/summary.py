@@ -75,6 +75,8 @@ def _warm(details: CheckDetails | RepairDetails) -> bool:
 
 def _audit_lines(run: RunResult, details: AuditDetails) -> list[str]:
     out = [f"  audit: {run.message}", f"  certificate: {details.certificate}"]
+    if details.neighbours:
+        out.append(f"  {details.neighbours} neighbourhood case(s) of the repair (perturbed suite cases) checked too")
     if details.not_in_suite:
         out.append(f"  {len(details.not_in_suite)} certified case(s) are not in this suite")
     return out
@@ -93,6 +95,8 @@ def _repair_lines(run: RunResult, details: RepairDetails) -> list[str]:
     gsn_text = "applied" if gsn.applied else f"not applied ({gsn.reason})"
     before, after = num(details.kappa_before, show_inf=False), num(details.kappa_after, show_inf=False)
     out.append(f"  mean GSN κ: {before} before, {after} after; GSN-FT {gsn_text}")
+    if details.neighbourhood is not None:
+        out.append(f"  neighbourhood: {details.neighbourhood}")
     if details.certs is not None:
         gamma_s, gamma_h = num(details.gamma_s, show_inf=False), num(details.gamma_h, show_inf=False)
         out.append(f"  certificates: {details.certs} (γ_s = {gamma_s}, γ_h = {gamma_h})")

@@ -58,8 +58,9 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.qp.solve import solve
     from warp_check.repair.loop import repair_head
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
+    from warp_check.runs.evaluation import Evaluation, evaluate
     from warp_check.runs.modes import Mode, RunStatus
-    from warp_check.runs.pipeline import Evaluation, RepairOutcome, evaluate, repair_cases
+    from warp_check.runs.pipeline import RepairOutcome, repair_cases
     from warp_check.runs.report import write_report
     from warp_check.runs.result import RunResult, Verdict
     from warp_check.suite.loader import Suite, load_suite
@@ -117,8 +118,8 @@ _LAZY: dict[str, str] = {
     "repair_head": "warp_check.repair.loop",
     "RepairResult": "warp_check.repair.records",
     "RepairStatus": "warp_check.repair.records",
-    "evaluate": "warp_check.runs.pipeline",
-    "Evaluation": "warp_check.runs.pipeline",
+    "evaluate": "warp_check.runs.evaluation",
+    "Evaluation": "warp_check.runs.evaluation",
     "repair_cases": "warp_check.runs.pipeline",
     "RepairOutcome": "warp_check.runs.pipeline",
     "write_report": "warp_check.runs.report",

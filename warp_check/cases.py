@@ -18,6 +18,11 @@ class Kind(str, enum.Enum):
         return self.value
 
 
+# Case.source of a perturbed copy of a suite case that a repair's neighbourhood drew
+# (warp_check.runs.neighbourhood), or that ``warp-check neighbours`` wrote into a suite.
+NEIGHBOUR = "neighbour"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Case:
     """One labelled input. ``label`` is the class id; ``origin`` is 'file:line' when loaded."""

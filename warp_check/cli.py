@@ -52,8 +52,9 @@ from warp_check.extras.attacks import (
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
 from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
-from warp_check.extras.neighbours import KEEP_CASES, KEEP_PER_CASE, add_neighbours
+from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.promote import promote
+from warp_check.repair.settings import KeepChoice, NeighbourSettings
 from warp_check.runs.audit import audit
 from warp_check.runs.check import check, check_suite
 from warp_check.runs.details import CheckDetails, RepairDetails
@@ -69,7 +70,7 @@ from warp_check.suite.model_source import DEVICE_NAME
 from warp_check.version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-FLAGS = {"rank": "--rank", "gamma_s": "--gamma-s", "gamma_h": "--gamma-h"}
+FLAGS = {"rank": "--rank", "gamma_s": "--gamma-s", "gamma_h": "--gamma-h", "neighbours": "--neighbours"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -144,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     repair.add_argument(
         "--gamma-h", type=_finite_float, metavar="G", help="must_keep margin (overrides [repair] gamma_h)"
+    )
+    repair.add_argument(
+        "--neighbours",
+        metavar="off|N|all",
+        help="the repair's neighbourhood: off, or how many must_keep cases nearest the boundary are perturbed "
+        "(overrides [repair.neighbours] keep_cases)",
     )
     repair.add_argument("--report", metavar="DIR", help="also write report.md, report.json and plots here")
 
@@ -234,26 +241,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     suite_args(neighbours)
     neighbours.add_argument("--out", metavar="FILE", help="JSONL file to append to (default: the must_fix file)")
+    defaults = NeighbourSettings()
     neighbours.add_argument(
-        "--per-case", type=_count_or_zero, default=8, metavar="N", help="perturbations drawn a must_fix case (8)"
+        "--per-case",
+        type=_count_or_zero,
+        metavar="N",
+        help=f"perturbations drawn a must_fix case (default: the suite's [repair.neighbours], {defaults.per_case})",
     )
     neighbours.add_argument(
         "--per-keep-case",
         type=_count_or_zero,
-        default=KEEP_PER_CASE,
         metavar="N",
-        help=f"perturbations drawn a must_keep case ({KEEP_PER_CASE}): those the model gets wrong become must_fix "
-        "cases; 0 perturbs must_fix cases only",
+        help=f"perturbations drawn a must_keep case ({defaults.keep_per_case}): those the model gets wrong become "
+        "must_fix cases; 0 perturbs must_fix cases only",
     )
     neighbours.add_argument(
         "--keep-cases",
         type=_count_or_all,
-        default=KEEP_CASES,
+        default=argparse.SUPPRESS,  # None means every one: absent means the suite's
         metavar="N",
-        help=f"how many must_keep cases are perturbed, a seeded sample ({KEEP_CASES}; all: every one)",
+        help=f"how many must_keep cases are perturbed ({defaults.keep_cases}; all: every one)",
     )
-    neighbours.add_argument("--synonyms", action="store_true", help="WordNet synonyms too (needs nltk and WordNet)")
-    neighbours.add_argument("--seed", type=int, default=0)
+    neighbours.add_argument(
+        "--keep-choice",
+        choices=[c.value for c in KeepChoice],
+        help=f"which must_keep cases: nearest the decision boundary, or a seeded sample ({defaults.keep_choice.value})",
+    )
+    neighbours.add_argument(
+        "--synonyms", action="store_true", default=None, help="WordNet synonyms too (needs nltk and WordNet)"
+    )
+    neighbours.add_argument("--seed", type=_count_or_zero, metavar="N")
 
     promote = sub.add_parser(
         "promote", help="move the must_fix cases a certified repair fixed into the suite's must_keep file"
@@ -357,7 +374,9 @@ def _check(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     suite, cache = _load(args)
     try:
-        settings = suite.settings(rank=args.rank, gamma_s=args.gamma_s, gamma_h=args.gamma_h)
+        settings = suite.settings(
+            rank=args.rank, gamma_s=args.gamma_s, gamma_h=args.gamma_h, neighbours=args.neighbours
+        )
     except SettingsError as exc:
         print(f"warp-check repair: error: {FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -394,6 +413,8 @@ def _print_result(result, *, quiet: bool) -> None:
     if aux:
         print(f"  aux        {aux} case(s): GSN-FT data, not tests")
     repaired = details if isinstance(details, RepairDetails) else None
+    if repaired is not None and repaired.neighbourhood is not None:
+        print(f"  neighbourhood: {repaired.neighbourhood}")
     if repaired is not None and repaired.certs is not None:
         print(f"  certificates: {repaired.certs}")
     if result.mode is Mode.REPAIR:
@@ -623,21 +644,20 @@ def _neighbours(args: argparse.Namespace) -> int:
     suite, cache = _load(args)
     out = Path(args.out) if args.out else default_out(suite)
     adapter = load_adapter(suite)
-    added = add_neighbours(
-        suite,
-        adapter,
-        out,
-        per_case=args.per_case,
-        keep_per_case=args.per_keep_case,
-        keep_cases=args.keep_cases,
-        synonyms=args.synonyms,
-        seed=args.seed,
-        cache_dir=cache,
-    )
-    print(
-        f"{len(added.added)} neighbour case(s) the model gets wrong appended to {added.path}; "
-        f"{added.duplicates} already there"
-    )
+    flags = {
+        "per_case": args.per_case,
+        "keep_per_case": args.per_keep_case,
+        "keep_choice": args.keep_choice,
+        "synonyms": args.synonyms,
+        "seed": args.seed,
+    }
+    changes = {name: value for name, value in flags.items() if value is not None}
+    if hasattr(args, "keep_cases"):
+        changes["keep_cases"] = args.keep_cases
+    settings = dataclasses.replace(suite.repair.neighbours, **changes)
+    added = add_neighbours(suite, adapter, out, settings, cache_dir=cache)
+    already = f"; {added.duplicates} already there" if added.duplicates else ""
+    print(f"{len(added.added)} neighbour case(s) the model gets wrong appended to {added.path}{already}")
     return EXIT_OK
 
 

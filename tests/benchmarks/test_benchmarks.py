@@ -173,10 +173,17 @@ def test_the_e2e_benchmark_runs_on_a_tiny_suite(tmp_path, distilbert_dir, tiny_s
     result = json.loads(capsys.readouterr().out)["result"]
     assert result["exit_codes_as_expected"] is True
     loaded = {name: [r["model_loaded"] for r in runs] for name, runs in result["runs"].items()}
-    assert loaded == {"plain_cold": [True], "plain_warm": [False], "repair_cold": [True], "repair_warm": [True]}
+    assert loaded == {
+        "plain_cold": [True],
+        "plain_warm": [False],
+        "repair_cold": [True],
+        "repair_warm": [True],
+        "repair_cold_alone": [True],
+    }
     # Wall-time ratios always exist; a tiny suite's warm run may take "0.00s" per item, so the
     # suite-run ratios may not.
-    assert all(result["ratios"][name] > 0 for name in ("repair_over_plain", "warm_over_cold", "repair_over_plain_warm"))
+    ratios = ("repair_over_plain", "repair_alone_over_plain", "warm_over_cold", "repair_over_plain_warm")
+    assert all(result["ratios"][name] > 0 for name in ratios)
     assert result["medians"]["plain_warm"]["wall_s"] < result["medians"]["plain_cold"]["wall_s"]
     assert not (suite / ".warp").exists()  # the runs happen on a copy
 

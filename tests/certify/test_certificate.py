@@ -19,6 +19,7 @@ import pytest
 from warp_check import CERTIFICATE_NAME, FORMAT, Certificate, Lipschitz
 from warp_check.certify.certificate import LATER_KEYS, TOP_LEVEL_KEYS, finite
 from warp_check.errors import CertificateError
+from warp_check.repair.settings import NeighbourSettings
 
 
 @pytest.fixture
@@ -47,9 +48,21 @@ def test_the_file_keeps_the_format_and_its_key_order(data):
     assert data["format"] == FORMAT and tuple(data) == TOP_LEVEL_KEYS + LATER_KEYS
     assert list(data["model"])[-2:] == ["sha256_repair_layer", "sha256_frozen"]
     assert list(data["cases"][0]) == [
-        "id", "kind", "label", "text", "text_pair", "gap_before", "gap_after", "gap_as_saved", "cert1", "cert2",
-        "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded",
+        "id", "kind", "label", "text", "text_pair", "source", "gap_before", "gap_after", "gap_as_saved", "cert1",
+        "cert2", "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded",
     ]  # fmt: skip
+
+
+def test_a_certificate_written_before_neighbourhoods_still_reads(data, path):
+    # No [repair.neighbours] settings and no case sources: its repair drew no neighbourhood.
+    old = json.loads(json.dumps(data))
+    del old["settings"]["neighbours"]
+    for case in old["cases"]:
+        del case["source"]
+    certificate = Certificate.from_json(old, path=path)
+    assert certificate.settings.neighbours == NeighbourSettings.off()
+    assert all(c.source is None for c in certificate.cases)
+    assert Certificate.from_json(data, path=path).settings.neighbours == NeighbourSettings()
     assert list(data["repair"]["history"][0])[:3] == ["iteration", "min_gap_fix", "min_gap_keep"]
 
 

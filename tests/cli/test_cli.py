@@ -44,10 +44,18 @@ def test_repair_then_verify_then_tamper(suite, cases, distilbert_dir, tmp_path, 
     out_dir = tmp_path / "repaired"
     assert main(["repair", str(suite), "--out", str(out_dir), "--rank", "3", "-q"]) == 0
     out = capsys.readouterr().out
-    assert f"certificates: Cert 1 {len(wrong)}/{len(wrong)}, Cert 2 {len(right)}/{len(right)}" in out
+    certified = json.loads((out_dir / CERTIFICATE_NAME).read_text())["cases"]
+    hood = sum(c["source"] == "neighbour" for c in certified)  # perturbed copies it got wrong, repaired too
+    assert hood and f"  neighbourhood: {hood} of " in out
+    fixed = len(wrong) + hood
+    assert f"certificates: Cert 1 {fixed}/{fixed}, Cert 2 {len(right)}/{len(right)}" in out
     assert f"repaired model: {out_dir}" in out and out.rstrip().endswith("PASSED")
     assert tree_digest(distilbert_dir) == before
     assert json.loads((out_dir / CERTIFICATE_NAME).read_text())["settings"]["rank"] == 3
+    # --neighbours off: the suite's own cases alone, as the paper repairs.
+    assert main(["repair", str(suite), "--out", str(out_dir), "--neighbours", "off", "-q"]) == 0
+    certified = json.loads((out_dir / CERTIFICATE_NAME).read_text())["cases"]
+    assert "neighbourhood:" not in capsys.readouterr().out and len(certified) == len(wrong) + len(right)
 
     assert main(["verify", str(out_dir)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("certificate holds")
@@ -91,6 +99,10 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
         (["check", "{suite}", "--device", "gpu"], "argument --device: 'gpu' is not a device: give auto, cpu, cuda"),
         (["check", "{suite}", "--threads", "0"], "argument --threads: '0': must be >= 1"),
         (["repair", "{suite}", "--batch-size", "x"], "argument --batch-size: 'x' is not an integer"),
+        (
+            ["repair", "{suite}", "--neighbours", "most"],
+            "warp-check repair: error: --neighbours: neighbours='most': must be off, all, or how many",
+        ),
     ],
 )
 def test_usage_and_input_mistakes_exit_2_with_one_line(tmp_path, suite, distilbert_dir, argv, message, capsys):

@@ -62,12 +62,16 @@ def test_nothing_is_promoted_from_a_model_its_certificate_does_not_describe(dist
         promote(load_suite(no_keep), out)
 
 
+NO_HOOD = "[repair.neighbours]\nper_case = 0\nkeep_per_case = 0\n"
+
+
 @pytest.mark.slow
 def test_five_rounds_of_repair_on_top_of_repair_keep_every_earlier_fix(distilbert_dir, pool, tmp_path, capsys):
     # Each release: two new must_fix cases; repair on top of the last repaired model; promote.
     wrong, right = pool
     assert len(wrong) >= 10, "the tiny model gets too few cases wrong for five rounds"
-    folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:2], keep=right[:20])
+    # Without a neighbourhood: its repairs may fix the next release's failures before they come.
+    folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:2], keep=right[:20], extra=NO_HOOD)
     model = distilbert_dir
     promoted: list[str] = []
     for round_ in range(5):
@@ -99,7 +103,7 @@ def test_five_rounds_of_repair_on_top_of_repair_keep_every_earlier_fix(distilber
 
 def test_a_chain_with_a_replaced_link_does_not_hold(distilbert_dir, pool, tmp_path, capsys):
     wrong, right = pool
-    folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:2], keep=right[:10])
+    folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:2], keep=right[:10], extra=NO_HOOD)
     first, second = tmp_path / "r1", tmp_path / "r2"
     assert exit_code(["repair", str(folder), "--out", str(first), "-q"]) == 0
     with (folder / "fix.jsonl").open("a", encoding="utf-8") as handle:

@@ -10,10 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from testkit.tiny_models import synthetic_cases
 
 from warp_check import Case, ClassifierAdapter, Kind, encode_cases
 from warp_check.errors import CacheWarning
+from warp_check.model.encode import length_batches
 from warp_check.model.head import DenseHead
 
 
@@ -35,6 +38,7 @@ class ForwardCounter:
         self.calls = 0
         self.forbidden = False
         self.widths: list[int] = []
+        self.padded: list[bool] = []
         adapter.model.register_forward_pre_hook(self._hook, with_kwargs=True)
 
     def _hook(self, _module, args, kwargs):
@@ -42,6 +46,7 @@ class ForwardCounter:
             raise AssertionError("the encoder ran although every case was cached")
         self.calls += 1
         self.widths.append(int(kwargs["input_ids"].shape[1]))
+        self.padded.append(bool((kwargs["attention_mask"] == 0).any()))
         self.lengths = kwargs["attention_mask"].sum(1).tolist()
 
     def forbid(self) -> None:
@@ -56,7 +61,8 @@ def test_second_run_never_calls_the_encoder(adapter, cases, tmp_path, distilbert
     counter = ForwardCounter(adapter)
     first = encode_cases(adapter, cases, batch_size=8, cache_dir=tmp_path, progress=False)
     assert (first.encoded, first.from_cache) == (40, 0)
-    assert counter.calls == 5  # 40 cases in batches of 8
+    lengths = [len(f["input_ids"]) for f in adapter.tokenize([c.text for c in cases])]
+    assert counter.calls == sum(-(-lengths.count(n) // 8) for n in set(lengths))  # batches of ≤ 8 of one length
     counter.forbid()
     second = encode_cases(adapter, cases, batch_size=8, cache_dir=tmp_path, progress=False)
     assert (second.encoded, second.from_cache) == (0, 40)
@@ -71,16 +77,26 @@ def test_second_run_never_calls_the_encoder(adapter, cases, tmp_path, distilbert
     assert encode_cases(fresh, relabelled, cache_dir=tmp_path, progress=False).from_cache == 40
 
 
-def test_batches_are_length_sorted_dynamically_padded_and_returned_in_order(adapter, cases):
+def test_batches_hold_one_length_each_are_never_padded_and_return_rows_in_order(adapter, cases):
     counter = ForwardCounter(adapter)
     encoded = encode_cases(adapter, cases, batch_size=8, progress=False)
-    assert counter.widths == sorted(counter.widths) and len(set(counter.widths)) > 1
-    lengths = sorted(len(f["input_ids"]) for f in adapter.tokenize([c.text for c in cases]))
-    assert counter.widths == [lengths[i + 7] for i in range(0, 40, 8)]  # each batch padded to its own longest
-    # Row i is case i: the same as encoding each case alone, without padding.
+    assert counter.widths == sorted(counter.widths) and len(set(counter.widths)) > 1 and not any(counter.padded)
+    # Row i is case i: the same as encoding each case alone.
     for i in (0, 17, 39):
         alone, _ = adapter.forward_batch(adapter.tokenize([cases[i].text]))
         np.testing.assert_allclose(encoded.V[i], alone[0], atol=1e-5)
+    # A case's v does not depend on the cases it is encoded with (a cache, a neighbourhood, an audit).
+    fewer = encode_cases(adapter, cases[::3], batch_size=8, progress=False)
+    np.testing.assert_allclose(fewer.V, encoded.V[::3], rtol=0, atol=1e-6)
+
+
+@given(st.lists(st.integers(1, 6), max_size=60), st.integers(1, 7))
+def test_length_batches_partition_the_inputs_into_fewest_full_single_length_batches(lengths, batch_size):
+    batches = length_batches(lengths, batch_size)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert all(0 < len(b) <= batch_size and len({lengths[i] for i in b}) == 1 for b in batches)
+    assert len(batches) == sum(-(-lengths.count(n) // batch_size) for n in set(lengths))
+    assert [lengths[b[0]] for b in batches] == sorted(lengths[b[0]] for b in batches)
 
 
 def test_a_repaired_model_hits_the_cache_of_the_original(adapter, cases, tmp_path):

@@ -168,6 +168,10 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
     result.assert_outcomes(passed=len(wrong) + len(right))
     assert "warnings summary" not in result.stdout.str()
     n_fix, n_keep = len(wrong), len(right)
+    # Perturbed copies of the suite's cases that the model got wrong are repaired and certified too.
+    n_hood = sum(c["source"] == "neighbour" for c in certificate(suite)["cases"])
+    n_cert = n_fix + n_hood
+    assert n_hood > 0
     result.stdout.fnmatch_lines(
         [
             "*= warp-check =*",
@@ -176,7 +180,9 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
             f"  must_keep  {n_keep} passed, 0 failed",
             "  repair: converged in * iteration(s), * s",
             "  mean GSN κ: * before, * after; GSN-FT not applied (no aux cases)",
-            f"  certificates: Cert 1 {n_fix}/{n_fix}, Cert 2 {n_keep}/{n_keep}, Cert 3 {n_fix}/{n_fix} "
+            f"  neighbourhood: {n_hood} of * perturbation(s) of {n_fix + n_keep} case(s) were wrong: repaired and "
+            "certified as must_fix cases too (* s)",
+            f"  certificates: Cert 1 {n_cert}/{n_cert}, Cert 2 {n_keep}/{n_keep}, Cert 3 {n_cert}/{n_cert} "
             "(γ_s = 1, γ_h = 0.3)",
             f"  repaired model: {suite / '.warp' / 'repaired'} (with warp_certificate.json)",
             f"report: {pytester.path / 'rep' / 'report.md'}",
@@ -273,6 +279,20 @@ def test_ini_options_set_the_mode_and_overrides(pytester, suite, cases):
     assert certificate(suite)["settings"]["rank"] == 4
 
 
+def test_the_neighbourhood_option_turns_it_off_or_sizes_it(pytester, suite, cases):
+    wrong, right = cases
+    result = run(pytester, "--warp-repair", "--warp-neighbours", "off")
+    result.assert_outcomes(passed=len(wrong) + len(right))
+    assert "neighbourhood:" not in result.stdout.str()
+    cert = certificate(suite)
+    assert cert["settings"]["neighbours"]["per_case"] == 0 and {c["source"] for c in cert["cases"]} == {None}
+    pytester.makeini("[pytest]\nwarp_neighbours = 3\n")
+    result = run(pytester, "--warp-repair")
+    result.assert_outcomes(passed=len(wrong) + len(right))
+    result.stdout.fnmatch_lines([f"  neighbourhood: * of * perturbation(s) of {len(wrong) + 3} case(s) were wrong*"])
+    assert certificate(suite)["settings"]["neighbours"]["keep_cases"] == 3
+
+
 def test_device_threads_and_batch_size_options_reach_the_encoder(pytester, suite, cases, monkeypatch):
     seen = record_encoder_batches(monkeypatch)
     wrong, right = cases
@@ -336,6 +356,10 @@ def test_audit_passes_on_the_certified_model_and_fails_on_a_tampered_one(pyteste
         (("--warp-device", "gpu"), "ERROR: --warp-device='gpu': give auto, cpu, cuda or cuda:N"),
         (("--warp-threads", "0"), "ERROR: --warp-threads=0: must be an integer >= 1"),
         (("--warp-batch-size", "many"), "ERROR: --warp-batch-size='many': must be an integer"),
+        (
+            ("--warp-neighbours", "some"),
+            "ERROR: --warp-neighbours: neighbours='some': must be off, all, or how many must_keep cases to perturb",
+        ),
     ],
 )
 def test_usage_mistakes_are_one_line_errors(pytester, args, message):

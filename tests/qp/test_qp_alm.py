@@ -156,11 +156,11 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
 
 
 def test_auto_picks_the_augmented_lagrangian_past_ipm_max_unknowns():
-    problem = random_problem(0, 5, 50, 2, 16)  # 50 hard rows, p = 32
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "alm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=51, ipm_max_unknowns=31)) == "osqp"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31, form="dual")) == "osqp"
-    result = solve(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31))
+    problem = random_problem(0, 5, 50, 2, 16)  # 55 rows, p = 32
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31)) == "alm"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=56, ipm_max_unknowns=31)) == "osqp"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31, form="dual")) == "osqp"
+    result = solve(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31))
     assert result.backend == "alm" and result.status is QPStatus.SOLVED
 
 

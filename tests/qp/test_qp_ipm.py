@@ -208,20 +208,21 @@ def test_every_method_outcome_has_a_status():
     assert not OUTCOME_STATUS[Outcome.STALLED].has_solution
 
 
-def test_auto_picks_the_ipm_from_ipm_min_rows_hard_rows_up_to_ipm_max_unknowns():
-    problem = random_problem(0, 5, 50, 2, 16)
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=51)) == "osqp"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50)) == "ipm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=51)) == "osqp"
+def test_auto_picks_the_ipm_from_ipm_min_rows_rows_up_to_ipm_max_unknowns():
+    problem = random_problem(0, 5, 50, 2, 16)  # 5 soft rows and 50 hard: every row counts
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=56)) == "osqp"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=55)) == "ipm"
+    # Soft rows count as much as hard ones (a neighbourhood brings a thousand must_fix rows).
+    assert pick_backend(random_problem(0, 50, 5, 2, 16), SolverSettings(ipm_min_rows=55)) == "ipm"
     assert pick_backend(problem, SolverSettings(backend="ipm")) == "ipm"
-    assert solve(problem, SolverSettings(ipm_min_rows=50)).backend == "ipm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, form="dual")) == "osqp"  # only OSQP has it
+    assert solve(problem, SolverSettings(ipm_min_rows=55)).backend == "ipm"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, form="dual")) == "osqp"  # only OSQP has it
     # ... and only while β (r·d_in = 2·16 unknowns here) keeps the IPM's p×p normal matrix small.
     assert problem.rank * problem.d_in == 32
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=32)) == "ipm"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=32)) == "ipm"
     # Past it, the augmented Lagrangian (unless a form is named: the IPM's is the primal).
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31)) == "alm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=50, ipm_max_unknowns=31, form="primal")) == "osqp"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31)) == "alm"
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31, form="primal")) == "osqp"
     assert pick_backend(problem, SolverSettings(ipm_max_unknowns=1, backend="ipm")) == "ipm"  # asked for
 
 

@@ -124,7 +124,10 @@ def test_repair_converges_with_every_certificate_on_every_case(repaired):
     fix = [r for r in records if r.kind == "must_fix"]
     keep = [r for r in records if r.kind == "must_keep"]
     assert result.status.value == "converged" and not result.misses and not result.excluded_keep
-    assert len(fix) + len(keep) == len(repaired.cases)
+    # The suite's cases, then the neighbourhood's: perturbed copies the model got wrong, repaired too.
+    hood = repaired.outcome.neighbourhood
+    assert hood is not None and hood.left_out is None
+    assert [r.id for r in records] == [c.id for c in repaired.cases] + [c.id for c in hood.cases]
     assert all(r.cert1 and r.gap_after >= SETTINGS.gamma_s for r in fix)
     assert all(r.cert2 and r.gap_after >= SETTINGS.gamma_h for r in keep)
     assert all(r.cert3 and r.eps_star > 0 for r in fix)
@@ -143,10 +146,11 @@ def test_repair_converges_with_every_certificate_on_every_case(repaired):
 def test_saved_folder_reloads_and_its_real_logits_give_the_certified_gaps(repaired):
     certificate = Certificate.read(repaired.artefact / CERTIFICATE_NAME)
     claims = {c.id: c for c in certificate.cases}
-    labels = [c.label for c in repaired.cases]
-    logits = _real_logits(repaired.artefact, repaired.cases)
+    cases = [*repaired.cases, *repaired.outcome.neighbourhood.cases]  # the neighbourhood's claims too
+    labels = [c.label for c in cases]
+    logits = _real_logits(repaired.artefact, cases)
     gaps = _gaps(logits, labels)
-    for case, gap in zip(repaired.cases, gaps, strict=True):
+    for case, gap in zip(cases, gaps, strict=True):
         assert claims[case.id].gap_after == pytest.approx(gap, abs=GAP_TOLERANCE)
     np.testing.assert_array_equal(logits.argmax(1), labels)  # every case, fixed or kept, is now right
 

@@ -13,7 +13,7 @@ from warp_check.cases import Kind
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.specs import HeadSpec
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
 from warp_check.suite.loader import load_suite
 
 
@@ -91,13 +91,18 @@ rank = 4
 lam = 5000
 [repair.solver]
 max_iter = 100
+[repair.neighbours]
+keep_cases = "all"
+keep_choice = "random"
 """
     suite = load_suite(write(tmp_path / "s", toml, fix_jsonl='{"text": "x", "label": "good"}\n'))
+    neighbours = NeighbourSettings(keep_cases=None, keep_choice=KeepChoice.RANDOM)
     assert suite.cases[0].label == 1 and suite.labels == {"bad": 0, "good": 1}
     assert suite.layer == HeadSpec(repair_layer="pre_classifier", activation="relu", classifier="classifier")
-    assert suite.repair == RepairSettings(rank=4, lam=5000.0, solver=SolverSettings(max_iter=100))
+    solver = SolverSettings(max_iter=100)
+    assert suite.repair == RepairSettings(rank=4, lam=5000.0, solver=solver, neighbours=neighbours)
     assert suite.settings(rank=8, gamma_h=0.1) == RepairSettings(
-        rank=8, lam=5000.0, gamma_h=0.1, solver=SolverSettings(max_iter=100)
+        rank=8, lam=5000.0, gamma_h=0.1, solver=solver, neighbours=neighbours
     )
     with pytest.raises(SettingsError, match="rank=0"):
         suite.settings(rank=0)
@@ -148,6 +153,17 @@ def test_the_model_override_and_a_factory_give_the_model_folder(tmp_path, model)
             "field 'repair.solver.steps': unknown key 'steps' in [repair.solver]",
         ),
         (("", "[repair]\npolish = true\n"), {}, "field 'repair.polish': unknown key 'polish' in [repair]"),
+        (
+            ("", "[repair.neighbours]\nkeep_choice = \"closest\"\n"),
+            {},
+            "warp.toml:13: field 'repair.neighbours.keep_choice': 'closest': must be one of nearest, random",
+        ),
+        (
+            ("", "[repair.neighbours]\nper_case = 2.5\n"),
+            {},
+            "field 'repair.neighbours.per_case': must be an integer, got 2.5",
+        ),
+        (("", "[repair]\nneighbours = 8\n"), {}, "field 'repair.neighbours': must be a table ([repair.neighbours])"),
         (("", "[repair]\nrank = 2.5\n"), {}, "field 'repair.rank': must be an integer, got 2.5"),
         ((), {"keep_jsonl": '{"text": "x", "label": 0}\n'}, "keep.jsonl:1: field 'kind': missing field 'kind'"),
         ((), {"keep_jsonl": '{"text": "x", "text_pair": " ", "label": 0, "kind": "aux"}\n'}, "field 'text_pair'"),

@@ -26,7 +26,7 @@ from warp_check.errors import CertificateError, SettingsError
 from warp_check.files import write_text_atomically
 from warp_check.model.specs import HeadForm
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import NeighbourSettings, RepairSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.repair.loop import IterationRecord, RepairResult, RepairStatus
@@ -129,20 +129,20 @@ class _Object:
             values[f.name] = readers[kind](f.name, optional=optional == "None")
         return cls(**values)
 
-    def exactly(self, cls: type) -> None:
+    def exactly(self, cls: type, *, since: tuple[str, ...] = ()) -> None:
         """Every field of the record ``cls`` is here, and nothing else: no default stands in for a
-        missing setting."""
+        missing setting (but for those ``since`` names, which older certificates lack)."""
         names = [f.name for f in dataclasses.fields(cls)]
-        missing = [name for name in names if name not in self.data]
+        missing = [name for name in names if name not in self.data and name not in since]
         if missing:
             raise self.fail(missing[0], "is missing")
         unknown = [key for key in self.data if key not in names]
         if unknown:
             raise self.fail(unknown[0], "is not a setting")
 
-    def settings(self, cls: type, **given: Any) -> Any:
+    def settings(self, cls: type, *, since: tuple[str, ...] = (), **given: Any) -> Any:
         """A settings record from exactly its fields, validated by its own class."""
-        self.exactly(cls)
+        self.exactly(cls, since=since)
         try:
             return cls(**self.data | given)
         except SettingsError as exc:
@@ -421,12 +421,14 @@ class CaseRecord(CaseCertificate):
 
     text: str
     text_pair: str | None = None
+    source: str | None = None  # "neighbour": a perturbed copy the repair drew, not a suite case
 
     @classmethod
     def of(cls, record: CaseCertificate, case: Case) -> CaseRecord:
         radii = ("eps_star", "eps_local", "attack_min_gap", "flip_radius")
         values = {f.name: getattr(record, f.name) for f in dataclasses.fields(CaseCertificate)}
-        return cls(**values | {r: finite(values[r]) for r in radii}, text=case.text, text_pair=case.text_pair)
+        texts = {"text": case.text, "text_pair": case.text_pair, "source": case.source}
+        return cls(**values | {r: finite(values[r]) for r in radii} | texts)
 
     @property
     def radius(self) -> float | None:
@@ -434,7 +436,9 @@ class CaseRecord(CaseCertificate):
         return max([r for r in (self.eps_star, self.eps_local) if r is not None], default=None)
 
     def case(self) -> Case:
-        return Case(id=self.id, text=self.text, text_pair=self.text_pair, label=self.label, kind=self.kind)
+        return Case(
+            id=self.id, text=self.text, text_pair=self.text_pair, label=self.label, kind=self.kind, source=self.source
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -443,6 +447,7 @@ class CaseRecord(CaseCertificate):
             "label": self.label,
             "text": self.text,
             "text_pair": self.text_pair,
+            "source": self.source,
             "gap_before": self.gap_before,
             "gap_after": self.gap_after,
             "gap_as_saved": self.gap_as_saved,
@@ -464,6 +469,7 @@ class CaseRecord(CaseCertificate):
             label=data.integer("label"),
             text=data.text("text"),
             text_pair=data.text("text_pair", optional=True),
+            source=data.text("source", optional=True) if "source" in data.data else None,
             gap_before=data.number("gap_before"),
             gap_after=data.number("gap_after"),
             gap_as_saved=data.number("gap_as_saved", optional=True) if "gap_as_saved" in data.data else None,
@@ -594,9 +600,13 @@ def read_json(path: str | Path) -> Any:
 
 
 def _settings(data: _Object) -> RepairSettings:
-    data.exactly(RepairSettings)
+    data.exactly(RepairSettings, since=("neighbours",))
     solver = data.object("solver").settings(SolverSettings)
-    return data.settings(RepairSettings, solver=solver)
+    # A certificate written before neighbourhoods existed: its repair drew none.
+    neighbours = NeighbourSettings.off()
+    if "neighbours" in data.data:
+        neighbours = data.object("neighbours").settings(NeighbourSettings)
+    return data.settings(RepairSettings, since=("neighbours",), solver=solver, neighbours=neighbours)
 
 
 __all__ = [

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.head import DenseHead
     from warp_check.repair.settings import RepairSettings
-    from warp_check.runs.pipeline import Evaluation
+    from warp_check.runs.evaluation import Evaluation
     from warp_check.suite.loader import Suite
 
 METHODS = ("original", "lora", "full_ft", "warp")
@@ -249,7 +249,8 @@ def compare(
                 rows.append(_baseline(method, adapter, chosen, settings, scorer, say))
             else:
                 for rank in ranks:
-                    rows.append(_warp(rank, adapter, evaluation, repair, scorer, encode_seconds, say))
+                    encode = {"batch_size": settings.batch_size, "cache_dir": cache_dir}
+                    rows.append(_warp(rank, adapter, evaluation, repair, scorer, encode_seconds, say, encode))
     finally:
         _set_threads(threads)
     counts = {k.value: sum(1 for c in chosen if c.kind is k) for k in Kind}
@@ -304,7 +305,7 @@ def _set_threads(threads: int | None) -> int | None:
 
 
 def _evaluate(adapter, cases, settings: CompareSettings, cache_dir) -> Evaluation:
-    from warp_check.runs.pipeline import evaluate
+    from warp_check.runs.evaluation import evaluate
 
     return evaluate(adapter, cases, batch_size=settings.batch_size, cache_dir=cache_dir, progress=False)
 
@@ -371,7 +372,7 @@ def _accuracy(cases: Sequence[Case], predictions: np.ndarray) -> Accuracy:
 def _baseline(method, adapter, cases, settings: CompareSettings, scorer: _Scorer, say: Progress) -> MethodResult:
     from warp_check.extras.baselines import train_full, train_lora
     from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.runs.pipeline import evaluate
+    from warp_check.runs.evaluation import evaluate
 
     train = train_lora if method == "lora" else train_full
     say(f"{method}: training on {len([c for c in cases if c.kind is not Kind.AUX])} cases")
@@ -416,7 +417,9 @@ def changed_tensors(before: Any, after: Any) -> list[str]:
     return [name for name in old if not torch.equal(old[name], new[name])]
 
 
-def _warp(rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, encode_seconds, say) -> MethodResult:
+def _warp(
+    rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, encode_seconds, say, encode: dict
+) -> MethodResult:
     from warp_check.runs.pipeline import repair_cases
 
     say(f"warp: repairing at rank {rank}")
@@ -428,9 +431,10 @@ def _warp(rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, en
         evaluation=evaluation,
         progress=False,
         fallback=False,  # scored on this layer's v, beside LoRA on the same layer
+        **encode,
     )
     seconds = time.perf_counter() - start + encode_seconds
-    result = outcome.result
+    result, hood = outcome.result, outcome.neighbourhood
     fix_records = [r for r in outcome.certificates if r.kind == Kind.MUST_FIX.value]
     eps = np.array([r.eps_star for r in fix_records if r.eps_star is not None], dtype=np.float64)
     from warp_check.certify.cases import summarise
@@ -448,6 +452,8 @@ def _warp(rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, en
         "gsn_ft_applied": result.gsn_ft.applied,
         "excluded_must_keep": len(result.excluded_keep),
         "decision_variables": rank * adapter.repair_layer.in_features,
+        # Perturbed copies of the suite's cases the model got wrong, repaired and certified beside them.
+        "neighbour_cases": len(hood.cases) if hood is not None and hood.left_out is None else 0,
     }
     return scorer.from_head("warp", f"WARP (r={rank})", rank, result.head_after, seconds, details)
 

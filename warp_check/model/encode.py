@@ -1,4 +1,4 @@
-"""Representations v of every case: one length-sorted batched encoder pass, cached on disk.
+"""Representations v of every case: one batched encoder pass, unpadded, cached on disk.
 
 Everything upstream of the repair layer is frozen during repair, so v depends only on the
 upstream parameters and the tokenised input: the cache (:mod:`warp_check.cache.shards`) is
@@ -52,7 +52,7 @@ def encode_cases(
     progress: bool = True,
     check: bool = True,
 ) -> Encoded:
-    """v for every case: from the cache where present, else one length-sorted batched pass.
+    """v for every case: from the cache where present, else one pass in batches of one length.
 
     With ``check`` the model's logits of every freshly encoded case are compared with the
     head's factorisation (the load-time check, on the real inputs, at no extra cost).
@@ -74,12 +74,11 @@ def encode_cases(
         else:
             missing.append(i)
     if missing:
-        order = sorted(missing, key=lambda i: (len(features[i]["input_ids"]), i))
-        bar = _progress(len(order), enabled=progress)
+        bar = _progress(len(missing), enabled=progress)
         try:
             with torch_threads(adapter.threads):
-                for start in range(0, len(order), batch_size):
-                    chunk = order[start : start + batch_size]
+                for chunk in length_batches([len(features[i]["input_ids"]) for i in missing], batch_size):
+                    chunk = [missing[j] for j in chunk]
                     v, logits = adapter.forward_batch([features[i] for i in chunk])
                     if check:
                         adapter.check_logits(v, logits)
@@ -90,6 +89,34 @@ def encode_cases(
         if store is not None:
             store.save([keys[i] for i in missing], V[missing])
     return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream, tuple(keys))
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Batches of positions into ``lengths``, each of inputs of one length.
+
+    Never padded, so a case's v does not depend on the company it is encoded in: some encoders
+    let padding leak into the representation (the tiny ConvBERT and ModernBERT of the family tests
+    moved gaps by more than a unit), and a cache, a neighbourhood or an audit encodes a case among
+    other cases than the repair did. Real suites have a few dozen lengths: the batches stay full.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(batches[-1]) < batch_size and lengths[batches[-1][0]] == lengths[i]:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def input_keys(adapter: ClassifierAdapter, cases: Sequence[Case]) -> list[str | None]:
+    """What the model sees of each case, as the key its v is cached under (None: no text at all,
+    which :func:`check_inputs` refuses)."""
+    features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
+    special = set(getattr(adapter.tokenizer, "all_special_ids", ()) or ())
+    return [
+        None if special and all(t in special for t in f["input_ids"]) else input_sha256(f) for f in features
+    ]
 
 
 def check_inputs(adapter: ClassifierAdapter, cases: Sequence[Case], features: list[dict]) -> None:

@@ -37,7 +37,7 @@ class SolverSettings:
     # set with rows that later rows make slack, and a dense QP's cost grows as rows³ (10k
     # must_keep, first QP: 8.5 s at 300 a round, 24 s with every violated row at once).
     working_set_batch: int = 300
-    # Which solver (warp_check.qp.solve.BACKENDS). "auto": OSQP below ``ipm_min_rows`` hard rows;
+    # Which solver (warp_check.qp.solve.BACKENDS). "auto": OSQP below ``ipm_min_rows`` rows;
     # from there the β-space interior point while β is small, else the augmented Lagrangian.
     # OSQP factors the working set's dense dual without BLAS: on real SST-2 repairs (MiniLM,
     # d_in 384, 1 BLAS thread) the whole loop took 2.4 s against 0.9 s at 2,000 must_keep rows

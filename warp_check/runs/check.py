@@ -45,7 +45,7 @@ def check(
     be answered by :func:`check_warm` without loading the model.
     """
     # numpy and the model's code load only here: a warm check imports this module without them
-    from warp_check.runs.pipeline import evaluate
+    from warp_check.runs.evaluation import evaluate
 
     cases = _checked_cases(suite, ids)
     evaluation = evaluate(adapter, cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress)

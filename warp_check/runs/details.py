@@ -22,6 +22,7 @@ from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.repair.loop import IterationRecord
+    from warp_check.runs.neighbourhood import Neighbourhood
 
 
 def _same(value: Any) -> Any:
@@ -117,6 +118,34 @@ class GsnFtNote:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NeighbourhoodNote:
+    """What the repair's neighbourhood draw found (:class:`~warp_check.runs.neighbourhood.Neighbourhood`)."""
+
+    perturbed: int  # suite cases perturbed
+    drawn: int  # distinct new variants run
+    wrong: int  # those the model got wrong: must_fix cases of the repair
+    left_out: str | None = None  # why the repair went on without them (it failed with them)
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, hood: Neighbourhood | None) -> NeighbourhoodNote | None:
+        if hood is None:
+            return None
+        return cls(
+            perturbed=hood.perturbed, drawn=hood.drawn, wrong=len(hood.cases), left_out=hood.left_out,
+            seconds=round(hood.seconds, 3),
+        )  # fmt: skip
+
+    def __str__(self) -> str:
+        found = f"{self.wrong} of {self.drawn} perturbation(s) of {self.perturbed} case(s) were wrong"
+        if self.left_out is not None:
+            return f"{found}; with them the repair ended {self.left_out}, so the suite's own cases were repaired alone"
+        if not self.wrong:
+            return f"{found} ({self.seconds:.1f} s)"
+        return f"{found}: repaired and certified as must_fix cases too ({self.seconds:.1f} s)"
+
+
+@dataclass(frozen=True, kw_only=True)
 class RepairDetails(RunDetails):
     head: str  # the head repaired (the final linear layer where ``layer = "auto"`` fell back to it)
     found_by: str = ""  # how that head was chosen, and why
@@ -138,8 +167,10 @@ class RepairDetails(RunDetails):
     gamma_s: float
     gamma_h: float
     lipschitz: float | None
+    neighbourhood: NeighbourhoodNote | None = None  # None: none was drawn (off, or nothing needed repair)
 
     _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "neighbourhood": lambda d: NeighbourhoodNote(**d) if d else None,
         "status": RunStatus,
         "gsn_ft": lambda d: GsnFtNote(**d),
         "certs": lambda d: Summary(**d) if d else None,
@@ -147,7 +178,10 @@ class RepairDetails(RunDetails):
         "history": lambda rows: tuple(IterationSummary(**r) for r in rows),
         "settings": RepairSettings.from_dict,
     }
-    _WRITE: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"certs": lambda s: {} if s is None else _plain(s)}
+    _WRITE: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
+        "certs": lambda s: {} if s is None else _plain(s),
+        "neighbourhood": lambda n: {} if n is None else _plain(n),
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +189,8 @@ class AuditDetails(RunDetails):
     certificate: str  # the certificate's path
     checks: int
     failed_checks: tuple[str, ...]  # what each failed check says
-    not_in_suite: tuple[str, ...]  # certified cases the suite does not have
+    not_in_suite: tuple[str, ...]  # certified cases the suite does not have (but for the neighbourhood's)
+    neighbours: int = 0  # certified cases the repair drew (perturbed copies of suite cases), checked too
     gamma_s: float
     gamma_h: float
 

@@ -6,7 +6,6 @@ same inside and outside pytest.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,71 +29,18 @@ from warp_check.certify.certificate import (
     Summary,
 )
 from warp_check.certify.falsify import AttackSettings
-from warp_check.errors import ModelError, SettingsError
+from warp_check.errors import SettingsError
 from warp_check.model.adapter import ClassifierAdapter
-from warp_check.model.encode import Encoded, check_no_conflicts, encode_cases
+from warp_check.model.encode import check_no_conflicts
 from warp_check.model.hashing import parameter_hashes
-from warp_check.model.head import answers_from_logits
 from warp_check.model.specs import HeadSpec
 from warp_check.repair.loop import repair_head
-from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
+from warp_check.repair.records import RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
+from warp_check.runs.evaluation import Evaluation, evaluate
+from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
 from warp_check.runs.separation import hardest_pair
 from warp_check.version import __version__
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """The model's answer on each case: prediction, gap to its label, cached v."""
-
-    cases: tuple[Case, ...]
-    encoded: Encoded
-    predictions: np.ndarray
-    gaps: np.ndarray
-    logits: np.ndarray  # float64, (cases, classes): what a warm entry remembers (warp_check.cache.warm)
-    seconds: float = 0.0  # encoding and the head's answers
-
-    def passed(self, case_id: str) -> bool:
-        return bool(self.gaps[self._index[case_id]] > 0)
-
-    @property
-    def _index(self) -> dict[str, int]:
-        return {c.id: i for i, c in enumerate(self.cases)}
-
-    def case_set(self, kind: Kind) -> CaseSet:
-        rows = [i for i, c in enumerate(self.cases) if c.kind is kind]
-        return CaseSet(
-            tuple(self.cases[i].id for i in rows),
-            self.encoded.V[rows].astype(np.float64),
-            np.array([self.cases[i].label for i in rows], dtype=np.int64),
-        )
-
-
-def evaluate(
-    adapter: ClassifierAdapter,
-    cases: Sequence[Case],
-    *,
-    batch_size: int = 32,
-    cache_dir: str | Path | None = None,
-    progress: bool = True,
-) -> Evaluation:
-    start = time.perf_counter()
-    num_classes = adapter.num_classes
-    for case in cases:
-        if case.label >= num_classes:
-            raise ValueError(f"case {case.id!r}: label {case.label} out of range for {num_classes} classes")
-    encoded = encode_cases(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
-    bad = [case.id for case, row in zip(cases, encoded.V, strict=True) if not np.isfinite(row).all()]
-    if bad:
-        shown = ", ".join(repr(i) for i in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise ModelError(
-            f"the encoder gives NaN/Inf representations at '{adapter.spec.repair_layer}' for {len(bad)} case(s) "
-            f"({shown}): the model overflows on these inputs; nothing can be checked or repaired on them"
-        )
-    labels = np.array([c.label for c in cases], dtype=np.int64)
-    logits = adapter.head().logits(encoded.V.astype(np.float64))
-    predictions, gaps = answers_from_logits(logits, labels)
-    return Evaluation(tuple(cases), encoded, predictions, gaps, logits, time.perf_counter() - start)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +52,7 @@ class RepairOutcome:
     lipschitz: Lipschitz | None = None
     certificate: Certificate | None = None  # the claims; the file written beside the model adds its hashes
     artefact: Path | None = None  # where the repaired model went (None: nothing written)
+    neighbourhood: Neighbourhood | None = None  # the perturbed cases drawn (None: none was drawn)
 
 
 def repair_cases(
@@ -137,6 +84,43 @@ def repair_cases(
         destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
     check_no_conflicts(evaluation.cases, evaluation.encoded.input_keys, adapter.max_length)
+    encode = {"batch_size": batch_size, "cache_dir": cache_dir, "progress": progress}
+    save = {"out_dir": out_dir, "destination": destination, "attack": attack, "fallback": fallback}
+    hood = None
+    if settings.neighbours.enabled and _needs_repair(evaluation, settings):
+        hood = draw_neighbourhood(adapter, evaluation, settings.neighbours, batch_size=batch_size, cache_dir=cache_dir)
+        if hood.cases:
+            # Not falling back to another head for the neighbourhood's sake: the head the suite's own
+            # cases converge on comes first.
+            joined = evaluation.joined(hood.evaluation)
+            outcome = _repair_certify_save(adapter, joined, settings, encode, **(save | {"fallback": False}))
+            if outcome.result.repaired:
+                return replace(outcome, neighbourhood=hood)
+            # The neighbourhood is a help, never a reason to fail: the suite's own cases are repaired alone.
+            hood = replace(hood, left_out=f"{outcome.result.status.value}: {outcome.result.message}")
+    return replace(_repair_certify_save(adapter, evaluation, settings, encode, **save), neighbourhood=hood)
+
+
+def _needs_repair(evaluation: Evaluation, settings: RepairSettings) -> bool:
+    """Whether a suite case misses its margin (a must_keep case the model gets wrong is left out)."""
+    kinds = np.array([c.kind for c in evaluation.cases])
+    gaps = evaluation.gaps
+    fix_short = (kinds == Kind.MUST_FIX) & (gaps < settings.gamma_s)
+    keep_short = (kinds == Kind.MUST_KEEP) & (gaps > 0) & (gaps < settings.gamma_h)
+    return bool(np.any(fix_short | keep_short))
+
+
+def _repair_certify_save(
+    adapter: ClassifierAdapter,
+    evaluation: Evaluation,
+    settings: RepairSettings,
+    encode: dict[str, Any],
+    *,
+    out_dir: str | Path | None,
+    destination: Destination | None,
+    attack: AttackSettings | None,
+    fallback: bool,
+) -> RepairOutcome:
     result = _repair(adapter, evaluation, settings)
     if fallback and result.status in NOT_CONVERGING and adapter.spec.classifier is not None:
         final = adapter.spec.fallback
@@ -147,7 +131,6 @@ def repair_cases(
             )
             result = replace(result, message=f"{result.message}; {hint}")
         else:
-            encode = {"batch_size": batch_size, "cache_dir": cache_dir, "progress": progress}
             adapter, evaluation, result = _fall_back(adapter, final, evaluation, result, settings, **encode)
     elif result.status in NOT_CONVERGING:  # the final linear layer itself stalled
         result = replace(result, message=result.message + _why_final_stalls(adapter, evaluation, result))

@@ -14,7 +14,7 @@ from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.repair.loop import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs.details import GsnFtNote, IterationSummary, RepairDetails
+from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.pipeline import RepairOutcome, certify_result, repair_cases
@@ -125,6 +125,7 @@ def _details(
         gamma_s=result.settings.gamma_s,
         gamma_h=result.settings.gamma_h,
         lipschitz=lip.L if lip is not None else None,
+        neighbourhood=NeighbourhoodNote.of(outcome.neighbourhood),
     )
 
 

@@ -23,6 +23,8 @@ Layout (paths are relative to the folder that holds ``warp.toml``)::
     kind = "must_keep"                     # must_fix | must_keep | aux (a line may override)
     [repair]                               # RepairSettings fields; [repair.solver]: SolverSettings
     rank = 2
+    [repair.neighbours]                    # NeighbourSettings: perturbed cases repaired too
+    keep_cases = 500
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.specs import HeadSpec
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import NeighbourSettings, RepairSettings
 from warp_check.suite.case_files import CaseFile, Location, read_case_tables, read_cases
 from warp_check.suite.model_source import (
     ModelSettings,
@@ -118,10 +120,20 @@ class Suite:
         return SuiteError(message, path=self.toml, line=self.key_lines.get(field_name), field=field_name)
 
     def settings(
-        self, *, rank: int | None = None, gamma_s: float | None = None, gamma_h: float | None = None
+        self,
+        *,
+        rank: int | None = None,
+        gamma_s: float | None = None,
+        gamma_h: float | None = None,
+        neighbours: str | None = None,
     ) -> RepairSettings:
-        """The suite's repair settings with the given overrides (None: keep the suite's)."""
-        changes = {k: v for k, v in (("rank", rank), ("gamma_s", gamma_s), ("gamma_h", gamma_h)) if v is not None}
+        """The suite's repair settings with the given overrides (None: keep the suite's; ``neighbours``
+        as :meth:`NeighbourSettings.overridden` reads a command line's word)."""
+        changes: dict[str, Any] = {
+            k: v for k, v in (("rank", rank), ("gamma_s", gamma_s), ("gamma_h", gamma_h)) if v is not None
+        }
+        if neighbours is not None:
+            changes["neighbours"] = self.repair.neighbours.overridden(neighbours)
         settings = dataclasses.replace(self.repair, **changes) if changes else self.repair
         if settings.gamma_h > settings.gamma_s:
             name = "gamma_h" if gamma_h is not None or gamma_s is None else "gamma_s"
@@ -266,20 +278,11 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
     types = _field_types(RepairSettings)
     loader.unknown(table, tuple(types), "repair")
     values = dict(table)
-    solver_table = values.pop("solver", None)
-    if solver_table is not None:
-        if not isinstance(solver_table, dict):
-            raise loader.error("repair.solver", "must be a table ([repair.solver])")
-        solver_types = _field_types(SolverSettings)
-        loader.unknown(solver_table, tuple(solver_types), "repair.solver")
-        for key, value in solver_table.items():
-            _check_type(loader, f"repair.solver.{key}", value, solver_types[key])
-        try:
-            values["solver"] = SolverSettings(**solver_table)
-        except SettingsError as exc:
-            raise loader.error(f"repair.solver.{exc.field}", _why(exc)) from None
+    for name, cls in (("solver", SolverSettings), ("neighbours", NeighbourSettings)):
+        if name in values:
+            values[name] = _nested_settings(loader, f"repair.{name}", values[name], cls)
     for key, value in values.items():
-        if key != "solver":
+        if key not in ("solver", "neighbours"):
             _check_type(loader, f"repair.{key}", value, types[key])
     try:
         settings = RepairSettings(**values)
@@ -289,6 +292,20 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
         name = "gamma_h" if "gamma_h" in values else "gamma_s"
         raise loader.error(f"repair.{name}", advice.margins_out_of_order(settings))
     return settings
+
+
+def _nested_settings(loader: SuiteToml, dotted: str, table: Any, cls: type) -> Any:
+    """A settings table inside [repair] ([repair.solver], [repair.neighbours]), checked field by field."""
+    if not isinstance(table, dict):
+        raise loader.error(dotted, f"must be a table ([{dotted}])")
+    types = _field_types(cls)
+    loader.unknown(table, tuple(types), dotted)
+    for key, value in table.items():
+        _check_type(loader, f"{dotted}.{key}", value, types[key])
+    try:
+        return cls(**table)
+    except SettingsError as exc:
+        raise loader.error(f"{dotted}.{exc.field}", _why(exc)) from None
 
 
 def _why(exc: SettingsError) -> str:
