@@ -189,6 +189,8 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
         ]
     )
     report = json.loads((pytester.path / "rep" / "report.json").read_text())["runs"][0]
+    assert report["details"]["neighbourhood"]["wrong"] == n_hood
+    assert f"- neighbourhood: {n_hood} of " in (pytester.path / "rep" / "report.md").read_text()
     assert {c["id"]: c["outcome"] for c in report["cases"]} == {c["id"]: "passed" for c in wrong + right}
     assert all((pytester.path / "rep" / f"suite-{plot}.png").is_file() for plot in ("gaps", "radius", "convergence"))
     assert tree_digest(distilbert_dir) == before  # the input model is never written to

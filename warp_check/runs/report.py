@@ -265,6 +265,8 @@ def _facts_markdown(run: RunResult) -> list[str]:
         took = f", {seconds:.2f} s" if seconds is not None else ""
         out.append(f"- repair: {facts.iterations} iteration(s){took}")
         out.append(f"- mean GSN κ: {_cell(facts.kappa_before)} → {_cell(facts.kappa_after)}")
+    if isinstance(facts, RepairDetails) and facts.neighbourhood is not None:
+        out.append(f"- neighbourhood: {facts.neighbourhood}")
     if facts.certs is not None:
         out.append(
             f"- certificates: {facts.certs} (γ_s = {_cell(facts.gamma_s)}, γ_h = {_cell(facts.gamma_h)}; "
