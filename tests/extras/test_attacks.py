@@ -23,7 +23,8 @@ import torch
 from testkit.suite_builder import exit_code, margins, split_cases, tree_digest, write_suite
 from testkit.tiny_models import LABELS, predict, synthetic_cases
 
-from warp_check.cases import Case, Kind
+from warp_check.cases import NEIGHBOUR, Case, Kind
+from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
 from warp_check.errors import SettingsError
 from warp_check.extras import attacks
@@ -249,7 +250,9 @@ def test_the_recorded_file_feeds_a_successful_repair(attacked, tmp_path, capsys)
     assert main(["repair", str(folder), "--out", str(out_dir), "--cache", "none", "-q"]) == 0, capsys.readouterr()
     out = capsys.readouterr().out
     suite = load_suite(folder)
-    n_fix, n_keep = suite.count(Kind.MUST_FIX), suite.count(Kind.MUST_KEEP)
+    certified = json.loads((out_dir / CERTIFICATE_NAME).read_text())["cases"]
+    n_fix = suite.count(Kind.MUST_FIX) + sum(c["source"] == NEIGHBOUR for c in certified)  # the neighbourhood too
+    n_keep = suite.count(Kind.MUST_KEEP)
     assert f"certificates: Cert 1 {n_fix}/{n_fix}, Cert 2 {n_keep}/{n_keep}" in out
     assert main(["check", str(folder), "--model", str(out_dir), "--cache", "none", "-q"]) == 0
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from warp_check.cases import NEIGHBOUR, Case
 from warp_check.certify.artefact import folder_weights
 from warp_check.certify.bounds import lipschitz
 from warp_check.certify.cases import certify_cases
@@ -83,12 +84,18 @@ def verify(
     spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
     adapter = ClassifierAdapter.from_pretrained(model_dir, layer=spec, max_length=m.max_length)
     cases = [claim.case() for claim in claimed.cases]
-    encoded = encode_cases(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress, check=True)
+    # Encoded as the repair encoded them: the suite's cases, then its neighbourhood's apart.
+    V = np.zeros((len(cases), adapter.repair_layer.in_features), dtype=np.float32)
+    for rows in _groups(cases):
+        part = encode_cases(
+            adapter, [cases[i] for i in rows], batch_size=batch_size, cache_dir=cache_dir, progress=progress, check=True
+        )
+        V[rows] = part.V
     records, lip = certify_cases(
         adapter.head(),
         ids=tuple(c.id for c in cases),
         kinds=tuple(c.kind for c in cases),
-        V=encoded.V.astype(np.float64),
+        V=V.astype(np.float64),
         labels=np.array([c.label for c in cases]),
         gaps_before=np.array([claim.gap_before for claim in claimed.cases]),
         gamma_s=claimed.settings.gamma_s,
@@ -181,5 +188,12 @@ def _case_checks(claim: CaseRecord, record: CaseCertificate, claimed: Certificat
         )
     return checks
 
+
+
+def _groups(cases: list[Case]) -> list[list[int]]:
+    """Positions of the suite's own cases, then of the neighbourhood's (each list non-empty)."""
+    own = [i for i, c in enumerate(cases) if c.source != NEIGHBOUR]
+    drawn = [i for i, c in enumerate(cases) if c.source == NEIGHBOUR]
+    return [rows for rows in (own, drawn) if rows]
 
 __all__ = ["Check", "Verification", "verify", "lipschitz"]

@@ -33,6 +33,8 @@ from warp_check.model.encode import input_keys
 from warp_check.repair.settings import KeepChoice, NeighbourSettings
 from warp_check.runs.evaluation import Evaluation, evaluate
 
+DRAWN_CACHE = "neighbourhood-draws"  # beside the representations: every variant drawn, right or wrong
+
 
 @dataclass(frozen=True, kw_only=True)
 class Neighbourhood:
@@ -110,9 +112,15 @@ def draw_neighbourhood(
             fresh.append(case)
     found = None
     if fresh:
-        variants = evaluate(adapter, fresh, batch_size=batch_size, cache_dir=cache_dir, progress=False)
-        wrong = np.flatnonzero(variants.gaps <= 0)
-        found = variants.subset(wrong) if wrong.size else None
+        # Which variants are wrong is read from one pass over them all (cached apart); those kept are
+        # then encoded on their own, as an audit of the certificate encodes them: a v carries its
+        # batch's rounding, and a repair that grew the weights ×100 turns 1e-6 into a missed margin.
+        drawn_cache = Path(cache_dir) / DRAWN_CACHE if cache_dir is not None else None
+        variants = evaluate(adapter, fresh, batch_size=batch_size, cache_dir=drawn_cache, progress=False)
+        wrong = [fresh[i] for i in np.flatnonzero(variants.gaps <= 0)]
+        if wrong:
+            found = evaluate(adapter, wrong, batch_size=batch_size, cache_dir=cache_dir, progress=False)
+            found = found.subset(np.flatnonzero(found.gaps <= 0))  # the same answers, to the last bit or two
     return Neighbourhood(
         settings=settings,
         perturbed=len(chosen),
