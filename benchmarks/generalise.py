@@ -99,6 +99,8 @@ VARIANTS: dict[str, Variant] = {
     "near500-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500)),
     "near500-syn": Variant(neighbours=replace(nearest(500), synonyms=True)),
     "near250-k16": Variant(neighbours=nearest(250, keep_per_case=16)),
+    "near500-k16": Variant(neighbours=nearest(500, keep_per_case=16)),
+    "near1000-syn": Variant(neighbours=replace(nearest(1000), synonyms=True)),
 }
 
 
