@@ -189,11 +189,11 @@ def _case_checks(claim: CaseRecord, record: CaseCertificate, claimed: Certificat
     return checks
 
 
-
 def _groups(cases: list[Case]) -> list[list[int]]:
     """Positions of the suite's own cases, then of the neighbourhood's (each list non-empty)."""
     own = [i for i, c in enumerate(cases) if c.source != NEIGHBOUR]
     drawn = [i for i, c in enumerate(cases) if c.source == NEIGHBOUR]
     return [rows for rows in (own, drawn) if rows]
+
 
 __all__ = ["Check", "Verification", "verify", "lipschitz"]

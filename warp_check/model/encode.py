@@ -8,7 +8,7 @@ encoder pass either.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,18 +113,16 @@ def input_keys(adapter: ClassifierAdapter, cases: Sequence[Case]) -> list[str | 
     """What the model sees of each case, as the key its v is cached under (None: no text at all,
     which :func:`check_inputs` refuses)."""
     features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
-    special = set(getattr(adapter.tokenizer, "all_special_ids", ()) or ())
-    return [
-        None if special and all(t in special for t in f["input_ids"]) else input_sha256(f) for f in features
-    ]
+    no_text = _sees_no_text(adapter)
+    return [None if no_text(f) else input_sha256(f) for f in features]
 
 
 def check_inputs(adapter: ClassifierAdapter, cases: Sequence[Case], features: list[dict]) -> None:
     """Refuse, naming the case's file:line, an input the model sees as no text: nothing but special
     and unknown tokens (a text of emoji for an English vocabulary, say)."""
-    special = set(getattr(adapter.tokenizer, "all_special_ids", ()) or ())
+    no_text = _sees_no_text(adapter)
     for case, feature in zip(cases, features, strict=True):
-        if special and all(token in special for token in feature["input_ids"]):
+        if no_text(feature):
             tokens = adapter.tokenizer.convert_ids_to_tokens(feature["input_ids"])
             raise _case_error(
                 case,
@@ -132,6 +130,12 @@ def check_inputs(adapter: ClassifierAdapter, cases: Sequence[Case], features: li
                 f"tokenizes to nothing but special and unknown tokens ({' '.join(tokens)}): the model sees no "
                 "text in it; remove the case or write it in words the model knows",
             )
+
+
+def _sees_no_text(adapter: ClassifierAdapter) -> Callable[[dict], bool]:
+    """Whether a tokenized input is nothing but the tokenizer's special and unknown tokens."""
+    special = set(getattr(adapter.tokenizer, "all_special_ids", ()) or ())
+    return lambda feature: bool(special) and all(token in special for token in feature["input_ids"])
 
 
 def check_no_conflicts(cases: Sequence[Case], input_keys: Sequence[str], max_length: int) -> None:

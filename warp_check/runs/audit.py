@@ -64,14 +64,14 @@ def audit(
 
 def _details(suite: Suite, model_dir: str | Path, certificate: str | Path, verification: Verification) -> AuditDetails:
     certified = verification.certificate
-    suite_ids = [c.id for c in suite.cases]
+    suite_ids = {c.id for c in suite.cases}
     return AuditDetails.of(
         suite,
         model=str(Path(model_dir).resolve()),
         certificate=str(Path(certificate).resolve()),
         checks=len(verification.checks),
         failed_checks=tuple(c.detail for c in verification.failures()),
-        not_in_suite=tuple(sorted({c.id for c in certified.cases if c.source != NEIGHBOUR} - set(suite_ids))),
+        not_in_suite=tuple(sorted({c.id for c in certified.cases if c.source != NEIGHBOUR} - suite_ids)),
         neighbours=sum(c.source == NEIGHBOUR for c in certified.cases),
         gamma_s=certified.settings.gamma_s,
         gamma_h=certified.settings.gamma_h,

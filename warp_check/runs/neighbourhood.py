@@ -40,7 +40,6 @@ DRAWN_CACHE = "neighbourhood-draws"  # beside the representations: every variant
 class Neighbourhood:
     """What a neighbourhood draw found: the variants the model gets wrong, encoded."""
 
-    settings: NeighbourSettings
     perturbed: int  # cases perturbed (must_fix and must_keep)
     drawn: int  # distinct new variants drawn and run
     evaluation: Evaluation | None  # of the variants the model gets wrong (None: none)
@@ -119,10 +118,10 @@ def draw_neighbourhood(
         variants = evaluate(adapter, fresh, batch_size=batch_size, cache_dir=drawn_cache, progress=False)
         wrong = [fresh[i] for i in np.flatnonzero(variants.gaps <= 0)]
         if wrong:
-            found = evaluate(adapter, wrong, batch_size=batch_size, cache_dir=cache_dir, progress=False)
-            found = found.subset(np.flatnonzero(found.gaps <= 0))  # the same answers, to the last bit or two
+            alone = evaluate(adapter, wrong, batch_size=batch_size, cache_dir=cache_dir, progress=False)
+            still = np.flatnonzero(alone.gaps <= 0)  # the same answers, to the last bit or two
+            found = alone.subset(still) if still.size else None
     return Neighbourhood(
-        settings=settings,
         perturbed=len(chosen),
         drawn=len(fresh),
         evaluation=found,

@@ -278,11 +278,11 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
     types = _field_types(RepairSettings)
     loader.unknown(table, tuple(types), "repair")
     values = dict(table)
-    for name, cls in (("solver", SolverSettings), ("neighbours", NeighbourSettings)):
+    for name, cls in NESTED.items():
         if name in values:
             values[name] = _nested_settings(loader, f"repair.{name}", values[name], cls)
     for key, value in values.items():
-        if key not in ("solver", "neighbours"):
+        if key not in NESTED:
             _check_type(loader, f"repair.{key}", value, types[key])
     try:
         settings = RepairSettings(**values)
@@ -292,6 +292,10 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
         name = "gamma_h" if "gamma_h" in values else "gamma_s"
         raise loader.error(f"repair.{name}", advice.margins_out_of_order(settings))
     return settings
+
+
+# The settings tables inside [repair], and the record each one reads into.
+NESTED: dict[str, type] = {"solver": SolverSettings, "neighbours": NeighbourSettings}
 
 
 def _nested_settings(loader: SuiteToml, dotted: str, table: Any, cls: type) -> Any:
