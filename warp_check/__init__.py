@@ -6,9 +6,10 @@ The core never imports pytest. Every public name below loads its module on first
 suite and answers from its cache without numpy, the solvers, hypothesis or torch.
 
 The layers, bottom up: ``suite`` (warp.toml and case files), ``model`` (the classifier as
-encoder → v → head), ``cache``, ``qp`` (the repair QP and its backends), ``repair`` (the loop),
-``certify`` (certificates, verification, the saved artefact), ``runs`` (check, repair and audit
-of a suite, reports), ``extras`` (attacks, invariance strategies, baselines).
+encoder → v → head), ``cache``, ``perturb`` (text perturbations as hypothesis strategies),
+``qp`` (the repair QP and its backends), ``repair`` (the loop), ``certify`` (certificates,
+verification, the saved artefact), ``runs`` (check, repair and audit of a suite, reports),
+``extras`` (attacks, invariance checks, baselines).
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         record_counterexamples,
         scorer,
     )
-    from warp_check.extras.strategies import (
+    from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.model.encode import Encoded, encode_cases
+    from warp_check.model.head import DenseHead, top_left_singular_vectors
+    from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
+    from warp_check.perturb import (
         WordNetUnavailable,
         case_and_punctuation,
         contractions,
@@ -48,11 +54,6 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         wordnet_available,
         wordnet_synonyms,
     )
-    from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
-    from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.model.encode import Encoded, encode_cases
-    from warp_check.model.head import DenseHead, top_left_singular_vectors
-    from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
     from warp_check.qp.problem import LinearisedProblem
     from warp_check.qp.solution import QPForm, QPSolution, QPStatus
     from warp_check.qp.solve import solve
@@ -90,14 +91,14 @@ _LAZY: dict[str, str] = {
     "predictor": "warp_check.extras.invariance",
     "record_counterexamples": "warp_check.extras.invariance",
     "scorer": "warp_check.extras.invariance",
-    "case_and_punctuation": "warp_check.extras.strategies",
-    "contractions": "warp_check.extras.strategies",
-    "negation_preserving": "warp_check.extras.strategies",
-    "perturbations": "warp_check.extras.strategies",
-    "typos": "warp_check.extras.strategies",
-    "wordnet_available": "warp_check.extras.strategies",
-    "wordnet_synonyms": "warp_check.extras.strategies",
-    "WordNetUnavailable": "warp_check.extras.strategies",
+    "case_and_punctuation": "warp_check.perturb",
+    "contractions": "warp_check.perturb",
+    "negation_preserving": "warp_check.perturb",
+    "perturbations": "warp_check.perturb",
+    "typos": "warp_check.perturb",
+    "wordnet_available": "warp_check.perturb",
+    "wordnet_synonyms": "warp_check.perturb",
+    "WordNetUnavailable": "warp_check.perturb",
     "Activation": "warp_check.model.activations",
     "ACTIVATIONS": "warp_check.model.activations",
     "get_activation": "warp_check.model.activations",

@@ -76,7 +76,7 @@ def _public_names_loaded() -> None:
     """Load the modules behind ``from warp_check import ...`` before any inner run: pytester drops
     what a run imported, and warp_check (which stays) would keep pointing at the dropped ones."""
     import warp_check.extras.invariance  # noqa: F401
-    import warp_check.extras.strategies  # noqa: F401
+    import warp_check.perturb  # noqa: F401
 
 
 def test_record_writes_the_shrunk_counterexample_once(pytester):

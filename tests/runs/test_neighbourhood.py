@@ -12,7 +12,7 @@ from testkit.suite_builder import split_cases
 from warp_check import ClassifierAdapter
 from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.errors import SettingsError
-from warp_check.extras.strategies import perturbed_texts
+from warp_check.perturb import perturbed_texts
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.neighbourhood import chosen_cases, draw_neighbourhood

@@ -1,4 +1,4 @@
-"""Optional capabilities beside the core: TextAttack recipes (``attacks``), hypothesis text
-strategies and invariance checks (``strategies``, ``invariance``), and the fine-tuning and LoRA
+"""Optional capabilities beside the core: TextAttack recipes (``attacks``), invariance checks
+over the text perturbations of :mod:`warp_check.perturb` (``invariance``), and the fine-tuning and LoRA
 baselines of ``warp-check compare`` (``baselines``, ``compare``).
 """

@@ -1,6 +1,6 @@
 """CheckList-style invariance (INV) and directional (DIR) assertions for ordinary pytest tests.
 
-Use with a strategy from :mod:`warp_check.extras.strategies` inside ``@given``. A failure raises
+Use with a strategy from :mod:`warp_check.perturb` inside ``@given``. A failure raises
 :class:`InvarianceFailure` (an ``AssertionError``) naming both texts, so hypothesis shrinks it and
 reports the smallest variant; the exception carries that variant as a :class:`Counterexample`,
 which :func:`record_counterexamples` appends to a suite's case file as a must_fix case (what

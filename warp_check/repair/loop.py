@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from warp_check import advice
 from warp_check.errors import SettingsError
 from warp_check.model.head import DenseHead, top_left_singular_vectors
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
 from warp_check.qp.solve import solve
+from warp_check.repair import advice
 from warp_check.repair.gsn import gsn_finetune
 from warp_check.repair.linearise import (
     KEEP_WEIGHT,

@@ -4,7 +4,7 @@ A must_fix case is one adversarial text; the attacks a model meets later are its
 the neighbours of the clean texts it gets right: other typos, other casing, contractions,
 synonyms. :func:`draw_neighbourhood` perturbs each must_fix case and the must_keep cases nearest
 the decision boundary (:class:`~warp_check.repair.settings.NeighbourSettings`) with
-:func:`~warp_check.extras.strategies.perturbed_texts`, runs the model on the variants, and keeps
+:func:`~warp_check.perturb.perturbed_texts`, runs the model on the variants, and keeps
 those it gets wrong as must_fix cases with the label of the case they came from (``source``
 ``"neighbour"``, id ``<case id>~<k>``). The repair then covers the attack's neighbourhood: on real
 SST-2 this lifted held-out attacks of recipes the suite never saw far more than any setting of the
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from warp_check.cases import NEIGHBOUR, Case, Kind
-from warp_check.extras.strategies import perturbed_texts
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
+from warp_check.perturb import perturbed_texts
 from warp_check.repair.settings import KeepChoice, NeighbourSettings
 from warp_check.runs.evaluation import Evaluation, evaluate
 
@@ -51,9 +51,7 @@ class Neighbourhood:
         return self.evaluation.cases if self.evaluation is not None else ()
 
 
-def chosen_cases(
-    cases: Sequence[Case], gaps: np.ndarray, settings: NeighbourSettings
-) -> list[tuple[int, Case, int]]:
+def chosen_cases(cases: Sequence[Case], gaps: np.ndarray, settings: NeighbourSettings) -> list[tuple[int, Case, int]]:
     """(seed, case, draws) for every case the settings perturb, ``gaps`` being the model's on ``cases``."""
     gap_of = {c.id: float(g) for c, g in zip(cases, gaps, strict=True)}
     # Neighbours of the suite's own cases, not of earlier neighbours: a second run adds nothing.

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from warp_check import advice
 from warp_check.cases import Case, Kind
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
+from warp_check.repair import advice
 from warp_check.repair.loop import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
 from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails

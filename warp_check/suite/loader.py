@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from warp_check import advice
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.specs import HeadSpec
 from warp_check.qp.settings import SolverSettings
+from warp_check.repair import advice
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
 from warp_check.suite.case_files import CaseFile, Location, read_case_tables, read_cases
 from warp_check.suite.model_source import (

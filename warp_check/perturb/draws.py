@@ -1,0 +1,64 @@
+"""One perturbation of any kind, and a seeded list of distinct perturbed texts (what a repair's
+neighbourhood draws)."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from warp_check.perturb.casing import case_and_punctuation
+from warp_check.perturb.rewrites import contractions, negation_preserving
+from warp_check.perturb.typos import typos
+from warp_check.perturb.wordnet import wordnet_synonyms
+
+
+def perturbations(text: str, max_edits: int = 2, *, synonyms: bool = False) -> st.SearchStrategy[str]:
+    """One of :func:`typos`, :func:`case_and_punctuation`, :func:`contractions`,
+    :func:`negation_preserving` and, with ``synonyms=True``, :func:`wordnet_synonyms` (which then
+    must be available: it is never silently left out, so a test draws the same examples
+    everywhere). Shrinks to ``text``."""
+    choices = [typos(text, max_edits), case_and_punctuation(text, max_edits), contractions(text)]
+    choices.append(negation_preserving(text))
+    if synonyms:
+        choices.append(wordnet_synonyms(text, max_edits))
+    return st.one_of(choices)
+
+
+# Draws allowed per distinct text wanted: hypothesis repeats small edits.
+DRAWS_PER_TEXT = 10
+
+
+class _Enough(Exception):
+    """Stops hypothesis' run once enough distinct texts are drawn (its settings have no such limit)."""
+
+
+def perturbed_texts(text: str, count: int, *, seed: int, max_edits: int = 2, synonyms: bool = False) -> list[str]:
+    """Up to ``count`` distinct perturbations of ``text`` (never ``text`` itself), in draw order."""
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    found: list[str] = []
+    if count < 1:
+        return found
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=count * DRAWS_PER_TEXT,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+    )
+    @given(perturbations(text, max_edits, synonyms=synonyms))
+    def draw(variant: str) -> None:
+        if len(found) < count and variant != text and variant.strip() and variant not in found:
+            found.append(variant)
+        if len(found) == count:
+            raise _Enough  # the rest of max_examples would be drawn for nothing (5x the time)
+
+    try:
+        draw()
+    except _Enough:
+        pass
+    return found
