@@ -99,6 +99,25 @@ def test_neighbours_are_wrong_predictions_with_the_originals_label(distilbert_di
     assert draw_neighbourhood(adapter, holding, settings).cases == ()
 
 
+def test_a_second_draw_reads_the_first_ones_texts_back(distilbert_dir: Path, suite_cases, tmp_path, monkeypatch):
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    fix, keep = suite_cases
+    evaluation = evaluate(adapter, fix + keep[:10], progress=False)
+    settings = NeighbourSettings(per_case=6, keep_per_case=6, keep_cases=None)
+    first = draw_neighbourhood(adapter, evaluation, settings, cache_dir=tmp_path)
+    assert first.cases and (tmp_path / "perturbations.json").is_file()
+
+    def no_draw(*args, **kwargs):
+        raise AssertionError("drawn again although remembered")
+
+    monkeypatch.setattr("warp_check.runs.neighbourhood.perturbed_texts", no_draw)
+    again = draw_neighbourhood(adapter, evaluation, settings, cache_dir=tmp_path)
+    assert again.cases == first.cases and again.drawn == first.drawn
+    # Other settings draw other texts: they are not read back.
+    with pytest.raises(AssertionError, match="drawn again"):
+        draw_neighbourhood(adapter, evaluation, replace(settings, seed=1), cache_dir=tmp_path)
+
+
 def test_a_variant_whose_input_is_a_cases_already_is_left_out(distilbert_dir: Path, suite_cases):
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     fix, keep = suite_cases

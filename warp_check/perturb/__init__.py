@@ -22,7 +22,7 @@ Strategies and what each guarantees:
 """
 
 from warp_check.perturb.casing import case_and_punctuation
-from warp_check.perturb.draws import DRAWS_PER_TEXT, perturbations, perturbed_texts
+from warp_check.perturb.draws import DRAWS_PER_TEXT, draw_key, drawing_code, perturbations, perturbed_texts
 from warp_check.perturb.rewrites import (
     CONTRACTIONS,
     INTENSIFIERS,
@@ -47,6 +47,8 @@ __all__ = [
     "WordNetUnavailable",
     "case_and_punctuation",
     "contractions",
+    "draw_key",
+    "drawing_code",
     "negation_markers",
     "negation_preserving",
     "perturbations",

@@ -3,12 +3,17 @@ neighbourhood draws)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
 from hypothesis import strategies as st
 
 from warp_check.perturb.casing import case_and_punctuation
 from warp_check.perturb.rewrites import contractions, negation_preserving
 from warp_check.perturb.typos import typos
-from warp_check.perturb.wordnet import wordnet_synonyms
+from warp_check.perturb.wordnet import wordnet_available, wordnet_synonyms
 
 
 def perturbations(text: str, max_edits: int = 2, *, synonyms: bool = False) -> st.SearchStrategy[str]:
@@ -62,3 +67,25 @@ def perturbed_texts(text: str, count: int, *, seed: int, max_edits: int = 2, syn
     except _Enough:
         pass
     return found
+
+
+def draw_key(text: str, count: int, *, seed: int, max_edits: int = 2, synonyms: bool = False) -> str:
+    """What :func:`perturbed_texts` draws from, as one string (a memo's key)."""
+    return json.dumps([text, count, seed, max_edits, synonyms], ensure_ascii=False)
+
+
+@lru_cache(maxsize=2)
+def drawing_code(synonyms: bool) -> str:
+    """A digest of what decides a draw besides its inputs: this package's code, hypothesis'
+    version and, with synonyms, nltk's and where its WordNet lies. Another digest, other draws."""
+    import hypothesis
+
+    digest = hashlib.sha256(f"hypothesis {hypothesis.__version__}".encode())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    if synonyms and wordnet_available():  # else the draw itself says what to install
+        import nltk
+
+        digest.update(f"nltk {nltk.__version__} {nltk.data.find('corpora/wordnet/lexnames')}".encode())
+    return digest.hexdigest()
+

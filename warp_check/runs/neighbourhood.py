@@ -26,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from warp_check.cache.draws import DrawMemo
 from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
-from warp_check.perturb import perturbed_texts
+from warp_check.perturb import draw_key, drawing_code, perturbed_texts
 from warp_check.repair.settings import KeepChoice, NeighbourSettings
 from warp_check.runs.evaluation import Evaluation, evaluate
 
@@ -85,10 +86,14 @@ def draw_neighbourhood(
     chosen = chosen_cases(evaluation.cases, evaluation.gaps, settings) if settings.enabled else []
     ids = {c.id for c in evaluation.cases}
     drawn: list[Case] = []
+    memo = DrawMemo(cache_dir, drawing_code(settings.synonyms)) if chosen else DrawMemo(None, "")
     for case_seed, case, count in chosen:
-        texts = perturbed_texts(
-            case.text, count, seed=case_seed, max_edits=settings.max_edits, synonyms=settings.synonyms
-        )
+        how = {"seed": case_seed, "max_edits": settings.max_edits, "synonyms": settings.synonyms}
+        key = draw_key(case.text, count, **how)
+        texts = memo.get(key)
+        if texts is None:
+            texts = perturbed_texts(case.text, count, **how)
+            memo.put(key, texts)
         for k, text in enumerate(texts):
             ident = f"{case.id}~{k}"
             while ident in ids:  # the suite has a case of that id already (a neighbour of other settings)
@@ -98,6 +103,7 @@ def draw_neighbourhood(
                 Case(id=ident, text=text, label=case.label, kind=Kind.MUST_FIX, text_pair=case.text_pair,
                      source=NEIGHBOUR)
             )  # fmt: skip
+    memo.save()
     # A variant the model sees as one of the cases (or of the variants) already could only repeat or
     # contradict it, and one it sees as no text cannot be run: neither is encoded, so what is
     # encoded does not depend on what a cache holds (the v of a batch depends on its company).
