@@ -64,8 +64,9 @@ def sampled(per_case: int = 8, keep_per_case: int = 0, keep_cases: int | None = 
                              keep_choice=RANDOM, **more)  # fmt: skip
 
 
-def nearest(keep_cases: int, per_case: int = 8, keep_per_case: int = 8) -> NeighbourSettings:
-    return NeighbourSettings(per_case=per_case, keep_per_case=keep_per_case, keep_cases=keep_cases)
+def nearest(keep_cases: int, per_case: int = 8, keep_per_case: int = 8, max_edits: int = 2) -> NeighbourSettings:
+    return NeighbourSettings(per_case=per_case, keep_per_case=keep_per_case, keep_cases=keep_cases,
+                             max_edits=max_edits)  # fmt: skip
 
 
 PAPER = {"mu": 0.0, "max_rank": 2, "price_growth": 1.0}  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
@@ -101,6 +102,19 @@ VARIANTS: dict[str, Variant] = {
     "near250-k16": Variant(neighbours=nearest(250, keep_per_case=16)),
     "near500-k16": Variant(neighbours=nearest(500, keep_per_case=16)),
     "near1000-syn": Variant(neighbours=replace(nearest(1000), synonyms=True)),
+    "near500-e3": Variant(neighbours=nearest(500, max_edits=3)),
+    "near500-k16-e3": Variant(neighbours=nearest(500, keep_per_case=16, max_edits=3)),
+    "near500-f16-k16": Variant(neighbours=nearest(500, per_case=16, keep_per_case=16)),
+    # A smaller margin for the must_fix cases and their neighbours: less change, less dev lost?
+    **{f"gamma05-s{s}": Variant(settings={"gamma_s": 0.5}, neighbours=replace(nearest(500), seed=s))
+       for s in (0, 1, 2)},  # fmt: skip
+    # The function-space price raised with the neighbourhood: the dev accuracy back?
+    **{f"mu100-s{s}": Variant(settings={"mu": 100.0}, neighbours=replace(nearest(500), seed=s)) for s in (0, 1, 2)},
+    **{f"k16-mu100-s{s}": Variant(settings={"mu": 100.0}, neighbours=replace(nearest(500, keep_per_case=16), seed=s))
+       for s in (0, 1, 2)},  # fmt: skip
+    # Other draws of the same neighbourhoods: how much a figure moves with the perturbations drawn.
+    **{f"default-s{s}": Variant(neighbours=replace(nearest(500), seed=s)) for s in (1, 2)},
+    **{f"near500-k16-s{s}": Variant(neighbours=replace(nearest(500, keep_per_case=16), seed=s)) for s in (1, 2)},
 }
 
 
