@@ -22,7 +22,7 @@ from warp_check.files import replaced_atomically
 
 FORMAT = "warp-check-draws/1"
 FILE_NAME = "perturbations.json"
-MAX_ENTRIES = 50_000  # ~100 perturbed cases a thousand; the oldest are dropped past this
+MAX_ENTRIES = 50_000  # one key per perturbed case: a hundred neighbourhoods of 500; past this the oldest go
 
 
 class DrawMemo:
