@@ -250,12 +250,13 @@ def read_options(config: pytest.Config) -> WarpOptions:
         raise pytest.UsageError(f"--warp-record: {options.record} is a folder; name a JSONL file (new or existing)")
     if any(v is not None for v in options.overrides().values()):
         from warp_check.errors import SettingsError
-        from warp_check.repair.settings import RepairSettings
+        from warp_check.repair.settings import NeighbourSettings, RepairSettings
 
+        # Only checked here, so that a bad flag stops pytest at once; the suite's settings take them later.
         try:
-            settings = RepairSettings(**{k: v for k, v in options.overrides().items() if v is not None and k in LOOP})
+            RepairSettings(**{k: v for k, v in options.overrides().items() if v is not None and k in LOOP})
             if options.neighbours is not None:
-                settings.neighbours.overridden(options.neighbours)
+                NeighbourSettings().overridden(options.neighbours)
         except SettingsError as exc:
             raise pytest.UsageError(f"{FLAGS[exc.field]}: {exc}") from None
         if options.gamma_s is not None and options.gamma_h is not None and options.gamma_h > options.gamma_s:
