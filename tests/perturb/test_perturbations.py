@@ -351,3 +351,33 @@ def test_wordnet_data_missing_is_a_clear_error(monkeypatch):
 def test_wordnet_settings_are_checked(kwargs, field):
     with pytest.raises(ValueError, match=f"{field}="):
         wordnet_synonyms("The movie", **kwargs)
+
+
+def test_ctrl_c_in_the_middle_of_a_draw_is_a_keyboard_interrupt_after_it(monkeypatch):
+    # Hypothesis takes an interrupt inside a strategy for a failing example and replays it (a
+    # FlakyStrategyDefinition traceback); perturbed_texts holds Ctrl-C until its draw ends.
+    import os
+    import signal
+
+    import warp_check.perturb.draws as draws
+
+    sent, after = [], []
+
+    def interrupting(text, max_edits=2, *, synonyms=False):
+        def maybe_interrupt(variant):
+            if sent:
+                after.append(variant)
+            else:
+                sent.append(True)
+                os.kill(os.getpid(), signal.SIGINT)
+            return variant
+
+        return st.text(alphabet="abc", min_size=1, max_size=6).map(maybe_interrupt)
+
+    monkeypatch.setattr(draws, "perturbations", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        draws.perturbed_texts("abc", 3, seed=0)
+    # The draw went on to its end (hypothesis never saw the interrupt), then it was delivered.
+    assert sent and after and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.undo()
+    assert len(draws.perturbed_texts("the film was good", 3, seed=0)) == 3  # and a later draw is whole
