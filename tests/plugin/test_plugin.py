@@ -172,6 +172,9 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
     n_hood = sum(c["source"] == "neighbour" for c in certificate(suite)["cases"])
     n_cert = n_fix + n_hood
     assert n_hood > 0
+    report = json.loads((pytester.path / "rep" / "report.json").read_text())["runs"][0]
+    hood = report["details"]["neighbourhood"]
+    assert hood["wrong"] == n_hood + hood["dropped"]  # copies the repair could not meet are dropped, not certified
     result.stdout.fnmatch_lines(
         [
             "*= warp-check =*",
@@ -180,17 +183,15 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
             f"  must_keep  {n_keep} passed, 0 failed",
             "  repair: converged in * iteration(s), * s",
             "  mean GSN κ: * before, * after; GSN-FT not applied (no aux cases)",
-            f"  neighbourhood: {n_hood} of * perturbation(s) of {n_fix + n_keep} case(s) were wrong: repaired and "
-            "certified as must_fix cases too (* s)",
+            f"  neighbourhood: {hood['wrong']} of * perturbation(s) of {n_fix + n_keep} case(s) were wrong: "
+            f"{n_hood} repaired and certified as must_fix cases too* (* s)",
             f"  certificates: Cert 1 {n_cert}/{n_cert}, Cert 2 {n_keep}/{n_keep}, Cert 3 {n_cert}/{n_cert} "
             "(γ_s = 1, γ_h = 0.3)",
             f"  repaired model: {suite / '.warp' / 'repaired'} (with warp_certificate.json)",
             f"report: {pytester.path / 'rep' / 'report.md'}",
         ]
     )
-    report = json.loads((pytester.path / "rep" / "report.json").read_text())["runs"][0]
-    assert report["details"]["neighbourhood"]["wrong"] == n_hood
-    assert f"- neighbourhood: {n_hood} of " in (pytester.path / "rep" / "report.md").read_text()
+    assert f"- neighbourhood: {hood['wrong']} of " in (pytester.path / "rep" / "report.md").read_text()
     assert {c["id"]: c["outcome"] for c in report["cases"]} == {c["id"]: "passed" for c in wrong + right}
     assert all((pytester.path / "rep" / f"suite-{plot}.png").is_file() for plot in ("gaps", "radius", "convergence"))
     assert tree_digest(distilbert_dir) == before  # the input model is never written to

@@ -14,6 +14,7 @@ from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.errors import SettingsError
 from warp_check.perturb import perturbed_texts
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
+from warp_check.runs.details import NeighbourhoodNote
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.neighbourhood import chosen_cases, draw_neighbourhood
 from warp_check.runs.pipeline import repair_cases
@@ -150,15 +151,14 @@ def test_a_repair_certifies_its_neighbourhood_and_the_paper_setting_draws_none(d
     assert kept.neighbourhood is None and not kept.result.repaired
 
 
-def test_a_neighbourhood_the_repair_cannot_meet_is_left_out_not_fatal(distilbert_dir: Path, suite_cases, monkeypatch):
+def _with_a_contradiction(monkeypatch):
+    """draw_neighbourhood, its copies joined by one no weights can meet: a kept case's own input under
+    the other label."""
     import warp_check.runs.pipeline as pipeline
 
-    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
-    fix, keep = suite_cases
     real = pipeline.draw_neighbourhood
 
     def contradicting(adapter, evaluation, settings, **kw):
-        # A kept case's own input under the other label: no weights can meet both.
         hood = real(adapter, evaluation, settings, **kw)
         k = next(i for i, c in enumerate(evaluation.cases) if c.kind is Kind.MUST_KEEP)
         bad = evaluation.subset([k])
@@ -167,9 +167,35 @@ def test_a_neighbourhood_the_repair_cannot_meet_is_left_out_not_fatal(distilbert
         return replace(hood, evaluation=twin.joined(hood.evaluation))
 
     monkeypatch.setattr(pipeline, "draw_neighbourhood", contradicting)
+    return pipeline
+
+
+def test_a_copy_the_repair_cannot_meet_is_dropped_and_the_rest_certified(distilbert_dir: Path, suite_cases,
+                                                                          monkeypatch):  # fmt: skip
+    _with_a_contradiction(monkeypatch)
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    fix, keep = suite_cases
+    settings = RepairSettings(max_iter=20, neighbours=NeighbourSettings(per_case=4, keep_per_case=0))
+    outcome = repair_cases(adapter, fix + keep, settings, progress=False, fallback=False)
+    hood = outcome.neighbourhood
+    assert outcome.result.repaired, outcome.result.message
+    assert hood.left_out is None and hood.dropped == ("contradiction",) and hood.cases
+    certified = {r.id: r for r in outcome.certificate.cases}
+    assert "contradiction" not in certified
+    assert all(certified[c.id].cert1 and certified[c.id].source == NEIGHBOUR for c in hood.cases)
+    note = str(NeighbourhoodNote.of(hood))
+    assert f"{len(hood.cases)} repaired and certified" in note and "1 the repair could not meet" in note
+
+
+def test_a_neighbourhood_the_repair_cannot_meet_is_left_out_not_fatal(distilbert_dir: Path, suite_cases, monkeypatch):
+    pipeline = _with_a_contradiction(monkeypatch)
+    monkeypatch.setattr(pipeline, "DROP_ROUNDS", 0)  # no copy is dropped: the neighbourhood goes whole
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    fix, keep = suite_cases
     settings = RepairSettings(max_iter=20, neighbours=NeighbourSettings(per_case=4, keep_per_case=0))
     outcome = repair_cases(adapter, fix + keep, settings, progress=False, fallback=False)
     assert outcome.result.repaired, outcome.result.message
-    assert outcome.neighbourhood.left_out is not None
+    assert outcome.neighbourhood.left_out is not None and not outcome.neighbourhood.dropped
     assert "contradiction" not in {r.id for r in outcome.certificate.cases}
     assert not any(r.source == NEIGHBOUR for r in outcome.certificate.cases)
+    assert "repaired alone" in str(NeighbourhoodNote.of(outcome.neighbourhood))

@@ -124,7 +124,8 @@ class NeighbourhoodNote:
     perturbed: int  # suite cases perturbed
     drawn: int  # distinct new variants run
     wrong: int  # those the model got wrong: must_fix cases of the repair
-    left_out: str | None = None  # why the repair went on without them (it failed with them)
+    dropped: int = 0  # of those, the ones a repair with them could not meet, left out before it was tried again
+    left_out: str | None = None  # why the repair went on without any of them (it failed with them)
     seconds: float = 0.0
 
     @classmethod
@@ -132,8 +133,8 @@ class NeighbourhoodNote:
         if hood is None:
             return None
         return cls(
-            perturbed=hood.perturbed, drawn=hood.drawn, wrong=len(hood.cases), left_out=hood.left_out,
-            seconds=round(hood.seconds, 3),
+            perturbed=hood.perturbed, drawn=hood.drawn, wrong=len(hood.cases) + len(hood.dropped),
+            dropped=len(hood.dropped), left_out=hood.left_out, seconds=round(hood.seconds, 3),
         )  # fmt: skip
 
     def __str__(self) -> str:
@@ -142,7 +143,10 @@ class NeighbourhoodNote:
             return f"{found}; with them the repair ended {self.left_out}, so the suite's own cases were repaired alone"
         if not self.wrong:
             return f"{found} ({self.seconds:.1f} s)"
-        return f"{found}: repaired and certified as must_fix cases too ({self.seconds:.1f} s)"
+        certified = f"{self.wrong - self.dropped} repaired and certified as must_fix cases too"
+        if self.dropped:
+            certified += f", {self.dropped} the repair could not meet beside the suite's cases dropped"
+        return f"{found}: {certified} ({self.seconds:.1f} s)"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -89,16 +89,47 @@ def repair_cases(
     hood = None
     if settings.neighbours.enabled and _needs_repair(evaluation, settings):
         hood = draw_neighbourhood(adapter, evaluation, settings.neighbours, batch_size=batch_size, cache_dir=cache_dir)
-        if hood.cases:
-            # Not falling back to another head for the neighbourhood's sake: the head the suite's own
-            # cases converge on comes first.
-            joined = evaluation.joined(hood.evaluation)
-            outcome = _repair_certify_save(adapter, joined, settings, encode, **(save | {"fallback": False}))
-            if outcome.result.repaired:
-                return replace(outcome, neighbourhood=hood)
-            # The neighbourhood is a help, never a reason to fail: the suite's own cases are repaired alone.
-            hood = replace(hood, left_out=f"{outcome.result.status.value}: {outcome.result.message}")
+        # Not falling back to another head for the neighbourhood's sake: the head the suite's own
+        # cases converge on comes first.
+        outcome, hood = _with_neighbourhood(adapter, evaluation, hood, settings, encode, save | {"fallback": False})
+        if outcome is not None:
+            return outcome
     return replace(_repair_certify_save(adapter, evaluation, settings, encode, **save), neighbourhood=hood)
+
+
+# Times the copies a failed repair still missed are dropped and the rest tried again, before the
+# neighbourhood is left out whole.
+DROP_ROUNDS = 2
+
+
+def _with_neighbourhood(
+    adapter: ClassifierAdapter,
+    evaluation: Evaluation,
+    hood: Neighbourhood,
+    settings: RepairSettings,
+    encode: dict[str, Any],
+    save: dict[str, Any],
+) -> tuple[RepairOutcome | None, Neighbourhood]:
+    """The repair of the suite's cases with ``hood``'s; None where it does not converge however many of
+    its copies are dropped, the neighbourhood then saying why it was left out.
+
+    Copies are drawn blind: one may land beside a suite case of the other label (a typo that turns
+    a kept sentence into a must_fix one's twin), and no weights meet both. The copies the best
+    iterate still misses are the ones in the way: they go and the rest are tried again, so one such
+    copy does not cost the whole neighbourhood. The neighbourhood is a help, never a reason to fail:
+    where the misses are the suite's own cases only, or rounds run out, they are repaired alone."""
+    if not hood.cases:
+        return None, hood
+    for round_ in range(DROP_ROUNDS + 1):
+        outcome = _repair_certify_save(adapter, evaluation.joined(hood.evaluation), settings, encode, **save)
+        if outcome.result.repaired:
+            return replace(outcome, neighbourhood=hood), hood
+        missed = {m.id for m in outcome.result.misses} & {c.id for c in hood.cases}
+        if not missed or missed == {c.id for c in hood.cases} or round_ == DROP_ROUNDS:
+            break
+        hood = hood.without(missed)
+    result = outcome.result
+    return None, replace(hood, left_out=f"{result.status.value}: {result.message}")
 
 
 def _needs_repair(evaluation: Evaluation, settings: RepairSettings) -> bool:
