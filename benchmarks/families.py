@@ -4,10 +4,11 @@ the test suite's synthetic sentiment task, then checked, repaired and audited.
 
 Run: ``python -m benchmarks.families [--families bert,gpt2,...] [--json | --save]``. Prints, per
 family, the head repaired (dense → σ → linear, or the final linear layer: found so, or fallen
-back to where the dense form ``layer = "auto"`` found did not converge), the repair's iterations
-and the certificate counts; and why a repair may stall: how many times its weights the closest
-pair of cases with different labels makes the dense layer (×dense) or the final layer (×final) grow
-at least. ``tests/model/test_families.py`` runs the same builders at CI size.
+back to where the dense form ``layer = "auto"`` found did not converge), the repair's iterations,
+the certificate counts and the perturbed copies certified beside the suite's cases (hood); and
+why a repair may stall: how many times its weights the closest pair of cases with different
+labels makes the dense layer (×dense) or the final layer (×final) grow at least.
+``tests/model/test_families.py`` runs the same builders at CI size.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from benchmarks.results import add_output_arguments, report
 from benchmarks.testkit import testkit
+from warp_check.cases import NEIGHBOUR
 from warp_check.cli import main as cli
 from warp_check.runs.pipeline import FELL_BACK
 
@@ -141,20 +143,23 @@ def _certified(path: Path) -> dict[str, Any]:
         "found_by": found_by,
         "head": head,
         "iterations": data["repair"]["iterations"],
+        # Perturbed copies certified beside the suite's cases (0: the neighbourhood was left out, or none was wrong).
+        "neighbours": sum(c.get("source") == NEIGHBOUR for c in data["cases"]),
         **data["summary"],
     }
 
 
 def _print_table(result: dict[str, Any]) -> None:
     print(
-        f"{'family':<22} {'form':<24} {'head':<52} {'it':>3} {'cert1':>7} {'cert2':>7} {'cert3':>7}  ok  "
-        "×dense ×final"
+        f"{'family':<22} {'form':<24} {'head':<52} {'it':>3} {'cert1':>7} {'cert2':>7} {'cert3':>7} {'hood':>5}  "
+        "ok  ×dense ×final"
     )
     for r in result["families"]:
         form = r.get("form", "-") + (" (fell back)" if r.get("fell_back") else "")
         print(
             f"{r['family']:<22} {form:<24} {r.get('head', '-'):<52} {r.get('iterations', '-'):>3} "
-            f"{r.get('cert1', '-'):>7} {r.get('cert2', '-'):>7} {r.get('cert3', '-'):>7}  "
+            f"{r.get('cert1', '-'):>7} {r.get('cert2', '-'):>7} {r.get('cert3', '-'):>7} "
+            f"{r.get('neighbours', '-'):>5}  "
             f"{'yes' if r['ok'] else 'NO '} "
             f"{_growth(r.get('dense_norm_growth')):>6} {_growth(r.get('final_weight_growth')):>6}"
         )

@@ -285,3 +285,20 @@ def test_the_results_document_cites_every_result_file_and_its_commands_run():
     for command in commands:
         _parses(command)
     assert len(document.splitlines()) <= 150
+
+
+def test_generalise_averages_each_variant_over_its_seeds():
+    from benchmarks import generalise
+
+    def row(variant, seed, dev, held, status="converged"):
+        figures = dict.fromkeys(generalise.MEANS_OF, 1.0) | {"general_acc": dev, "attack_gen": held}
+        return {"variant": variant, "seed": seed, "status": status, **figures, "attack_cross_recipe": None}
+
+    rows = [row("default", 0, 0.70, 0.50), row("default", 1, 0.74, 0.56), row("paper", 0, 0.72, 0.3, "not_converged")]
+    default, paper = generalise.seed_means(rows)
+    assert default["seeds"] == [0, 1] and default["all_converged"] and not paper["all_converged"]
+    assert default["general_acc"] == pytest.approx({"mean": 0.72, "min": 0.70, "max": 0.74})
+    assert default["attack_gen"]["mean"] == pytest.approx(0.53) and default["attack_cross_recipe"] is None
+    assert paper["attack_gen"] == {"mean": 0.3, "min": 0.3, "max": 0.3}
+    with pytest.raises(SystemExit):
+        generalise.main(["--seeds", "0,x"])

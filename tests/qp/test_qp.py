@@ -31,6 +31,9 @@ from warp_check.qp.solve import solve
     d_in=st.integers(8, 40),
     working_set=st.booleans(),
 )
+# Found by a random run: 20 hard rows in 22 dimensions, near infeasible; |B| ~ 50 and the dual's rows
+# hold to 2.4e-4, the solver's relative tolerance at that scale.
+@example(seed=1000, n_fix=3, n_keep=20, rank=1, d_in=22, working_set=False)
 def test_primal_and_dual_give_the_same_beta_and_objective(seed, n_fix, n_keep, rank, d_in, working_set):
     problem = random_problem(seed, n_fix, n_keep, rank, d_in)
     primal = solve(problem, SolverSettings(form="primal", working_set=working_set))
@@ -47,7 +50,7 @@ def test_primal_and_dual_give_the_same_beta_and_objective(seed, n_fix, n_keep, r
     assert dual.objective == pytest.approx(primal.objective, rel=1e-4, abs=1e-6)
     # The must_keep rows hold at the solution (hard constraints), to solver tolerance.
     values = problem.constraint_values(dual.B)
-    assert np.all(values[n_fix:] >= problem.rhs[n_fix:] - 1e-5)
+    assert np.all(values[n_fix:] >= problem.rhs[n_fix:] - 1e-5 * scale)
 
 
 def test_working_set_returns_the_full_problem_optimum():

@@ -70,7 +70,8 @@ def test_nothing_to_repair_is_reported_and_changes_nothing():
 
 def test_non_convergence_names_the_cases_and_what_might_help():
     head, fix, keep = synthetic_problem(seed=2, n_fix=12)
-    result = repair_head(head, fix, keep, settings=RepairSettings(max_iter=1))
+    # mu = 10: at the default price this problem converges in one iteration.
+    result = repair_head(head, fix, keep, settings=RepairSettings(max_iter=1, mu=10.0))
     assert result.status is RepairStatus.NOT_CONVERGED
     assert not result.repaired
     assert result.misses and all(m.short_by > 0 for m in result.misses)
@@ -184,7 +185,7 @@ def test_a_failed_run_reports_its_best_iterate_not_its_last():
     # The misses and head_after of a run that does not converge describe the best state the
     # loop reached (lowest priced shortfall), so the advice is about that, not a worse last step.
     head, fix, keep = synthetic_problem(seed=2, n_fix=12)
-    result = repair_head(head, fix, keep, settings=RepairSettings(max_iter=2))
+    result = repair_head(head, fix, keep, settings=RepairSettings(max_iter=2, mu=10.0))  # mu: as above
     assert result.status is RepairStatus.NOT_CONVERGED
     gaps_fix, _ = result.head_after.gaps(fix.V, fix.labels)
     gaps_keep, _ = result.head_after.gaps(keep.V, keep.labels)

@@ -444,6 +444,9 @@ SERVER = textwrap.dedent(
         )
         return 0
 
+    # The writers lock the folder their outs share: they start when the test's own repairs are done.
+    while not (Path(work) / "go").exists():
+        time.sleep(0.01)
     for job in sys.argv[3:]:
         step, out = job.split("=", 1)
         base = Path(work) / Path(out).name
@@ -525,6 +528,7 @@ def test_sigkill_at_each_step_of_the_save_and_at_random_moments_never_leaves_hal
         assert repair(suite, outs[step]) == 0
         older[step] = tree_digest(outs[step])
     duration = (time.monotonic() - start) / 2  # of one whole repair, to spread the random kills over
+    (tmp_path / "go").touch()
 
     outcomes = {}
     for step, out in outs.items():
