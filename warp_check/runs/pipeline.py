@@ -124,8 +124,9 @@ def _with_neighbourhood(
         outcome = _repair_certify_save(adapter, evaluation.joined(hood.evaluation), settings, encode, **save)
         if outcome.result.repaired:
             return replace(outcome, neighbourhood=hood), hood
-        missed = {m.id for m in outcome.result.misses} & {c.id for c in hood.cases}
-        if not missed or missed == {c.id for c in hood.cases} or round_ == DROP_ROUNDS:
+        copies = {c.id for c in hood.cases}
+        missed = {m.id for m in outcome.result.misses} & copies
+        if not missed or missed == copies or round_ == DROP_ROUNDS:
             break
         hood = hood.without(missed)
     result = outcome.result
