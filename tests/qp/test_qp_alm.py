@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from testkit.qp_problems import (
     CASE_PROBLEM_SHAPE,
@@ -27,13 +27,15 @@ from warp_check.qp.solve import pick_backend, solve
 
 ALM = SolverSettings(backend="alm")
 OSQP_ALL_ROWS = SolverSettings(backend="osqp", working_set=False)
+IPM_TIGHT = SolverSettings(backend="ipm", ipm_tolerance=1e-10)
 
 
 def reference_answer(problem: LinearisedProblem):
     """OSQP's answer over every row; where OSQP runs out of iterations on rows this dependent,
-    the interior point's (both are checked against each other in their own tests)."""
+    the interior point's (both are checked against each other in their own tests), to a tighter
+    residual than its default: on rows this dependent, 1e-6 leaves B 1e-4 off."""
     answer = solve(problem, OSQP_ALL_ROWS)
-    return answer if answer.status is not QPStatus.MAX_ITER else solve(problem, SolverSettings(backend="ipm"))
+    return answer if answer.status is not QPStatus.MAX_ITER else solve(problem, IPM_TIGHT)
 
 
 def correlated_problem(seed: int, n_fix: int, n_keep: int, rank: int, d_in: int) -> LinearisedProblem:
@@ -61,6 +63,9 @@ def assert_same_optimum(result, reference, problem) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n_keep=st.integers(1, 150), **CASE_PROBLEM_SHAPE)
+# Found by a random run: OSQP runs out of iterations and the interior point, at its default 1e-6,
+# left B 1.7e-4 from the optimum the augmented Lagrangian had found (its objective 1e-7 lower).
+@example(seed=65536, n_fix=1, n_keep=85, rank=1, d_in=24, rows_per_case=2, window=0.0)
 def test_the_augmented_lagrangian_finds_osqps_optimum_with_rows_joining_lazily(
     seed, n_fix, n_keep, rank, d_in, rows_per_case, window
 ):
