@@ -58,23 +58,27 @@ def repair_head(
     keep: CaseSet,
     aux: CaseSet | None = None,
     settings: RepairSettings | None = None,
+    *,
+    paper_loop: bool = True,
 ) -> RepairResult:
     """Run GSN-FT (if needed) and the iterative QP repair; never raises for a failed repair.
 
     A result whose status is not CONVERGED says which cases miss their margin and by how
-    much; its ``head_after`` must not be shipped (the artefact writer refuses it).
+    much; its ``head_after`` must not be shipped (the artefact writer refuses it). Where the loop
+    with ``settings`` stalls, the paper's loop is tried once more unless ``paper_loop`` is False
+    (a caller that will try a smaller problem next, where the second loop would only double the cost).
     """
     settings = settings or RepairSettings()
     if settings.blas_threads is None:
-        return _with_fallback(head, fix, keep, aux, settings)
+        return _with_fallback(head, fix, keep, aux, settings, paper_loop)
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=settings.blas_threads, user_api="blas"):
-        return _with_fallback(head, fix, keep, aux, settings)
+        return _with_fallback(head, fix, keep, aux, settings, paper_loop)
 
 
 def _with_fallback(
-    head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, settings: RepairSettings
+    head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, settings: RepairSettings, paper_loop: bool
 ) -> RepairResult:
     """The loop with ``settings``; where it does not converge and went beyond the paper (a function-space
     price, a growing rank, a trust region), the paper's loop once more. The function-space step is what
@@ -83,7 +87,7 @@ def _with_fallback(
     that gave it, so the certificate records the loop that was run."""
     result = _Repair(head, fix, keep, aux, settings).run()
     paper = replace(settings, mu=0.0, max_rank=settings.rank, trust_region=False, price_growth=1.0)
-    if result.status is not RepairStatus.NOT_CONVERGED or paper == settings:
+    if result.status is not RepairStatus.NOT_CONVERGED or paper == settings or not paper_loop:
         return result
     again = _Repair(head, fix, keep, aux, paper).run()
     if not again.repaired:

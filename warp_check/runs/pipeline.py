@@ -97,7 +97,7 @@ def repair_cases(
     return replace(_repair_certify_save(adapter, evaluation, settings, encode, **save), neighbourhood=hood)
 
 
-# Times the copies a failed repair still missed are dropped and the rest tried again, before the
+# Times the copies in a failed repair's way are dropped and the rest tried again, before the
 # neighbourhood is left out whole.
 DROP_ROUNDS = 2
 
@@ -114,21 +114,24 @@ def _with_neighbourhood(
     its copies are dropped, the neighbourhood then saying why it was left out.
 
     Copies are drawn blind: one may land beside a suite case of the other label (a typo that turns
-    a kept sentence into a must_fix one's twin), and no weights meet both. The copies the best
-    iterate still misses are the ones in the way: they go and the rest are tried again, so one such
-    copy does not cost the whole neighbourhood. The neighbourhood is a help, never a reason to fail:
-    where the misses are the suite's own cases only, or rounds run out, they are repaired alone."""
+    a kept sentence into a must_fix one's twin), and no weights meet both. The copies in the way
+    (:meth:`~warp_check.runs.neighbourhood.Neighbourhood.in_the_way`) go and the rest are tried
+    again, so one such copy does not cost the whole neighbourhood. The neighbourhood is a help,
+    never a reason to fail: where no copy is in the way, every copy is, or the rounds run out, the
+    suite's cases are repaired alone."""
     if not hood.cases:
         return None, hood
     for round_ in range(DROP_ROUNDS + 1):
-        outcome = _repair_certify_save(adapter, evaluation.joined(hood.evaluation), settings, encode, **save)
+        joined = evaluation.joined(hood.evaluation)
+        # No paper's loop after a stall: the next round's smaller problem is the better retry (on 26
+        # families' tiny models it never converged where the defaults had not, and doubled the cost).
+        outcome = _repair_certify_save(adapter, joined, settings, encode, **save, paper_loop=False)
         if outcome.result.repaired:
             return replace(outcome, neighbourhood=hood), hood
-        copies = {c.id for c in hood.cases}
-        missed = {m.id for m in outcome.result.misses} & copies
-        if not missed or missed == copies or round_ == DROP_ROUNDS:
+        in_the_way = hood.in_the_way(evaluation, {m.id for m in outcome.result.misses})
+        if not in_the_way or len(in_the_way) == len(hood.cases) or round_ == DROP_ROUNDS:
             break
-        hood = hood.without(missed)
+        hood = hood.without(in_the_way)
     result = outcome.result
     return None, replace(hood, left_out=f"{result.status.value}: {result.message}")
 
@@ -152,8 +155,9 @@ def _repair_certify_save(
     destination: Destination | None,
     attack: AttackSettings | None,
     fallback: bool,
+    paper_loop: bool = True,
 ) -> RepairOutcome:
-    result = _repair(adapter, evaluation, settings)
+    result = _repair(adapter, evaluation, settings, paper_loop)
     if fallback and result.status in NOT_CONVERGING and adapter.spec.classifier is not None:
         final = adapter.spec.fallback
         if final is None:  # a head the user named: no silent change, but say what may help
@@ -201,9 +205,11 @@ FELL_BACK = "layer = 'auto' fell back to the final linear layer"
 NOT_CONVERGING = frozenset({RepairStatus.NOT_CONVERGED, RepairStatus.INFEASIBLE, RepairStatus.SOLVER_FAILED})
 
 
-def _repair(adapter: ClassifierAdapter, evaluation: Evaluation, settings: RepairSettings) -> RepairResult:
+def _repair(
+    adapter: ClassifierAdapter, evaluation: Evaluation, settings: RepairSettings, paper_loop: bool = True
+) -> RepairResult:
     fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
-    return repair_head(adapter.head(), fix, keep, aux, settings)
+    return repair_head(adapter.head(), fix, keep, aux, settings, paper_loop=paper_loop)
 
 
 def _fall_back(
