@@ -74,42 +74,45 @@ def nearest(keep_cases: int, per_case: int = 8, keep_per_case: int = 8, max_edit
 PAPER = {"mu": 0.0, "max_rank": 2, "price_growth": 1.0}  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
 # A setting a variant does not name is the default of the code that runs it (a saved result's code
 # stamp says which): "default" was 8 copies a must_keep case at mu = 10 until 2026-11-25, "k8-mu10" now.
+# The variants measured before then name that mu, so that each still means what its results measured.
+MU10 = {"mu": 10.0}
 VARIANTS: dict[str, Variant] = {
     "paper": Variant(settings=PAPER, neighbours=OFF),
     "default": Variant(),  # the defaults: the loop's and the neighbourhood's
     "k8-mu10": Variant(settings={"mu": 10.0}, neighbours=nearest(500)),  # the defaults before 2026-11-25
-    "loop": Variant(neighbours=OFF),  # the default loop (function space on the must_keep cases, the rank grows)
+    # The loop alone: function space on the must_keep cases, the rank grows.
+    "loop": Variant(settings=MU10, neighbours=OFF),
     "mu1": Variant(settings={"mu": 1.0}, neighbours=OFF),
     "mu100": Variant(settings={"mu": 100.0}, neighbours=OFF),
     "mu1000": Variant(settings={"mu": 1000.0}, neighbours=OFF),
     "paper-rank8": Variant(settings={"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}, neighbours=OFF),
-    "gamma2": Variant(settings={"gamma_s": 2.0}, neighbours=OFF),
-    "gsnft": Variant(settings={"gsn_threshold": 1e9}, neighbours=OFF),
-    "nbr8": Variant(neighbours=sampled()),
+    "gamma2": Variant(settings=MU10 | {"gamma_s": 2.0}, neighbours=OFF),
+    "gsnft": Variant(settings=MU10 | {"gsn_threshold": 1e9}, neighbours=OFF),
+    "nbr8": Variant(settings=MU10, neighbours=sampled()),
     "nbr8-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled()),
-    "nbr8-syn": Variant(neighbours=sampled(synonyms=True)),
-    "keep2": Variant(neighbours=sampled(per_case=0, keep_per_case=2)),
-    "nbr8-keep1": Variant(neighbours=sampled(keep_per_case=1)),
-    "nbr8-keep2": Variant(neighbours=sampled(keep_per_case=2)),
-    "nbr8-keep4": Variant(neighbours=sampled(keep_per_case=4)),
-    "nbr8-keep8": Variant(neighbours=sampled(keep_per_case=8)),
-    "nbr16-keep4": Variant(neighbours=sampled(per_case=16, keep_per_case=4)),
+    "nbr8-syn": Variant(settings=MU10, neighbours=sampled(synonyms=True)),
+    "keep2": Variant(settings=MU10, neighbours=sampled(per_case=0, keep_per_case=2)),
+    "nbr8-keep1": Variant(settings=MU10, neighbours=sampled(keep_per_case=1)),
+    "nbr8-keep2": Variant(settings=MU10, neighbours=sampled(keep_per_case=2)),
+    "nbr8-keep4": Variant(settings=MU10, neighbours=sampled(keep_per_case=4)),
+    "nbr8-keep8": Variant(settings=MU10, neighbours=sampled(keep_per_case=8)),
+    "nbr16-keep4": Variant(settings=MU10, neighbours=sampled(per_case=16, keep_per_case=4)),
     "nbr8-keep4-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled(keep_per_case=4)),
     "nbr8-keep8-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled(keep_per_case=8)),
-    "nbr8-keep2-syn": Variant(neighbours=sampled(keep_per_case=2, synonyms=True)),
+    "nbr8-keep2-syn": Variant(settings=MU10, neighbours=sampled(keep_per_case=2, synonyms=True)),
     "nbr8-keep2-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled(keep_per_case=2)),
-    "nbr8-rand500": Variant(neighbours=sampled(keep_per_case=8, keep_cases=500)),
-    "near250": Variant(neighbours=nearest(250)),
-    "near500": Variant(neighbours=nearest(500)),
-    "near1000": Variant(neighbours=nearest(1000)),
+    "nbr8-rand500": Variant(settings=MU10, neighbours=sampled(keep_per_case=8, keep_cases=500)),
+    "near250": Variant(settings=MU10, neighbours=nearest(250)),
+    "near500": Variant(settings=MU10, neighbours=nearest(500)),
+    "near1000": Variant(settings=MU10, neighbours=nearest(1000)),
     "near500-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500)),
-    "near500-syn": Variant(neighbours=replace(nearest(500), synonyms=True)),
-    "near250-k16": Variant(neighbours=nearest(250, keep_per_case=16)),
-    "near500-k16": Variant(neighbours=nearest(500, keep_per_case=16)),
-    "near1000-syn": Variant(neighbours=replace(nearest(1000), synonyms=True)),
-    "near500-e3": Variant(neighbours=nearest(500, max_edits=3)),
-    "near500-k16-e3": Variant(neighbours=nearest(500, keep_per_case=16, max_edits=3)),
-    "near500-f16-k16": Variant(neighbours=nearest(500, per_case=16, keep_per_case=16)),
+    "near500-syn": Variant(settings=MU10, neighbours=replace(nearest(500), synonyms=True)),
+    "near250-k16": Variant(settings=MU10, neighbours=nearest(250, keep_per_case=16)),
+    "near500-k16": Variant(settings=MU10, neighbours=nearest(500, keep_per_case=16)),
+    "near1000-syn": Variant(settings=MU10, neighbours=replace(nearest(1000), synonyms=True)),
+    "near500-e3": Variant(settings=MU10, neighbours=nearest(500, max_edits=3)),
+    "near500-k16-e3": Variant(settings=MU10, neighbours=nearest(500, keep_per_case=16, max_edits=3)),
+    "near500-f16-k16": Variant(settings=MU10, neighbours=nearest(500, per_case=16, keep_per_case=16)),
     # A smaller margin for the must_fix cases and their neighbours: less change, less dev lost?
     "gamma05": Variant(settings={"gamma_s": 0.5, "mu": 10.0}, neighbours=nearest(500)),
     # The function-space price raised with the neighbourhood: the dev accuracy back?
@@ -118,6 +121,9 @@ VARIANTS: dict[str, Variant] = {
     # Beside the defaults: more copies of the must_fix cases, more edits a copy.
     "f16": Variant(neighbours=replace(NeighbourSettings(), per_case=16)),
     "e3": Variant(neighbours=replace(NeighbourSettings(), max_edits=3)),
+    # Beside the defaults: a wider margin for the must_fix cases and their copies; WordNet synonyms.
+    "g2": Variant(settings={"gamma_s": 2.0}),
+    "syn": Variant(neighbours=replace(NeighbourSettings(), synonyms=True)),
 }
 
 
@@ -222,11 +228,10 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
     base = baselines(adapter, suite.cases, general, heldout, digest.hexdigest(), args, cache, log)
     general_ev = evaluate(adapter, general, batch_size=64, cache_dir=cache, progress=False)
     heldout_ev = evaluate(adapter, heldout, batch_size=64, cache_dir=cache, progress=False)
-    seeds = [int(s) for s in args.seeds.split(",")]
     rows = [
         run_variant(v, seed, adapter, suite.cases, general_ev, heldout_ev, args.fix_recipe, args, cache, log)
         for v in args.variants.split(",")
-        for seed in seeds
+        for seed in args.seeds
     ]
     return {
         "task": task,
@@ -325,6 +330,12 @@ def _spread(figure: dict | None) -> str:
     return f"{pct(figure['mean'])} ({pct(figure['min'])}–{pct(figure['max'])})"
 
 
+def _seed_list(text: str) -> list[int]:
+    if not all(s.strip().isdigit() for s in text.split(",")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of seeds (0, 1, ...)")
+    return [int(s) for s in text.split(",")]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.generalise", description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=("sst2", "rte"), default="sst2")
@@ -332,7 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_split_arguments(parser, keep=2000, fix_pool=70, heldout_pool=80, budget=200, aux=500)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of: {', '.join(VARIANTS)}")
     parser.add_argument(
-        "--seeds", default="0", help="neighbourhood draw seeds, comma-separated: each variant runs once per seed"
+        "--seeds",
+        type=_seed_list,
+        default=[0],
+        help="neighbourhood draw seeds, comma-separated: each variant runs once per seed",
     )
     parser.add_argument("--baselines", default="lora,full_ft", help="baselines besides the original (cached)")
     parser.add_argument("--epochs", type=int, default=30, help="baselines' epoch cap")
@@ -346,8 +360,6 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
     if unknown:
         parser.error(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    if not all(s.strip().isdigit() for s in args.seeds.split(",")):
-        parser.error(f"--seeds: {args.seeds!r} is not a comma-separated list of seeds (0, 1, ...)")
 
     def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

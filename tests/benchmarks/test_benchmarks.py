@@ -300,5 +300,6 @@ def test_generalise_averages_each_variant_over_its_seeds():
     assert default["general_acc"] == pytest.approx({"mean": 0.72, "min": 0.70, "max": 0.74})
     assert default["attack_gen"]["mean"] == pytest.approx(0.53) and default["attack_cross_recipe"] is None
     assert paper["attack_gen"] == {"mean": 0.3, "min": 0.3, "max": 0.3}
+    assert generalise.build_parser().parse_args(["--seeds", "0,2"]).seeds == [0, 2]
     with pytest.raises(SystemExit):
         generalise.main(["--seeds", "0,x"])

@@ -32,13 +32,6 @@ class Evaluation:
     logits: np.ndarray  # float64, (cases, classes): what a warm entry remembers (warp_check.cache.warm)
     seconds: float = 0.0  # encoding and the head's answers
 
-    def passed(self, case_id: str) -> bool:
-        return bool(self.gaps[self._index[case_id]] > 0)
-
-    @property
-    def _index(self) -> dict[str, int]:
-        return {c.id: i for i, c in enumerate(self.cases)}
-
     def subset(self, rows: Sequence[int]) -> Evaluation:
         """These rows of the evaluation, in this order."""
         rows = list(rows)
