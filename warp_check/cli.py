@@ -268,7 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"which must_keep cases: nearest the decision boundary, or a seeded sample ({defaults.keep_choice.value})",
     )
     neighbours.add_argument(
-        "--synonyms", action="store_true", default=None, help="WordNet synonyms too (needs nltk and WordNet)"
+        "--synonyms",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="WordNet synonyms too, or never (default: the suite's; auto: where nltk and WordNet are installed)",
     )
     neighbours.add_argument("--seed", type=_count_or_zero, metavar="N")
 

@@ -51,3 +51,12 @@ def test_the_command_draws_what_the_suites_repair_would(distilbert_dir: Path, tm
     assert (folder / "fix.jsonl").read_text(encoding="utf-8") == before  # the suite's settings draw nothing
     assert exit_code(["neighbours", str(folder), "--cache", "none", "--per-case", "6"]) == 0
     assert (folder / "fix.jsonl").read_text(encoding="utf-8") != before  # a flag overrides them
+
+
+def test_synonyms_are_the_suites_unless_a_flag_asks_for_them_or_forbids_them():
+    from warp_check.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["neighbours", "suite"]).synonyms is None  # the suite's setting ("auto" by default)
+    assert parse(["neighbours", "suite", "--synonyms"]).synonyms is True
+    assert parse(["neighbours", "suite", "--no-synonyms"]).synonyms is False

@@ -16,6 +16,7 @@ from testkit.suite_builder import record_encoder_batches, split_cases, tree_dige
 
 from warp_check import verify
 from warp_check.certify.certificate import CERTIFICATE_NAME
+from warp_check.perturb import wordnet_available
 
 pytest_plugins = ["pytester"]
 # Inner runs skip two plugins that cost seconds each in a process holding torch: the
@@ -184,7 +185,7 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
             "  repair: converged in * iteration(s), * s",
             "  mean GSN κ: * before, * after; GSN-FT not applied (no aux cases)",
             f"  neighbourhood: {hood['wrong']} of * perturbation(s) of {n_fix + n_keep} case(s) were wrong: "
-            f"{n_hood} repaired and certified as must_fix cases too* (* s)",
+            f"{n_hood} repaired and certified as must_fix cases too* (* s*)",
             f"  certificates: Cert 1 {n_cert}/{n_cert}, Cert 2 {n_keep}/{n_keep}, Cert 3 {n_cert}/{n_cert} "
             "(γ_s = 1, γ_h = 0.3)",
             f"  repaired model: {suite / '.warp' / 'repaired'} (with warp_certificate.json)",
@@ -192,6 +193,9 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
         ]
     )
     assert f"- neighbourhood: {hood['wrong']} of " in (pytester.path / "rep" / "report.md").read_text()
+    # synonyms = "auto": where WordNet is not installed, the summary says so and what would add it.
+    assert ("no WordNet synonyms" in result.stdout.str()) is (hood["synonyms"] == "not installed")
+    assert hood["synonyms"] == ("used" if wordnet_available() else "not installed")
     assert {c["id"]: c["outcome"] for c in report["cases"]} == {c["id"]: "passed" for c in wrong + right}
     assert all((pytester.path / "rep" / f"suite-{plot}.png").is_file() for plot in ("gaps", "radius", "convergence"))
     assert tree_digest(distilbert_dir) == before  # the input model is never written to

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +13,11 @@ from testkit.suite_builder import split_cases
 from warp_check import ClassifierAdapter
 from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.errors import SettingsError
+from warp_check.files import jsonable
 from warp_check.model.encode import Encoded
-from warp_check.perturb import perturbed_texts
-from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
-from warp_check.runs.details import NeighbourhoodNote
+from warp_check.perturb import perturbed_texts, wordnet_available
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
+from warp_check.runs.details import WITHOUT_SYNONYMS, NeighbourhoodNote
 from warp_check.runs.evaluation import Evaluation, evaluate
 from warp_check.runs.neighbourhood import Neighbourhood, chosen_cases, draw_neighbourhood
 from warp_check.runs.pipeline import repair_cases
@@ -49,7 +51,7 @@ def test_settings_are_validated_and_read_as_toml_spells_them():
     assert not NeighbourSettings.off().enabled and NeighbourSettings().enabled
     assert not NeighbourSettings(per_case=0, keep_cases=0).enabled
     for field, value in (("per_case", -1), ("keep_per_case", 1.5), ("keep_cases", -2), ("keep_choice", "closest"),
-                         ("synonyms", "yes"), ("max_edits", 0)):  # fmt: skip
+                         ("synonyms", "yes"), ("synonyms", 1), ("max_edits", 0)):  # fmt: skip
         with pytest.raises(SettingsError, match=field):
             NeighbourSettings(**{field: value})
     settings = RepairSettings(neighbours=NeighbourSettings(keep_cases=None, keep_choice=KeepChoice.RANDOM))
@@ -62,6 +64,7 @@ def test_settings_are_validated_and_read_as_toml_spells_them():
         NeighbourSettings().overridden("-3")
     old = {k: v for k, v in RepairSettings().to_dict().items() if k != "neighbours"}
     assert RepairSettings.from_dict(old).neighbours == NeighbourSettings.off()  # recorded before neighbourhoods
+    assert NeighbourSettings(synonyms="auto").synonyms is None and NeighbourSettings().synonyms is None
 
 
 def test_the_must_keep_cases_nearest_the_boundary_are_chosen_and_wrong_ones_never():
@@ -99,6 +102,34 @@ def test_neighbours_are_wrong_predictions_with_the_originals_label(distilbert_di
     # Variants already among the cases are not drawn again: a suite holding its neighbourhood adds nothing.
     holding = evaluate(adapter, fix + keep + list(hood.cases), progress=False)
     assert draw_neighbourhood(adapter, holding, settings).cases == ()
+
+
+def test_synonyms_auto_draws_them_where_wordnet_is_installed_and_says_so_where_not(
+    distilbert_dir: Path, suite_cases, monkeypatch
+):
+    import warp_check.runs.neighbourhood as neighbourhood
+
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    fix, keep = suite_cases
+    evaluation = evaluate(adapter, fix + keep, progress=False)
+    auto = NeighbourSettings(per_case=4, keep_per_case=2, keep_cases=10)
+    if wordnet_available():  # the environment with the WordNet extra: auto is synonyms = true
+        assert draw_neighbourhood(adapter, evaluation, auto).synonyms is SynonymUse.USED
+        assert draw_neighbourhood(adapter, evaluation, auto).cases == draw_neighbourhood(
+            adapter, evaluation, replace(auto, synonyms=True)
+        ).cases
+    monkeypatch.setattr(neighbourhood, "wordnet_available", lambda: False)
+    hood = draw_neighbourhood(adapter, evaluation, auto)
+    off = draw_neighbourhood(adapter, evaluation, replace(auto, synonyms=False))
+    assert hood.synonyms is SynonymUse.NOT_INSTALLED and off.synonyms is SynonymUse.OFF
+    assert hood.cases == off.cases
+    note = NeighbourhoodNote.of(hood)
+    assert WITHOUT_SYNONYMS in str(note) and WITHOUT_SYNONYMS not in str(NeighbourhoodNote.of(off))
+    assert NeighbourhoodNote.from_dict(json.loads(json.dumps(jsonable(asdict(note))))) == note
+    # A repair records what it drew, not "auto": its certificate's settings say false here.
+    outcome = repair_cases(adapter, fix + keep, RepairSettings(neighbours=auto), progress=False, fallback=False)
+    assert outcome.result.repaired and outcome.neighbourhood.synonyms is SynonymUse.NOT_INSTALLED
+    assert outcome.result.settings.neighbours == replace(auto, synonyms=False)
 
 
 def test_a_second_draw_reads_the_first_ones_texts_back(distilbert_dir: Path, suite_cases, tmp_path, monkeypatch):
@@ -176,7 +207,8 @@ def test_a_copy_the_repair_cannot_meet_is_dropped_and_the_rest_certified(distilb
     _with_a_contradiction(monkeypatch)
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     fix, keep = suite_cases
-    settings = RepairSettings(max_iter=20, neighbours=NeighbourSettings(per_case=4, keep_per_case=0))
+    # Typos only, the same copies wherever WordNet is installed or not: the contradiction alone is in the way.
+    settings = RepairSettings(max_iter=20, neighbours=NeighbourSettings(per_case=4, keep_per_case=0, synonyms=False))
     outcome = repair_cases(adapter, fix + keep, settings, progress=False, fallback=False)
     hood = outcome.neighbourhood
     assert outcome.result.repaired, outcome.result.message

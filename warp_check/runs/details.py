@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from warp_check.cases import Kind
 from warp_check.certify.certificate import Certificate, HistoryRow, Summary
 from warp_check.files import jsonable
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import RepairSettings, SynonymUse
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.suite.loader import Suite
 
@@ -117,6 +117,10 @@ class GsnFtNote:
     reason: str
 
 
+# Said where synonyms = "auto" found no WordNet: the copies drew none, and what would add them.
+WITHOUT_SYNONYMS = "no WordNet synonyms: nltk and its WordNet data are not installed, see the README"
+
+
 @dataclass(frozen=True, kw_only=True)
 class NeighbourhoodNote:
     """What the repair's neighbourhood draw found (:class:`~warp_check.runs.neighbourhood.Neighbourhood`)."""
@@ -127,6 +131,11 @@ class NeighbourhoodNote:
     dropped: int = 0  # of those, the ones in a failed repair's way, left out before it was tried again
     left_out: str | None = None  # why the repair went on without any of them (it failed with them)
     seconds: float = 0.0
+    synonyms: SynonymUse = SynonymUse.OFF  # whether the copies drew WordNet synonyms
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NeighbourhoodNote:
+        return cls(**{**data, "synonyms": SynonymUse(data.get("synonyms", SynonymUse.OFF.value))})
 
     @classmethod
     def of(cls, hood: Neighbourhood | None) -> NeighbourhoodNote | None:
@@ -135,18 +144,22 @@ class NeighbourhoodNote:
         return cls(
             perturbed=hood.perturbed, drawn=hood.drawn, wrong=len(hood.cases) + len(hood.dropped),
             dropped=len(hood.dropped), left_out=hood.left_out, seconds=round(hood.seconds, 3),
+            synonyms=hood.synonyms,
         )  # fmt: skip
 
     def __str__(self) -> str:
         found = f"{self.wrong} of {self.drawn} perturbation(s) of {self.perturbed} case(s) were wrong"
+        # Said last, after what was found: where "auto" found no WordNet, and what would add it.
+        missing = f"; {WITHOUT_SYNONYMS}" if self.synonyms is SynonymUse.NOT_INSTALLED else ""
         if self.left_out is not None:
-            return f"{found}; with them the repair ended {self.left_out}, so the suite's own cases were repaired alone"
+            alone = f"with them the repair ended {self.left_out}, so the suite's own cases were repaired alone"
+            return f"{found}; {alone}{missing}"
         if not self.wrong:
-            return f"{found} ({self.seconds:.1f} s)"
+            return f"{found} ({self.seconds:.1f} s{missing})"
         certified = f"{self.wrong - self.dropped} repaired and certified as must_fix cases too"
         if self.dropped:
             certified += f", {self.dropped} in the way of the suite's cases dropped"
-        return f"{found}: {certified} ({self.seconds:.1f} s)"
+        return f"{found}: {certified} ({self.seconds:.1f} s{missing})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,7 +187,7 @@ class RepairDetails(RunDetails):
     neighbourhood: NeighbourhoodNote | None = None  # None: none was drawn (off, or nothing needed repair)
 
     _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "neighbourhood": lambda d: NeighbourhoodNote(**d) if d else None,
+        "neighbourhood": lambda d: NeighbourhoodNote.from_dict(d) if d else None,
         "status": RunStatus,
         "gsn_ft": lambda d: GsnFtNote(**d),
         "certs": lambda d: Summary(**d) if d else None,

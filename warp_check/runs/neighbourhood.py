@@ -33,8 +33,8 @@ from warp_check.cache.draws import DrawMemo
 from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
-from warp_check.perturb import draw_key, drawing_code, perturbed_texts
-from warp_check.repair.settings import KeepChoice, NeighbourSettings
+from warp_check.perturb import draw_key, drawing_code, perturbed_texts, wordnet_available
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, SynonymUse
 from warp_check.runs.evaluation import Evaluation, evaluate
 
 DRAWN_CACHE = "neighbourhood-draws"  # beside the representations: every variant drawn, right or wrong
@@ -50,6 +50,7 @@ class Neighbourhood:
     seconds: float
     dropped: tuple[str, ...] = ()  # copies in a failed repair's way (in_the_way), left out before it was tried again
     left_out: str | None = None  # why the repair went on without any of them (it failed with them)
+    synonyms: SynonymUse = SynonymUse.OFF  # whether the copies drew WordNet synonyms
 
     @property
     def cases(self) -> tuple[Case, ...]:
@@ -103,6 +104,14 @@ def chosen_cases(cases: Sequence[Case], gaps: np.ndarray, settings: NeighbourSet
     return chosen
 
 
+def synonym_use(settings: NeighbourSettings) -> SynonymUse:
+    """Whether a draw with ``settings`` uses WordNet synonyms here: ``synonyms = "auto"`` (None) uses
+    them where nltk and its WordNet data are installed."""
+    if settings.synonyms is None:
+        return SynonymUse.USED if wordnet_available() else SynonymUse.NOT_INSTALLED
+    return SynonymUse.USED if settings.synonyms else SynonymUse.OFF
+
+
 def draw_neighbourhood(
     adapter: ClassifierAdapter,
     evaluation: Evaluation,
@@ -116,9 +125,11 @@ def draw_neighbourhood(
     chosen = chosen_cases(evaluation.cases, evaluation.gaps, settings) if settings.enabled else []
     ids = {c.id for c in evaluation.cases}
     drawn: list[Case] = []
-    memo = DrawMemo(cache_dir, drawing_code(settings.synonyms)) if chosen else DrawMemo(None, "")
+    use = synonym_use(settings) if chosen else SynonymUse.OFF
+    synonyms = use is SynonymUse.USED
+    memo = DrawMemo(cache_dir, drawing_code(synonyms)) if chosen else DrawMemo(None, "")
     for case_seed, case, count in chosen:
-        how = {"seed": case_seed, "max_edits": settings.max_edits, "synonyms": settings.synonyms}
+        how = {"seed": case_seed, "max_edits": settings.max_edits, "synonyms": synonyms}
         key = draw_key(case.text, count, **how)
         texts = memo.get(key)
         if texts is None:
@@ -160,4 +171,5 @@ def draw_neighbourhood(
         drawn=len(fresh),
         evaluation=found,
         seconds=time.perf_counter() - start,
+        synonyms=use,
     )

@@ -36,7 +36,7 @@ from warp_check.model.hashing import parameter_hashes
 from warp_check.model.specs import HeadSpec
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import RepairResult, RepairStatus
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import RepairSettings, SynonymUse
 from warp_check.runs.evaluation import Evaluation, evaluate
 from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
 from warp_check.runs.separation import hardest_pair
@@ -89,6 +89,9 @@ def repair_cases(
     hood = None
     if settings.neighbours.enabled and _needs_repair(evaluation, settings):
         hood = draw_neighbourhood(adapter, evaluation, settings.neighbours, batch_size=batch_size, cache_dir=cache_dir)
+        # The certificate records what was drawn: synonyms = "auto" as whether WordNet was there.
+        drew = replace(settings.neighbours, synonyms=hood.synonyms is SynonymUse.USED)
+        settings = replace(settings, neighbours=drew)
         # Not falling back to another head for the neighbourhood's sake: the head the suite's own
         # cases converge on comes first.
         outcome, hood = _with_neighbourhood(adapter, evaluation, hood, settings, encode, save | {"fallback": False})
