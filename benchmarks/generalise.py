@@ -63,18 +63,19 @@ RANDOM = KeepChoice.RANDOM
 def sampled(per_case: int = 8, keep_per_case: int = 0, keep_cases: int | None = 2000, **more) -> NeighbourSettings:
     """A neighbourhood over a seeded sample of must_keep cases (the first measured form)."""
     return NeighbourSettings(per_case=per_case, keep_per_case=keep_per_case, keep_cases=keep_cases,
-                             keep_choice=RANDOM, **more)  # fmt: skip
+                             keep_choice=RANDOM, **{"synonyms": False} | more)  # fmt: skip
 
 
 def nearest(keep_cases: int, per_case: int = 8, keep_per_case: int = 8, max_edits: int = 2) -> NeighbourSettings:
     return NeighbourSettings(per_case=per_case, keep_per_case=keep_per_case, keep_cases=keep_cases,
-                             max_edits=max_edits)  # fmt: skip
+                             max_edits=max_edits, synonyms=False)  # fmt: skip
 
 
 PAPER = {"mu": 0.0, "max_rank": 2, "price_growth": 1.0}  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
 # A setting a variant does not name is the default of the code that runs it (a saved result's code
 # stamp says which): "default" was 8 copies a must_keep case at mu = 10 until 2026-11-25, "k8-mu10" now.
-# The variants measured before then name that mu, so that each still means what its results measured.
+# The variants measured before then name that mu (and, before synonyms = "auto" became the default
+# the same day, synonyms = false), so that each still means what its results measured.
 MU10 = {"mu": 10.0}
 VARIANTS: dict[str, Variant] = {
     "paper": Variant(settings=PAPER, neighbours=OFF),
@@ -119,11 +120,17 @@ VARIANTS: dict[str, Variant] = {
     "k8-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500)),
     "k16-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500, keep_per_case=16)),
     # Beside the defaults: more copies of the must_fix cases, more edits a copy.
-    "f16": Variant(neighbours=replace(NeighbourSettings(), per_case=16)),
-    "e3": Variant(neighbours=replace(NeighbourSettings(), max_edits=3)),
-    # Beside the defaults: a wider margin for the must_fix cases and their copies; WordNet synonyms.
-    "g2": Variant(settings={"gamma_s": 2.0}),
+    "f16": Variant(neighbours=replace(NeighbourSettings(), per_case=16, synonyms=False)),
+    "e3": Variant(neighbours=replace(NeighbourSettings(), max_edits=3, synonyms=False)),
+    # Beside the defaults: a wider margin for the must_fix cases and their copies; WordNet synonyms
+    # required, or never ("auto", the default since 2026-11-25, is "syn" where nltk and WordNet are
+    # installed and "no-syn" where not: a row's "synonyms" says which it drew).
+    "g2": Variant(settings={"gamma_s": 2.0}, neighbours=replace(NeighbourSettings(), synonyms=False)),
     "syn": Variant(neighbours=replace(NeighbourSettings(), synonyms=True)),
+    "no-syn": Variant(neighbours=replace(NeighbourSettings(), synonyms=False)),
+    # Beside the defaults: more must_keep cases perturbed (SST-2 has 2,000), or more copies of each (RTE, 200).
+    "n1000": Variant(neighbours=replace(NeighbourSettings(), keep_cases=1000)),
+    "k32": Variant(neighbours=replace(NeighbourSettings(), keep_per_case=32)),
 }
 
 
@@ -183,7 +190,8 @@ def run_variant(name, seed, adapter, suite_cases, general_ev, heldout_ev, fix_re
         "variant": name,
         "seed": seed,
         "settings": variant.settings,
-        "neighbours": settings.to_dict()["neighbours"],
+        "neighbours": result.settings.to_dict()["neighbours"],  # as drawn: synonyms "auto" resolved
+        "synonyms": hood.synonyms.value if hood else "off",
         "neighbours_drawn": hood.drawn if hood else 0,
         "neighbour_cases": len(hood.cases) if hood else 0,
         "neighbours_dropped": len(hood.dropped) if hood else 0,

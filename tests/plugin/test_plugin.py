@@ -175,7 +175,7 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
     assert n_hood > 0
     report = json.loads((pytester.path / "rep" / "report.json").read_text())["runs"][0]
     hood = report["details"]["neighbourhood"]
-    assert hood["wrong"] == n_hood + hood["dropped"]  # copies in the repair's way are dropped, not certified
+    assert hood["wrong"] == n_hood + hood["dropped"]  # copies the repair could not meet are dropped, not certified
     result.stdout.fnmatch_lines(
         [
             "*= warp-check =*",

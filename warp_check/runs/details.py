@@ -128,7 +128,7 @@ class NeighbourhoodNote:
     perturbed: int  # suite cases perturbed
     drawn: int  # distinct new variants run
     wrong: int  # those the model got wrong: must_fix cases of the repair
-    dropped: int = 0  # of those, the ones in a failed repair's way, left out before it was tried again
+    dropped: int = 0  # of those, the ones a failed repair still missed, left out before it was tried again
     left_out: str | None = None  # why the repair went on without any of them (it failed with them)
     seconds: float = 0.0
     synonyms: SynonymUse = SynonymUse.OFF  # whether the copies drew WordNet synonyms
@@ -158,7 +158,7 @@ class NeighbourhoodNote:
             return f"{found} ({self.seconds:.1f} s{missing})"
         certified = f"{self.wrong - self.dropped} repaired and certified as must_fix cases too"
         if self.dropped:
-            certified += f", {self.dropped} in the way of the suite's cases dropped"
+            certified += f", {self.dropped} the repair could not meet beside the suite's cases dropped"
         return f"{found}: {certified} ({self.seconds:.1f} s{missing})"
 
 

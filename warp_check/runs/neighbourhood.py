@@ -15,8 +15,8 @@ nor on which must_keep cases are chosen. A variant whose input is a case's alrea
 own neighbours, or two texts that tokenise alike) is left out: it could only repeat or contradict
 that case. Of a text pair the first text is perturbed: copies that perturbed the second too (an NLI
 hypothesis, which attacks do edit) cost real RTE models 1.3-2.8 points of dev accuracy for no
-held-out gain. Copies are drawn blind, so one may contradict a suite case: the repair drops those in
-its way (:meth:`Neighbourhood.in_the_way`, :func:`~warp_check.runs.pipeline.repair_cases`).
+held-out gain. Copies are drawn blind, so one may contradict a suite case: the repair drops those it
+cannot meet (:func:`~warp_check.runs.pipeline.repair_cases`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Neighbourhood:
     drawn: int  # distinct new variants drawn and run
     evaluation: Evaluation | None  # of the variants the model gets wrong (None: none)
     seconds: float
-    dropped: tuple[str, ...] = ()  # copies in a failed repair's way (in_the_way), left out before it was tried again
+    dropped: tuple[str, ...] = ()  # copies a failed repair's best iterate missed, left out before it was tried again
     left_out: str | None = None  # why the repair went on without any of them (it failed with them)
     synonyms: SynonymUse = SynonymUse.OFF  # whether the copies drew WordNet synonyms
 
@@ -63,24 +63,6 @@ class Neighbourhood:
         gone = tuple(c.id for c in self.cases if c.id in ids)
         evaluation = self.evaluation.subset(keep) if keep else None
         return replace(self, evaluation=evaluation, dropped=self.dropped + gone)
-
-    def in_the_way(self, suite: Evaluation, missed: set[str]) -> set[str]:
-        """The copies in the way of a repair whose best iterate missed the cases ``missed``: the
-        copies among them and, for each of ``suite``'s cases among them, the copy of another label
-        nearest it at the repair layer's input. A suite case is missed because a copy beside it asks
-        the opposite, and the repair may well have met that copy instead."""
-        copies = self.cases
-        in_the_way = {c.id for c in copies if c.id in missed}
-        if not copies:
-            return in_the_way
-        labels = np.array([c.label for c in copies])
-        V = self.evaluation.encoded.V
-        for i in (i for i, c in enumerate(suite.cases) if c.id in missed):
-            other = np.flatnonzero(labels != suite.cases[i].label)
-            if other.size:
-                nearest = other[np.argmin(np.linalg.norm(V[other] - suite.encoded.V[i], axis=1))]
-                in_the_way.add(copies[nearest].id)
-        return in_the_way
 
 
 def chosen_cases(cases: Sequence[Case], gaps: np.ndarray, settings: NeighbourSettings) -> list[tuple[int, Case, int]]:

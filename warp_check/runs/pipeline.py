@@ -100,7 +100,7 @@ def repair_cases(
     return replace(_repair_certify_save(adapter, evaluation, settings, encode, **save), neighbourhood=hood)
 
 
-# Times the copies in a failed repair's way are dropped and the rest tried again, before the
+# Times the copies a failed repair still missed are dropped and the rest tried again, before the
 # neighbourhood is left out whole.
 DROP_ROUNDS = 2
 
@@ -117,11 +117,12 @@ def _with_neighbourhood(
     its copies are dropped, the neighbourhood then saying why it was left out.
 
     Copies are drawn blind: one may land beside a suite case of the other label (a typo that turns
-    a kept sentence into a must_fix one's twin), and no weights meet both. The copies in the way
-    (:meth:`~warp_check.runs.neighbourhood.Neighbourhood.in_the_way`) go and the rest are tried
-    again, so one such copy does not cost the whole neighbourhood. The neighbourhood is a help,
-    never a reason to fail: where no copy is in the way, every copy is, or the rounds run out, the
-    suite's cases are repaired alone."""
+    a kept sentence into a must_fix one's twin), and no weights meet both. The copies the best
+    iterate still misses are the ones in the way: they go and the rest are tried again, so one such
+    copy does not cost the whole neighbourhood. (Dropping, beside each suite case missed, the nearest
+    copy of another label too rescued no family's neighbourhood and lost longformer's.) The
+    neighbourhood is a help, never a reason to fail: where the misses are the suite's own cases only,
+    every copy, or the rounds run out, the suite's cases are repaired alone."""
     if not hood.cases:
         return None, hood
     for round_ in range(DROP_ROUNDS + 1):
@@ -131,10 +132,11 @@ def _with_neighbourhood(
         outcome = _repair_certify_save(adapter, joined, settings, encode, **save, paper_loop=False)
         if outcome.result.repaired:
             return replace(outcome, neighbourhood=hood), hood
-        in_the_way = hood.in_the_way(evaluation, {m.id for m in outcome.result.misses})
-        if not in_the_way or len(in_the_way) == len(hood.cases) or round_ == DROP_ROUNDS:
+        copies = {c.id for c in hood.cases}
+        missed = {m.id for m in outcome.result.misses} & copies
+        if not missed or missed == copies or round_ == DROP_ROUNDS:
             break
-        hood = hood.without(in_the_way)
+        hood = hood.without(missed)
     result = outcome.result
     return None, replace(hood, left_out=f"{result.status.value}: {result.message}")
 
