@@ -15,6 +15,7 @@ Records transcribed from notes taken before the benchmarks saved their own carry
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import shlex
@@ -114,13 +115,20 @@ def variant_of(parser: argparse.ArgumentParser, args: argparse.Namespace, *, ign
         label = name.replace("_", "-")
         if isinstance(value, bool):
             parts.append(label)
+        elif isinstance(value, list) and all(isinstance(v, int) for v in value):
+            parts.append(f"{label}-{'+'.join(map(str, value))}")  # seeds: which, or two runs share a name
         elif isinstance(value, list):
             parts.append(f"{label}{len(value)}")  # positional folders: how many, not their paths
         elif isinstance(value, (int, float)):
             parts.append(f"{label}{value}")
         else:
             parts.append(f"{label}-{value}")
-    return re.sub(r"[^A-Za-z0-9.+_-]", "+", "-".join(parts))[:100]
+    name = re.sub(r"[^A-Za-z0-9.+_-]", "+", "-".join(parts))
+    if len(name) <= 100:
+        return name
+    # Cut to a file name's length, and told apart by a digest of the whole: two runs whose options
+    # differ only past the cut must not share a file.
+    return f"{name[:91]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def save(record: dict[str, Any], folder: Path, variant: str = "") -> Path:

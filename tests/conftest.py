@@ -14,6 +14,13 @@ from filelock import FileLock
 from hypothesis import settings as hypothesis_settings
 from testkit.tiny_models import build_bert, build_distilbert, build_electra, build_roberta
 
+# nltk fixes its data path when first imported, from HOME: imported here, before pytester points HOME
+# at a temporary folder, it finds ~/nltk_data as a user's own run would.
+try:
+    import nltk  # noqa: F401
+except ImportError:
+    pass
+
 # CI gates a merge on the exit code: the same examples every run there (a failure found
 # once is reproduced from its printed seed locally, where the default profile explores).
 hypothesis_settings.register_profile("ci", derandomize=True, database=None)

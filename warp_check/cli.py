@@ -54,10 +54,10 @@ from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, 
 from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
 from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.promote import promote
-from warp_check.repair.settings import KeepChoice, NeighbourSettings
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, SynonymUse
 from warp_check.runs.audit import audit
 from warp_check.runs.check import check, check_suite
-from warp_check.runs.details import CheckDetails, RepairDetails
+from warp_check.runs.details import WITHOUT_SYNONYMS, CheckDetails, RepairDetails
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import Mode
 from warp_check.runs.regressions import against_baseline
@@ -659,8 +659,11 @@ def _neighbours(args: argparse.Namespace) -> int:
         changes["keep_cases"] = args.keep_cases
     settings = dataclasses.replace(suite.repair.neighbours, **changes)
     added = add_neighbours(suite, adapter, out, settings, cache_dir=cache)
-    already = f"; {added.duplicates} already there" if added.duplicates else ""
-    print(f"{len(added.added)} neighbour case(s) the model gets wrong appended to {added.path}{already}")
+    appended = added.appended
+    already = f"; {appended.duplicates} already there" if appended.duplicates else ""
+    print(f"{len(appended.added)} neighbour case(s) the model gets wrong appended to {appended.path}{already}")
+    if added.synonyms is SynonymUse.NOT_INSTALLED:
+        print(f"  note: {WITHOUT_SYNONYMS}")
     return EXIT_OK
 
 

@@ -301,5 +301,11 @@ def test_generalise_averages_each_variant_over_its_seeds():
     assert default["attack_gen"]["mean"] == pytest.approx(0.53) and default["attack_cross_recipe"] is None
     assert paper["attack_gen"] == {"mean": 0.3, "min": 0.3, "max": 0.3}
     assert generalise.build_parser().parse_args(["--seeds", "0,2"]).seeds == [0, 2]
+    # Which seeds, in a saved file's name: two runs of other seeds the same day must not share one.
+    parser = generalise.build_parser()
+    assert results.variant_of(parser, parser.parse_args(["--seeds", "3,4,5"])) == "seeds-3+4+5"
+    # Past a file name's length, a digest of the whole tells two such runs apart.
+    long = [results.variant_of(parser, parser.parse_args(["--variants", "x" * 120, "--seeds", s])) for s in "12"]
+    assert long[0] != long[1] and all(len(name) == 100 and name.startswith("variants-xxx") for name in long)
     with pytest.raises(SystemExit):
         generalise.main(["--seeds", "0,x"])

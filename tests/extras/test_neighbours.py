@@ -60,3 +60,20 @@ def test_synonyms_are_the_suites_unless_a_flag_asks_for_them_or_forbids_them():
     assert parse(["neighbours", "suite"]).synonyms is None  # the suite's setting ("auto" by default)
     assert parse(["neighbours", "suite", "--synonyms"]).synonyms is True
     assert parse(["neighbours", "suite", "--no-synonyms"]).synonyms is False
+
+
+def test_the_command_says_when_auto_found_no_wordnet(distilbert_dir: Path, tmp_path: Path, capsys, monkeypatch):
+    from testkit.suite_builder import exit_code, write_suite
+
+    import warp_check.runs.neighbourhood as neighbourhood
+    from warp_check.runs.details import WITHOUT_SYNONYMS
+
+    monkeypatch.setattr(neighbourhood, "wordnet_available", lambda: False)
+    wrong, right = split_cases(distilbert_dir, 40, seed=2)
+    folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:2], keep=right[:4])
+    command = ["neighbours", str(folder), "--per-case", "2", "--per-keep-case", "0", "--cache", "none"]
+    capsys.readouterr()
+    assert exit_code(command) == 0
+    assert f"note: {WITHOUT_SYNONYMS}" in capsys.readouterr().out
+    assert exit_code([*command, "--no-synonyms"]) == 0  # asked for none: nothing to say
+    assert WITHOUT_SYNONYMS not in capsys.readouterr().out

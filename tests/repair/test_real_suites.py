@@ -125,7 +125,8 @@ def test_where_the_defaults_stall_the_papers_loop_runs_once_more_and_says_so(mon
     assert "(the paper's loop: mu 0, rank 2 fixed, λ fixed, after the defaults stalled: stalled)" in result.message
     # A caller that will retry a smaller problem asks for the first loop alone.
     alone = repair_head(head, fix, keep, None, RepairSettings(), paper_loop=False)
-    assert alone.status.value == "not_converged" and alone.message == "stalled" and alone.settings.mu > 0
+    assert alone.status is loop_module.RepairStatus.NOT_CONVERGED and alone.message == "stalled"
+    assert alone.settings.mu > 0
 
     # Nothing to fall back to when the settings are the paper's already: the failure stands.
     def always_stall(self):

@@ -8,11 +8,12 @@ nothing new for them (a variant already in the suite is never drawn again).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warp_check.cases import NEIGHBOUR, Kind
-from warp_check.repair.settings import NeighbourSettings
+from warp_check.repair.settings import NeighbourSettings, SynonymUse
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.neighbourhood import draw_neighbourhood
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases
@@ -22,6 +23,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
 
 
+@dataclass(frozen=True, kw_only=True)
+class NeighboursAdded:
+    """What :func:`add_neighbours` wrote, and whether its copies drew WordNet synonyms."""
+
+    appended: AppendResult
+    synonyms: SynonymUse
+
+
 def add_neighbours(
     suite: Suite,
     adapter: ClassifierAdapter,
@@ -29,7 +38,7 @@ def add_neighbours(
     settings: NeighbourSettings | None = None,
     *,
     cache_dir: str | Path | None = None,
-) -> AppendResult:
+) -> NeighboursAdded:
     """Append the suite's neighbourhood (``settings``, by default the suite's ``[repair.neighbours]``)
     to the JSONL file ``out`` as must_fix cases, atomically and deduplicated, each with the id of the
     case it came from in ``original``."""
@@ -49,4 +58,4 @@ def add_neighbours(
         )
         for case in hood.cases
     ]
-    return append_cases(out, new, id_prefix=NEIGHBOUR)
+    return NeighboursAdded(appended=append_cases(out, new, id_prefix=NEIGHBOUR), synonyms=hood.synonyms)

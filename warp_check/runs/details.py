@@ -118,7 +118,7 @@ class GsnFtNote:
 
 
 # Said where synonyms = "auto" found no WordNet: the copies drew none, and what would add them.
-WITHOUT_SYNONYMS = "no WordNet synonyms: nltk and its WordNet data are not installed, see the README"
+WITHOUT_SYNONYMS = "no WordNet synonyms: nltk or its WordNet data is not installed, see the README"
 
 
 @dataclass(frozen=True, kw_only=True)

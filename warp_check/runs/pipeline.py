@@ -89,9 +89,9 @@ def repair_cases(
     hood = None
     if settings.neighbours.enabled and _needs_repair(evaluation, settings):
         hood = draw_neighbourhood(adapter, evaluation, settings.neighbours, batch_size=batch_size, cache_dir=cache_dir)
-        # The certificate records what was drawn: synonyms = "auto" as whether WordNet was there.
-        drew = replace(settings.neighbours, synonyms=hood.synonyms is SynonymUse.USED)
-        settings = replace(settings, neighbours=drew)
+        if hood.perturbed:  # the certificate records what was drawn: "auto" as whether WordNet was there
+            drew = replace(settings.neighbours, synonyms=hood.synonyms is SynonymUse.USED)
+            settings = replace(settings, neighbours=drew)
         # Not falling back to another head for the neighbourhood's sake: the head the suite's own
         # cases converge on comes first.
         outcome, hood = _with_neighbourhood(adapter, evaluation, hood, settings, encode, save | {"fallback": False})
