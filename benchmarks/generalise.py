@@ -80,7 +80,7 @@ MU10 = {"mu": 10.0}
 VARIANTS: dict[str, Variant] = {
     "paper": Variant(settings=PAPER, neighbours=OFF),
     "default": Variant(),  # the defaults: the loop's and the neighbourhood's
-    "k8-mu10": Variant(settings={"mu": 10.0}, neighbours=nearest(500)),  # the defaults before 2026-11-25
+    "k8-mu10": Variant(settings=MU10, neighbours=nearest(500)),  # the defaults before 2026-11-25
     # The loop alone: function space on the must_keep cases, the rank grows.
     "loop": Variant(settings=MU10, neighbours=OFF),
     "mu1": Variant(settings={"mu": 1.0}, neighbours=OFF),
@@ -115,7 +115,7 @@ VARIANTS: dict[str, Variant] = {
     "near500-k16-e3": Variant(settings=MU10, neighbours=nearest(500, keep_per_case=16, max_edits=3)),
     "near500-f16-k16": Variant(settings=MU10, neighbours=nearest(500, per_case=16, keep_per_case=16)),
     # A smaller margin for the must_fix cases and their neighbours: less change, less dev lost?
-    "gamma05": Variant(settings={"gamma_s": 0.5, "mu": 10.0}, neighbours=nearest(500)),
+    "gamma05": Variant(settings=MU10 | {"gamma_s": 0.5}, neighbours=nearest(500)),
     # The function-space price raised with the neighbourhood: the dev accuracy back?
     "k8-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500)),
     "k16-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500, keep_per_case=16)),

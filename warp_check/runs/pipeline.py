@@ -119,10 +119,9 @@ def _with_neighbourhood(
     Copies are drawn blind: one may land beside a suite case of the other label (a typo that turns
     a kept sentence into a must_fix one's twin), and no weights meet both. The copies the best
     iterate still misses are the ones in the way: they go and the rest are tried again, so one such
-    copy does not cost the whole neighbourhood. (Dropping, beside each suite case missed, the nearest
-    copy of another label too rescued no family's neighbourhood and lost longformer's.) The
-    neighbourhood is a help, never a reason to fail: where the misses are the suite's own cases only,
-    every copy, or the rounds run out, the suite's cases are repaired alone."""
+    copy does not cost the whole neighbourhood. The neighbourhood is a help, never a reason to fail:
+    where the misses are the suite's own cases only, every copy, or the rounds run out, the suite's
+    cases are repaired alone."""
     if not hood.cases:
         return None, hood
     for round_ in range(DROP_ROUNDS + 1):
