@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from warp_check.errors import WarpError
+from warp_check.errors import WarpError, reraise_interrupt
 from warp_check.runs import notices
 from warp_check.runs.check import check, check_suite, check_warm, warm_entry
 from warp_check.runs.load import load_adapter
@@ -124,6 +124,7 @@ class WarpSession:
             try:
                 self.results[key] = self._shared(suite, lambda: self._compute(key, suite, selected), selected)
             except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
+                reraise_interrupt(exc)
                 message = f"internal error while running the suite: {type(exc).__name__}: {exc}"
                 self.results[key] = RunResult.failed(suite, self.options.mode, message)
         return self.results[key]

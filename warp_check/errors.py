@@ -5,6 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it was raised from or while handling, outermost first (cycles cut)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def reraise_interrupt(exc: BaseException) -> None:
+    """Raise :class:`KeyboardInterrupt` when ``exc`` came from one. A Ctrl-C that lands while an
+    extension module initialises comes back as another error (pybind11's ``ImportError:
+    initialization failed``, raised from the interrupt); a broad ``except Exception`` must not report
+    it as the model's, the suite's or the file's fault."""
+    if any(isinstance(e, KeyboardInterrupt) for e in exception_chain(exc)):
+        raise KeyboardInterrupt from exc
+
+
 class WarpError(Exception):
     """Base class of every error warp-check raises on purpose."""
 

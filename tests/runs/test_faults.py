@@ -644,3 +644,32 @@ def test_ctrl_c_at_any_moment_is_one_line_and_leaves_nothing_half_written(suite,
             assert err.strip().splitlines()[-1] == "warp-check: interrupted"
             assert_absent_or_valid(out)
         assert leftovers(out) == []
+
+
+def _interrupted_extension_import(*args, **kwargs):
+    # What pybind11 does with a Ctrl-C that lands while its module initialises (osqp, matplotlib and
+    # scipy ship such modules, imported lazily while a model loads): ImportError, raised from the interrupt.
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        raise ImportError("initialization failed") from interrupt
+
+
+def test_ctrl_c_that_an_extension_reraises_as_import_error_is_still_ctrl_c(suite, tmp_path, monkeypatch, capsys):
+    from transformers import AutoModelForSequenceClassification
+
+    monkeypatch.setattr(AutoModelForSequenceClassification, "from_pretrained", _interrupted_extension_import)
+    assert repair(suite, tmp_path / "out") == 130  # not 2, "cannot load the model: ImportError"
+    assert capsys.readouterr().err.strip().splitlines() == ["warp-check: interrupted"]
+    assert not (tmp_path / "out").exists()
+    # The same from a suite's factory, which is user code reported as a suite error otherwise.
+    (suite / "models.py").write_text("def build():\n    import interrupted_extension\n")
+    (suite / "interrupted_extension.py").write_text(
+        "try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt as interrupt:\n"
+        "    raise ImportError('initialization failed') from interrupt\n"
+    )
+    toml = (suite / "warp.toml").read_text()
+    path_line = next(line for line in toml.splitlines() if line.startswith("path = "))
+    (suite / "warp.toml").write_text(toml.replace(path_line, 'factory = "models.py:build"', 1))
+    assert main(["check", str(suite), "-q"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["warp-check: interrupted"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Kind, text_problem
-from warp_check.errors import SettingsError, SuiteError
+from warp_check.errors import SettingsError, SuiteError, reraise_interrupt
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases
 from warp_check.suite.loader import Suite
 
@@ -174,11 +174,13 @@ def _rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str
 def _parquet_rows(path: Path) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
     try:
         import pyarrow.parquet as pq  # the import extra: only Parquet files need it
-    except ImportError:
+    except ImportError as exc:
+        reraise_interrupt(exc)
         raise SuiteError("reading Parquet needs pyarrow: pip install 'warp-check[import]'", path=path) from None
     try:
         table = pq.read_table(path)
     except Exception as exc:  # noqa: BLE001 — whatever pyarrow says, the file is not readable Parquet
+        reraise_interrupt(exc)
         raise SuiteError(f"not a readable Parquet file ({exc})", path=path) from None
     for number, row in enumerate(table.to_pylist(), start=1):
         yield (number, "row"), row

@@ -9,22 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from warp_check.errors import ModelError
+from warp_check.errors import ModelError, exception_chain, reraise_interrupt
 
 
 def _is_lfs_pointer(path: Path) -> bool:
     with open(path, "rb") as handle:
         return handle.read(40).startswith(b"version https://git-lfs")
-
-
-def _exception_chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and what it was raised from or while handling, outermost first (cycles cut)."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and all(current is not seen for seen in chain):
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
 
 
 def _first_line(exc: BaseException) -> str:
@@ -79,6 +69,7 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
             )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 — any loader failure is the folder's fault: say which
+        reraise_interrupt(exc)
         pointer = next((w.name for w in weights if _is_lfs_pointer(w)), None)
         if pointer is not None:
             raise ModelError(
@@ -86,7 +77,7 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
             ) from None
         # torch.load(weights_only=True) met more than tensors; transformers 4 re-raises it as an
         # OSError about TF checkpoints, with the UnpicklingError further down the chain.
-        unpickling = next((e for e in _exception_chain(exc) if type(e).__name__ == "UnpicklingError"), None)
+        unpickling = next((e for e in exception_chain(exc) if type(e).__name__ == "UnpicklingError"), None)
         if unpickling is not None:
             found = re.search(r"Unsupported global: ([^.]*)", str(unpickling))
             what = f" ({found[1].strip()})" if found else ""

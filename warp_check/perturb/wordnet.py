@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from hypothesis import strategies as st
 
-from warp_check.errors import WarpError
+from warp_check.errors import WarpError, reraise_interrupt
 from warp_check.perturb.edits import APOSTROPHES, apply_right_to_left, check_max_edits, spelled_like
 from warp_check.perturb.rewrites import INTENSIFIERS, NEGATORS
 
@@ -45,7 +45,8 @@ def _wordnet():
     """The NLTK WordNet reader, or :class:`WordNetUnavailable` saying how to install it."""
     try:
         import nltk
-    except ImportError:
+    except ImportError as exc:
+        reraise_interrupt(exc)
         raise WordNetUnavailable(f"wordnet_synonyms needs nltk, which is not installed: {_WORDNET_HELP}") from None
     try:
         nltk.data.find("corpora/wordnet/lexnames")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_check.errors import ModelError, SuiteError
+from warp_check.errors import ModelError, SuiteError, reraise_interrupt
 from warp_check.model.activation_names import exact_name
 from warp_check.model.loading import read_config, resolve_hub_model
 from warp_check.suite.toml_lines import SuiteToml
@@ -207,6 +207,7 @@ def run_factory(loader: SuiteToml, spec: str) -> Path:
         except SuiteError:
             raise
         except Exception as exc:  # the factory is user code: report it, never a traceback
+            reraise_interrupt(exc)
             frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == source]
             where = f" (at {file_name} line {frames[-1].lineno})" if frames else ""
             raise loader.error("model.factory", f"factory {spec!r} raised {type(exc).__name__}: {exc}{where}") from None
