@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -50,12 +51,22 @@ class Case:
         object.__setattr__(self, "kind", Kind(self.kind))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def text_problem(text: str) -> str | None:
     """Why ``text`` is no text a model can be tested on, or None: NUL bytes (a binary file read as
-    text), or no visible character at all (only spaces, zero-width or other format and control
-    characters: ``str.strip()`` keeps a zero-width space)."""
+    text), a lone UTF-16 surrogate (no tokenizer encodes one), or no visible character at all (only
+    spaces, zero-width or other format and control characters: ``str.strip()`` keeps a zero-width
+    space)."""
     if "\x00" in text:
         return "holds NUL bytes (\\x00): a binary file read as text?"
+    lone = _SURROGATE.search(text)
+    if lone is not None:  # JSON's "\ud83d\ude00" pairs decode to one character: what is left is alone
+        return (
+            f"holds a lone surrogate (\\u{ord(lone[0]):04x} at character {lone.start() + 1}): not Unicode text, "
+            "which no tokenizer takes; an emoji's escaped pair cut in two?"
+        )
     if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):
         return "has no visible character (only spaces, zero-width or control characters)"
     return None

@@ -60,6 +60,7 @@ class SettingsError(WarpError, ValueError):
     def __init__(self, field: str, value: object, why: str) -> None:
         self.field = field
         self.value = value
+        self.why = why
         super().__init__(f"{field}={value!r}: {why}")
 
 

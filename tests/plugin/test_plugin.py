@@ -323,6 +323,15 @@ def test_an_output_folder_that_is_not_ours_fails_every_case_and_stays_untouched(
     assert [p.name for p in theirs.iterdir()] == ["notes.txt"]
 
 
+def test_a_rank_the_layer_cannot_take_names_the_flag_that_gave_it(pytester, suite, cases):
+    wrong, right = cases
+    result = run(pytester, "--warp-repair", "--warp-rank", "40")
+    result.assert_outcomes(failed=len(wrong) + len(right))
+    result.stdout.fnmatch_lines(
+        ["*SettingsError: --warp-rank=40: exceeds the repair layer 'pre_classifier' (32×32): the rank can be at most*"]
+    )
+
+
 # -- audit -------------------------------------------------------------------------------------
 
 

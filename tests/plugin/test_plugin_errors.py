@@ -30,6 +30,11 @@ def toml(
 # (warp.toml, {file: content}, expected line). "{model}" is the tiny model's folder.
 MISTAKES = {
     "bad toml": ("[model\npath = 1\n", {}, "suite/warp.toml:1: invalid TOML: *"),
+    "byte order mark": (
+        "\ufeff" + toml("{model}"),
+        {"fix.jsonl": GOOD},
+        "suite/warp.toml:1: starts with a byte order mark (U+FEFF): save the file as UTF-8 without a BOM",
+    ),
     "unknown top-level table": (
         '[modle]\npath = "x"\n',
         {},

@@ -140,7 +140,21 @@ def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_
     out = tmp_path / "out"
     assert repair(suite, out, "--rank", "33") == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert "rank=33: exceeds the repair layer 'pre_classifier' (32×32): the rank can be at most 32" in line
+    assert line == (
+        "warp-check repair: error: --rank=33: exceeds the repair layer 'pre_classifier' (32×32): the rank can be "
+        "at most 32"
+    )
+    assert not out.exists()
+    # Given in warp.toml, the error names its line and field.
+    toml = suite / "warp.toml"
+    toml.write_text(toml.read_text() + "\n[repair]\nrank = 40\n")
+    line_of_rank = toml.read_text().splitlines().index("rank = 40") + 1
+    assert repair(suite, out) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith(
+        f"warp.toml:{line_of_rank}: field 'repair.rank': 40: exceeds the repair layer 'pre_classifier' (32×32): "
+        "the rank can be at most 32"
+    )
     assert not out.exists()
 
 
@@ -285,7 +299,7 @@ def test_an_out_folder_without_room_is_refused_before_the_encode(suite, small_di
     monkeypatch.setattr("warp_check.model.encode.encode_cases", lambda *a, **k: pytest.fail("encoded first"))
     assert repair(suite, out) == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert "MiB free there, the repaired model needs about" in line and "choose another --warp-out" in line
+    assert "MiB free there, the repaired model needs about" in line and "choose another output folder" in line
     assert not out.exists()
 
 

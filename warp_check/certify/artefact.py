@@ -45,7 +45,7 @@ def check_destination(out_dir: str | Path, source: str | Path | None) -> Path:
         if out == src or src in out.parents or out in src.parents:
             raise ArtefactError(
                 f"output folder {str(out)!r} overlaps the input model {str(src)!r}; "
-                "the input model is never overwritten: choose another --warp-out"
+                "the input model is never overwritten: choose another output folder"
             )
     if out.exists():
         if not out.is_dir():
@@ -108,7 +108,7 @@ def check_room(out: Path, source: str | Path | None) -> None:
     except OSError as exc:
         raise ArtefactError(
             f"output folder {str(out)!r} cannot be written ({exc.strerror or exc} in {str(where)!r}): "
-            "nothing was done; choose another --warp-out"
+            "nothing was done; choose another output folder"
         ) from None
     if source is None or not Path(source).is_dir():
         return
@@ -118,7 +118,7 @@ def check_room(out: Path, source: str | Path | None) -> None:
     if free < needed:
         raise ArtefactError(
             f"output folder {str(out)!r}: {free / 2**20:.1f} MiB free there, the repaired model needs about "
-            f"{needed / 2**20:.1f} MiB: nothing was done; free space or choose another --warp-out"
+            f"{needed / 2**20:.1f} MiB: nothing was done; free space or choose another output folder"
         )
 
 
@@ -220,7 +220,7 @@ def write_artefact(
             raise ArtefactError(
                 f"output folder {str(out)!r} was written by another process while this repair ran "
                 f"({'it was absent' if expect.identity is None else 'another folder was there'} when this run "
-                "started); refusing to replace it, nothing was written: rerun, or give each run its own --warp-out"
+                "started); refusing to replace it, nothing was written: rerun, or give each run its own output folder"
             )
         _remove_stale(out)
         return _write(model, tokenizer, certificate, out, repair_layer)
@@ -249,7 +249,7 @@ def _folder_lock(out: Path) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise ArtefactError(
                         f"output folder {str(out)!r}: another process has been writing beside it for "
-                        f"{WRITE_LOCK_TIMEOUT_S:g} s; nothing was written: choose another --warp-out"
+                        f"{WRITE_LOCK_TIMEOUT_S:g} s; nothing was written: choose another output folder"
                     ) from None
                 time.sleep(0.05)
         yield

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cases import Case, Kind
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
+from warp_check.errors import SettingsError, WarpError
 from warp_check.repair import advice
 from warp_check.repair.loop import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
@@ -45,16 +46,19 @@ def repair(
     ``flags`` names, per setting, how the user changes it (for advice in failure messages).
     Raises ArtefactError when ``out_dir`` may not be written (before any work is done).
     """
-    outcome = repair_cases(
-        adapter,
-        suite.cases,
-        settings,
-        out_dir=out_dir,
-        batch_size=suite.model.batch_size,
-        cache_dir=cache_dir,
-        attack=attack,
-        progress=progress,
-    )
+    try:
+        outcome = repair_cases(
+            adapter,
+            suite.cases,
+            settings,
+            out_dir=out_dir,
+            batch_size=suite.model.batch_size,
+            cache_dir=cache_dir,
+            attack=attack,
+            progress=progress,
+        )
+    except SettingsError as exc:  # a value this model cannot take (a rank past its layer's)
+        raise _where_given(suite, exc, flags) from None
     result = outcome.result
     status = RunStatus.of_repair(result.status)
     records, lip = _certified(suite, outcome, attack)
@@ -75,6 +79,15 @@ def repair(
         verdicts=verdicts,
         details=_details(suite, outcome, records, lip),
     )
+
+
+def _where_given(suite: Suite, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:
+    """A setting the model cannot take, named where the user gave it: the flag that overrode the
+    suite's value, or else the suite's warp.toml line."""
+    flag = (flags or {}).get(exc.field)
+    if flag is not None and getattr(suite.repair, exc.field, None) != exc.value:
+        return SettingsError(flag, exc.value, exc.why)
+    return suite.error(f"repair.{exc.field}", f"{exc.value!r}: {exc.why}")
 
 
 def _certified(

@@ -17,6 +17,9 @@ from warp_check.cases import Case, Kind, text_problem
 from warp_check.errors import SuiteError
 from warp_check.suite.toml_lines import SuiteToml
 
+# Windows editors save UTF-8 with a byte order mark; JSON and TOML both refuse one.
+STARTS_WITH_BOM = "starts with a byte order mark (U+FEFF): save the file as UTF-8 without a BOM"
+
 # fixed_by: the SHA-256 of the certificate that fixed a promoted case (warp-check promote).
 CASE_FIELDS = ("id", "text", "text_pair", "label", "kind", "source", "original", "fixed_by")
 
@@ -75,7 +78,7 @@ class CaseReader:
             byte = line_bytes[exc.start]
             raise error(None, f"not valid UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})") from None
         if line.startswith("\ufeff"):
-            raise error(None, "starts with a byte order mark (U+FEFF): save the file as UTF-8 without a BOM")
+            raise error(None, STARTS_WITH_BOM)
         try:
             record = json.loads(line, object_pairs_hook=_no_duplicate_keys)
         except _DuplicateKey as exc:

@@ -44,7 +44,7 @@ from warp_check.model.specs import HeadSpec
 from warp_check.qp.settings import SolverSettings
 from warp_check.repair import advice
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
-from warp_check.suite.case_files import CaseFile, Location, read_case_tables, read_cases
+from warp_check.suite.case_files import STARTS_WITH_BOM, CaseFile, Location, read_case_tables, read_cases
 from warp_check.suite.model_source import (
     ModelSettings,
     check_model_dir,
@@ -190,6 +190,8 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise SuiteError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", path=toml, line=line) from None
+    if text.startswith("\ufeff"):
+        raise SuiteError(STARTS_WITH_BOM, path=toml, line=1)
     loader.keys = KeyLines(text)
     try:
         data = tomllib.loads(text)
@@ -313,8 +315,8 @@ def _nested_settings(loader: SuiteToml, dotted: str, table: Any, cls: type) -> A
 
 
 def _why(exc: SettingsError) -> str:
-    """'{value!r}: why' from a SettingsError, whose text is 'field=value: why'."""
-    return str(exc)[len(f"{exc.field}=") :]
+    """'{value!r}: why', a SettingsError said of the warp.toml key that gave the value."""
+    return f"{exc.value!r}: {exc.why}"
 
 
 __all__ = ["SUITE_FILE", "Suite", "find_suite_file", "load_suite"]
