@@ -624,8 +624,13 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
+    try:
+        file_format = args.format or format_of(args.source)
+    except SettingsError as exc:
+        print(f"warp-check import: error: --format: {exc.why}", file=sys.stderr)
+        return EXIT_USAGE
     settings = ImportSettings(
-        format=args.format or format_of(args.source),
+        format=file_format,
         text=args.text,
         text_pair=args.text_pair,
         label=args.label,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,33 @@ def test_a_label_the_model_does_not_have_names_file_line_and_the_labels(suite, t
         SuiteError, match=r"cases.tsv:3: field 'label': label 'neutral' is not a label .*'negative' \(0\)"
     ):
         import_cases(suite, source, tmp_path / "out.jsonl", ImportSettings(format="tsv"))
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("latin1.csv", "text,label\nok,1\ncaf\xe9,1\n".encode("latin-1"), "latin1.csv:3: not valid UTF-8 (byte 0xe9)"),
+        ("latin1.jsonl", '{"text": "caf\xe9", "label": 1}\n'.encode("latin-1"), "latin1.jsonl:1: not valid UTF-8"),
+        # A quote left open would otherwise take the rest of the file as one text.
+        ("open.csv", b'text,label\nok,1\n"open,1\nmore,0\n', "open.csv:3: not valid CSV: unexpected end of data"),
+        ("stray.csv", b'text,label\nok,1\nok,1\n"a"b,1\n', "stray.csv:4: not valid CSV: ',' expected after '\"'"),
+        ("long.csv", b"text,label\n" + b"a" * 200_000 + b",1\n", "long.csv:2: not valid CSV: field larger than"),
+    ],
+)
+def test_files_that_are_not_utf8_or_not_csv_name_the_line(suite, tmp_path, name, content, message):
+    source = tmp_path / name
+    source.write_bytes(content)
+    with pytest.raises(SuiteError, match=re.escape(message)):
+        import_cases(suite, source, tmp_path / "out.jsonl", ImportSettings(format=format_of(source)))
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_byte_order_mark_is_dropped_and_quotes_inside_a_text_kept(suite, tmp_path):
+    source = tmp_path / "excel.csv"
+    source.write_bytes(b'\xef\xbb\xbftext,label\nhe said "hi" there,1\n"a ""quoted"" word",0\n')
+    out = tmp_path / "out.jsonl"
+    import_cases(suite, source, out, ImportSettings(format="csv"))
+    assert [c["text"] for c in lines(out)] == ['he said "hi" there', 'a "quoted" word']
 
 
 def test_jsonl_and_text_pairs(suite, tmp_path):
@@ -134,3 +162,10 @@ def test_the_import_command(suite, tmp_path, capsys):
     assert exit_code(argv) == 2  # a label the model does not have: file:line, no traceback
     err = capsys.readouterr().err
     assert "reviews.tsv:2: field 'sentiment'" in err and "Traceback" not in err
+    unknown = tmp_path / "cases.txt"
+    unknown.write_text("lovely\n", encoding="utf-8")
+    assert exit_code(["import", str(suite.root), str(unknown), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "warp-check import: error: --format: cannot tell the format of 'cases.txt': give one of csv, tsv, jsonl, "
+        "parquet, advglue"
+    )

@@ -10,7 +10,9 @@ pyarrow (the ``import`` extra), the rest with the standard library.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -146,25 +148,42 @@ def _label(suite: Suite, value: Any, error, column: str) -> int:
     raise error(column, f"label {value!r} is not a label of this suite's model: use one of {names}")
 
 
+def _utf8_text(path: Path) -> str:
+    """The file as text (a leading byte order mark dropped); bytes that are not UTF-8 name their line."""
+    raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        why = f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}): save the file as UTF-8"
+        raise SuiteError(why, path=path, line=line) from None
+
+
 def _rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
     """((position, what the position counts), row) for every row of the file."""
     if settings.format in ("csv", "tsv"):
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle, delimiter="," if settings.format == "csv" else "\t")
+        # strict: a quote left open would swallow the rest of the file into one field, silently
+        reader = csv.DictReader(
+            io.StringIO(_utf8_text(path), newline=""), delimiter="," if settings.format == "csv" else "\t", strict=True
+        )
+        try:
             for row in reader:
                 yield (reader.line_num, "line"), row
+        except csv.Error as exc:
+            # line_num counts the lines of the rows read whole: the bad row starts on the next
+            why = f"not valid {settings.format.upper()}: {exc}"
+            raise SuiteError(why, path=path, line=reader.line_num + 1) from None
     elif settings.format == "jsonl":
-        with open(path, encoding="utf-8") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    row = json.loads(raw)
-                except ValueError as exc:
-                    raise SuiteError(f"not valid JSON ({exc})", path=path, line=number) from None
-                if not isinstance(row, dict):
-                    raise SuiteError("a row is a JSON object", path=path, line=number)
-                yield (number, "line"), row
+        for number, raw in enumerate(io.StringIO(_utf8_text(path), newline=None), start=1):  # as open() reads
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError as exc:
+                raise SuiteError(f"not valid JSON ({exc})", path=path, line=number) from None
+            if not isinstance(row, dict):
+                raise SuiteError("a row is a JSON object", path=path, line=number)
+            yield (number, "line"), row
     elif settings.format == "parquet":
         yield from _parquet_rows(path)
     else:
