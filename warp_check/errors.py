@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -13,6 +14,16 @@ def exception_chain(exc: BaseException) -> list[BaseException]:
         chain.append(current)
         current = current.__cause__ or current.__context__
     return chain
+
+
+def first_line(exc: BaseException) -> str:
+    """What a library's exception says, in one line for a message: its first line without terminal
+    colour codes (a loader's essay is not a message), joined to the next where it ends in a colon
+    ("Validation error for field 'dim':" says nothing alone)."""
+    lines = [line.strip() for line in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
 def reraise_interrupt(exc: BaseException) -> None:

@@ -92,6 +92,10 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
     ("argv", "message"),
     [
         (["repair", "{missing}"], "warp-check repair: error: {missing}: no suite here: warp.toml not found"),
+        (
+            ["check", "{suite}/fix.jsonl"],
+            "warp-check check: error: {suite}/fix.jsonl: not a suite: give the suite's folder or its warp.toml",
+        ),
         (["repair", "{bad}"], "warp-check repair: error: {bad}/warp.toml:2: field 'model.path': model folder 'nope'"),
         (["repair", "{suite}", "--rank", "0"], "warp-check repair: error: --rank: rank=0: must be an integer >= 1"),
         (["verify", "{suite}"], "warp-check verify: error: {suite}/warp_certificate.json: no certificate file here"),

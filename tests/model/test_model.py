@@ -247,6 +247,32 @@ def test_folders_that_are_not_models_fail_clearly(tmp_path, distilbert_dir):
         ClassifierAdapter.from_pretrained(corrupt)
 
 
+def test_a_tokenizer_that_fails_names_the_text_it_fails_on(tmp_path, distilbert_dir):
+    # A WordPiece vocabulary without its [UNK] token fails on every word it does not know.
+    broken = tmp_path / "empty_vocab"
+    shutil.copytree(distilbert_dir, broken)
+    (broken / "tokenizer.json").unlink()
+    (broken / "vocab.txt").write_text("")
+    with pytest.raises(
+        ModelError,
+        match=r"empty_vocab': its tokenizer fails on the text 'a plain probe sentence\.' \(Exception: WordPiece "
+        r"error: Missing \[UNK\] token from the vocabulary\): its tokenizer files are damaged",
+    ):
+        ClassifierAdapter.from_pretrained(broken)
+    # One case's text the tokenizer cannot take, among others it can: that text is named.
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    tokenizer = adapter.tokenizer
+
+    def fails_on_bad(texts, *args, **kwargs):
+        if any("bad" in t for t in texts):
+            raise RuntimeError("no encoding for this text")
+        return tokenizer(texts, *args, **kwargs)
+
+    adapter.tokenizer = fails_on_bad
+    with pytest.raises(ModelError, match=r"fails on the text 'a bad one' \(RuntimeError: no encoding for this text\)"):
+        adapter.tokenize(["a good one", "a bad one", "a fine one"])
+
+
 # ---- multi-class heads and text pairs
 
 

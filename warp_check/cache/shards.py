@@ -62,7 +62,8 @@ class ShardStore:
             warnings.warn(
                 CacheWarning(
                     f"the representation cache {str(self.folder.parent)!r} cannot be written ({why}): "
-                    "going on without it (answers unchanged); free space there or pass --warp-cache none"
+                    "going on without it (answers unchanged); free space there or turn the cache off "
+                    "(--cache none; pytest: --warp-cache none)"
                 ),
                 stacklevel=2,
             )

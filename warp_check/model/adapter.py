@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from warp_check.errors import ModelError
+from warp_check.errors import ModelError, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
 from warp_check.model.head import DenseHead
@@ -104,6 +104,41 @@ def resolve_device(device: str) -> str:
     raise ModelError(f"device={device!r}: give 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
+def tokenizer_failure(
+    tokenizer: Any,
+    texts: Sequence[str],
+    pairs: Sequence[str | None],
+    max_length: int,
+    exc: Exception,
+    source: str | None,
+) -> ModelError:
+    """The first text the tokenizer fails on alone (the batch's first where none fails alone), as an
+    error naming it: a tokenizer that fails is damaged or not this model's (a WordPiece vocabulary
+    without its [UNK] token fails on any word it does not know)."""
+    failing, why = 0, exc
+    for i, (text, pair) in enumerate(zip(texts, pairs, strict=True)) if len(texts) > 1 else ():
+        try:
+            tokenizer([text], None if pair is None else [pair], truncation=True, max_length=max_length)
+        except Exception as alone:  # noqa: BLE001
+            failing, why = i, alone
+            break
+    where = f"model folder {source!r}: its tokenizer" if source else "the tokenizer"
+    shown = texts[failing] if len(texts[failing]) <= 60 else texts[failing][:59] + "…"
+    return ModelError(
+        f"{where} fails on the text {shown!r} ({type(why).__name__}: {first_line(why)}): its tokenizer files "
+        "are damaged or belong to another model; save the model's own tokenizer beside it"
+    )
+
+
+def _check_tokenizer(tokenizer: Any, max_length: int, source: str) -> None:
+    """The folder's tokenizer takes the probe texts, before anything else runs it."""
+    try:
+        tokenizer(list(PROBE_TEXTS), truncation=True, max_length=max_length)
+    except Exception as exc:  # noqa: BLE001 — the tokenizer's own failure: say on which text
+        reraise_interrupt(exc)
+        raise tokenizer_failure(tokenizer, PROBE_TEXTS, [None] * len(PROBE_TEXTS), max_length, exc, source) from None
+
+
 def _probe_batch(model: Any, tokenizer: Any, max_length: int) -> dict[str, Any]:
     """The forward arguments of the probe texts (one text where nothing can pad)."""
     keys = set(inspect.signature(model.forward).parameters)
@@ -179,6 +214,7 @@ class ClassifierAdapter:
     ) -> ClassifierAdapter:
         """Load a local Hugging Face folder offline (never running remote code) onto ``device``."""
         model, tokenizer = load_model_folder(path)
+        _check_tokenizer(tokenizer, max_length, str(path))
         model = model.to(resolve_device(device))
         where = {"max_length": max_length, "source": str(path), "check": check, "device": device, "threads": threads}
         if isinstance(layer, str) and layer in ("auto", "final"):
@@ -308,12 +344,16 @@ class ClassifierAdapter:
         pairs = list(pairs) if pairs is not None else [None] * len(texts)
         if any(p is not None for p in pairs) and not all(p is not None for p in pairs):
             return [self.tokenize([t], [p])[0] for t, p in zip(texts, pairs, strict=True)]
-        encoded = self.tokenizer(
-            list(texts),
-            list(pairs) if pairs and pairs[0] is not None else None,
-            truncation=True,
-            max_length=self.max_length,
-        )
+        try:
+            encoded = self.tokenizer(
+                list(texts),
+                list(pairs) if pairs and pairs[0] is not None else None,
+                truncation=True,
+                max_length=self.max_length,
+            )
+        except Exception as exc:  # noqa: BLE001 — the tokenizer's own failure: say on which text
+            reraise_interrupt(exc)
+            raise tokenizer_failure(self.tokenizer, texts, pairs, self.max_length, exc, self.source) from None
         keys = [k for k in encoded.keys() if k in self._forward_keys]
         return [{k: list(encoded[k][i]) for k in keys} for i in range(len(texts))]
 

@@ -9,18 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from warp_check.errors import ModelError, exception_chain, reraise_interrupt
+from warp_check.errors import ModelError, exception_chain, first_line, reraise_interrupt
 
 
 def _is_lfs_pointer(path: Path) -> bool:
     with open(path, "rb") as handle:
         return handle.read(40).startswith(b"version https://git-lfs")
-
-
-def _first_line(exc: BaseException) -> str:
-    """An exception's first line without terminal colour codes: a loader's essay is not a message."""
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @contextlib.contextmanager
@@ -86,7 +80,7 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
                 f"tensors{what}; warp-check loads weights only and never runs code from a model folder: "
                 "convert the checkpoint to safetensors where you trust it"
             ) from None
-        why = f"{type(exc).__name__}: {_first_line(exc)}"
+        why = f"{type(exc).__name__}: {first_line(exc)}"
         raise ModelError(f"cannot load the model in {str(path)!r}: {why}") from exc
     _check_whole(path, info)
     return model, tokenizer
@@ -173,7 +167,7 @@ def resolve_hub_model(repo_id: str, revision: str) -> tuple[Path, str]:
     except (LocalEntryNotFoundError, FileNotFoundError, ValueError) as exc:
         raise ModelError(
             f"the Hub model {repo_id!r} at revision {revision!r} is not in the local Hugging Face cache "
-            f"({_first_line(exc)}); warp-check never downloads: fetch it once with "
+            f"({first_line(exc)}); warp-check never downloads: fetch it once with "
             f"huggingface-cli download {repo_id} --revision {revision}"
         ) from None
     return folder, folder.name

@@ -171,6 +171,8 @@ def find_suite_file(path: str | Path) -> Path:
         path = path / SUITE_FILE
     if not path.is_file():
         raise SuiteError(f"no suite here: {SUITE_FILE} not found", path=path)
+    if path.suffix.lower() != ".toml":  # a case file given for its suite: say so, not "invalid TOML"
+        raise SuiteError(f"not a suite: give the suite's folder or its {SUITE_FILE}", path=path)
     return path.resolve()
 
 
