@@ -104,7 +104,7 @@ def resolve_device(device: str) -> str:
     raise ModelError(f"device={device!r}: give 'auto', 'cpu', 'cuda' or 'cuda:N'")
 
 
-def tokenizer_failure(
+def _tokenizer_failure(
     tokenizer: Any,
     texts: Sequence[str],
     pairs: Sequence[str | None],
@@ -136,7 +136,7 @@ def _check_tokenizer(tokenizer: Any, max_length: int, source: str) -> None:
         tokenizer(list(PROBE_TEXTS), truncation=True, max_length=max_length)
     except Exception as exc:  # noqa: BLE001 — the tokenizer's own failure: say on which text
         reraise_interrupt(exc)
-        raise tokenizer_failure(tokenizer, PROBE_TEXTS, [None] * len(PROBE_TEXTS), max_length, exc, source) from None
+        raise _tokenizer_failure(tokenizer, PROBE_TEXTS, [None] * len(PROBE_TEXTS), max_length, exc, source) from None
 
 
 def _probe_batch(model: Any, tokenizer: Any, max_length: int) -> dict[str, Any]:
@@ -353,7 +353,7 @@ class ClassifierAdapter:
             )
         except Exception as exc:  # noqa: BLE001 — the tokenizer's own failure: say on which text
             reraise_interrupt(exc)
-            raise tokenizer_failure(self.tokenizer, texts, pairs, self.max_length, exc, self.source) from None
+            raise _tokenizer_failure(self.tokenizer, texts, pairs, self.max_length, exc, self.source) from None
         keys = [k for k in encoded.keys() if k in self._forward_keys]
         return [{k: list(encoded[k][i]) for k in keys} for i in range(len(texts))]
 
