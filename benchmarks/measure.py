@@ -24,9 +24,10 @@ from contextlib import contextmanager
 from importlib import metadata
 
 from benchmarks import REPO
+from warp_check.perturb.wordnet import wordnet_available
 from warp_check.version import __version__
 
-LIBRARIES = ("numpy", "scipy", "osqp", "torch", "transformers", "peft")
+LIBRARIES = ("numpy", "scipy", "osqp", "torch", "transformers", "peft", "nltk")
 
 
 def machine_info() -> dict[str, object]:
@@ -39,6 +40,8 @@ def machine_info() -> dict[str, object]:
         "libraries": {name: _installed_version(name) for name in LIBRARIES},
         "load_average_1m": round(os.getloadavg()[0], 2),
         "blas_default_threads": _blas_thread_counts(),
+        # synonyms = "auto", the default, draws WordNet synonyms only where this is true
+        "wordnet": wordnet_available(),
     }
 
 
