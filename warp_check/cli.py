@@ -38,7 +38,7 @@ from warp_check.cases import Kind
 from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.certify.chain import verify_chain
 from warp_check.certify.verify import verify
-from warp_check.errors import SettingsError, WarpError, WarpWarning
+from warp_check.errors import SettingsError, WarpError, WarpWarning, exception_chain
 from warp_check.extras.attacks import (
     STATUS_MEANING,
     STATUSES,
@@ -69,7 +69,7 @@ from warp_check.suite.loader import SUITE_FILE, load_suite
 from warp_check.suite.model_source import DEVICE_NAME
 from warp_check.version import __version__
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FLAGS = {"rank": "--rank", "gamma_s": "--gamma-s", "gamma_h": "--gamma-h", "neighbours": "--neighbours"}
 
 
@@ -340,16 +340,24 @@ def _run(args: argparse.Namespace) -> int:
             "neighbours": _neighbours,
             "promote": _promote,
         }[args.command](args)
-    except WarpError as exc:
-        print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:  # a folder that cannot be written, a path that is a file, ...: a message
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(f"warp-check {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:  # Ctrl-C: one line, what was half written is already removed
-        print("warp-check: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
+    except Exception as exc:
+        if any(isinstance(e, KeyboardInterrupt) for e in exception_chain(exc)):
+            return _interrupted()  # Ctrl-C that a library re-raised as its own error (pybind11: ImportError)
+        if isinstance(exc, WarpError):
+            print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if isinstance(exc, OSError):  # a folder that cannot be written, a path that is a file, ...: a message
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            print(f"warp-check {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            return EXIT_USAGE
+        raise
+
+
+def _interrupted() -> int:
+    print("warp-check: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -682,9 +690,6 @@ def _promote(args: argparse.Namespace) -> int:
         "must_fix"
     )
     return EXIT_OK
-
-
-EXIT_INTERRUPTED = 130
 
 
 def _attack(args: argparse.Namespace) -> int:

@@ -79,6 +79,16 @@ class ModelError(WarpError):
     """The model cannot be loaded or its head is not of the form WARP repairs."""
 
 
+class TokenizerFailure(ModelError):
+    """The tokenizer raised on ``texts[index]`` (with its pair): ``reason`` is what it said. Callers that
+    know the cases name the case's file and line."""
+
+    def __init__(self, message: str, *, index: int, reason: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.reason = reason
+
+
 class CertificateError(WarpError):
     """A certificate file is malformed or does not match the model it claims to describe."""
 

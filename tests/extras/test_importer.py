@@ -88,6 +88,11 @@ def test_a_byte_order_mark_is_dropped_and_quotes_inside_a_text_kept(suite, tmp_p
     out = tmp_path / "out.jsonl"
     import_cases(suite, source, out, ImportSettings(format="csv"))
     assert [c["text"] for c in lines(out)] == ['he said "hi" there', 'a "quoted" word']
+    # TSV as GLUE writes it: no quoting, so a sentence may begin with a quote and keep it.
+    glue = tmp_path / "dev.tsv"
+    glue.write_text('text\tlabel\n"Hello," he said.\t1\nit\'s "fine"\t0\n', encoding="utf-8")
+    import_cases(suite, glue, tmp_path / "glue.jsonl", ImportSettings(format="tsv"))
+    assert [c["text"] for c in lines(tmp_path / "glue.jsonl")] == ['"Hello," he said.', 'it\'s "fine"']
 
 
 def test_jsonl_and_text_pairs(suite, tmp_path):

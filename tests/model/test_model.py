@@ -19,7 +19,8 @@ from testkit.tiny_models import make_tokenizer, synthetic_cases
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from warp_check import HEAD_SPECS, Case, ClassifierAdapter, HeadSpec, Kind, evaluate
-from warp_check.errors import ModelError
+from warp_check.errors import ModelError, SuiteError
+from warp_check.model.encode import encode_cases
 from warp_check.model.specs import resolve_spec
 
 TEXTS = ["the movie was not good", "we love this film", "the plot is amazing and the cast was long"]
@@ -256,7 +257,7 @@ def test_a_tokenizer_that_fails_names_the_text_it_fails_on(tmp_path, distilbert_
     with pytest.raises(
         ModelError,
         match=r"empty_vocab': its tokenizer fails on the text 'a plain probe sentence\.' \(Exception: WordPiece "
-        r"error: Missing \[UNK\] token from the vocabulary\): its tokenizer files are damaged",
+        r"error: Missing \[UNK\] token from the vocabulary\): the tokenizer files may be damaged",
     ):
         ClassifierAdapter.from_pretrained(broken)
     # One case's text the tokenizer cannot take, among others it can: that text is named.
@@ -271,6 +272,15 @@ def test_a_tokenizer_that_fails_names_the_text_it_fails_on(tmp_path, distilbert_
     adapter.tokenizer = fails_on_bad
     with pytest.raises(ModelError, match=r"fails on the text 'a bad one' \(RuntimeError: no encoding for this text\)"):
         adapter.tokenize(["a good one", "a bad one", "a fine one"])
+    # Encoding a suite's cases names the case's file and line.
+    cases = [
+        Case(id=str(i), text=text, label=0, kind=Kind.MUST_KEEP, origin=f"keep.jsonl:{i + 1}")
+        for i, text in enumerate(["a good one", "a fine one", "a bad one"])
+    ]
+    with pytest.raises(
+        SuiteError, match=r"keep.jsonl:3: field 'text': the model's tokenizer fails on this case \(RuntimeError: no "
+    ):
+        encode_cases(adapter, cases, progress=False)
 
 
 # ---- multi-class heads and text pairs

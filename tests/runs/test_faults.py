@@ -156,6 +156,14 @@ def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_
         "the rank can be at most 32"
     )
     assert not out.exists()
+    # The default, given nowhere: said to be the default, and where to set it.
+    from warp_check.errors import SettingsError
+    from warp_check.runs.repair import _where_given
+    from warp_check.suite.loader import load_suite
+
+    toml.write_text(toml.read_text().replace("\n[repair]\nrank = 40\n", ""))
+    error = _where_given(load_suite(suite), SettingsError("rank", 2, "exceeds a 1-wide layer"), {"rank": "--rank"})
+    assert str(error) == "rank=2: exceeds a 1-wide layer (the default: set [repair] rank in warp.toml)"
 
 
 def test_must_keep_cases_that_forbid_every_fix_fail_clearly_and_write_nothing(distilbert_dir, cases, tmp_path, capsys):
@@ -685,5 +693,9 @@ def test_ctrl_c_that_an_extension_reraises_as_import_error_is_still_ctrl_c(suite
     toml = (suite / "warp.toml").read_text()
     path_line = next(line for line in toml.splitlines() if line.startswith("path = "))
     (suite / "warp.toml").write_text(toml.replace(path_line, 'factory = "models.py:build"', 1))
+    assert main(["check", str(suite), "-q"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["warp-check: interrupted"]
+    # Anywhere else (a lazy import of scipy while the head is built, say): the command still says so.
+    monkeypatch.setattr("warp_check.cli.load_suite", _interrupted_extension_import)
     assert main(["check", str(suite), "-q"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["warp-check: interrupted"]

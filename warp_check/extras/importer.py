@@ -162,10 +162,10 @@ def _utf8_text(path: Path) -> str:
 def _rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
     """((position, what the position counts), row) for every row of the file."""
     if settings.format in ("csv", "tsv"):
-        # strict: a quote left open would swallow the rest of the file into one field, silently
-        reader = csv.DictReader(
-            io.StringIO(_utf8_text(path), newline=""), delimiter="," if settings.format == "csv" else "\t", strict=True
-        )
+        # CSV strict: a quote left open would swallow the rest of the file into one field, silently.
+        # TSV unquoted, as GLUE's and pandas' (quoting=3): a text may begin with a quote of its own.
+        dialect = {"delimiter": ","} if settings.format == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+        reader = csv.DictReader(io.StringIO(_utf8_text(path), newline=""), strict=True, **dialect)
         try:
             for row in reader:
                 yield (reader.line_num, "line"), row

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from warp_check.errors import ModelError, first_line, reraise_interrupt
+from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
 from warp_check.model.head import DenseHead
@@ -111,22 +111,27 @@ def _tokenizer_failure(
     max_length: int,
     exc: Exception,
     source: str | None,
-) -> ModelError:
+) -> TokenizerFailure:
     """The first text the tokenizer fails on alone (the batch's first where none fails alone), as an
-    error naming it: a tokenizer that fails is damaged or not this model's (a WordPiece vocabulary
-    without its [UNK] token fails on any word it does not know)."""
+    error naming it: a tokenizer that fails on plain text is damaged or not this model's (a WordPiece
+    vocabulary without its [UNK] token fails on any word it does not know)."""
     failing, why = 0, exc
     for i, (text, pair) in enumerate(zip(texts, pairs, strict=True)) if len(texts) > 1 else ():
         try:
             tokenizer([text], None if pair is None else [pair], truncation=True, max_length=max_length)
-        except Exception as alone:  # noqa: BLE001
+        except Exception as alone:  # noqa: BLE001 — any failure of this text alone names it
+            reraise_interrupt(alone)
             failing, why = i, alone
             break
     where = f"model folder {source!r}: its tokenizer" if source else "the tokenizer"
     shown = texts[failing] if len(texts[failing]) <= 60 else texts[failing][:59] + "…"
-    return ModelError(
-        f"{where} fails on the text {shown!r} ({type(why).__name__}: {first_line(why)}): its tokenizer files "
-        "are damaged or belong to another model; save the model's own tokenizer beside it"
+    paired = " with its text_pair" if pairs[failing] is not None else ""
+    reason = f"{type(why).__name__}: {first_line(why)}"
+    return TokenizerFailure(
+        f"{where} fails on the text {shown!r}{paired} ({reason}): the tokenizer files may be damaged or "
+        "belong to another model",
+        index=failing,
+        reason=reason,
     )
 
 

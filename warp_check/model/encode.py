@@ -17,7 +17,7 @@ import numpy as np
 
 from warp_check.cache.shards import ShardStore
 from warp_check.cases import Case, Kind
-from warp_check.errors import SuiteError
+from warp_check.errors import SuiteError, TokenizerFailure
 from warp_check.model.hashing import input_sha256, upstream_sha256
 from warp_check.model.threads import torch_threads
 
@@ -58,7 +58,7 @@ def encode_cases(
     head's factorisation (the load-time check, on the real inputs, at no extra cost).
     """
     ids = tuple(case.id for case in cases)
-    features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
+    features = _tokenized(adapter, cases)
     keys = [input_sha256(f) for f in features]
     check_inputs(adapter, cases, features)
     upstream = upstream_sha256(adapter)
@@ -112,9 +112,23 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 def input_keys(adapter: ClassifierAdapter, cases: Sequence[Case]) -> list[str | None]:
     """What the model sees of each case, as the key its v is cached under (None: no text at all,
     which :func:`check_inputs` refuses)."""
-    features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
+    features = _tokenized(adapter, cases)
     no_text = _sees_no_text(adapter)
     return [None if no_text(f) else input_sha256(f) for f in features]
+
+
+def _tokenized(adapter: ClassifierAdapter, cases: Sequence[Case]) -> list[dict]:
+    """The cases' encodings; a case the tokenizer fails on is refused naming its file and line."""
+    try:
+        return adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
+    except TokenizerFailure as exc:
+        case = cases[exc.index]
+        raise _case_error(
+            case,
+            "text",
+            f"the model's tokenizer fails on this case ({exc.reason}): remove the case, or check the tokenizer "
+            "files beside the model",
+        ) from None
 
 
 def check_inputs(adapter: ClassifierAdapter, cases: Sequence[Case], features: list[dict]) -> None:
