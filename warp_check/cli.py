@@ -38,7 +38,7 @@ from warp_check.cases import Kind
 from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.certify.chain import verify_chain
 from warp_check.certify.verify import verify
-from warp_check.errors import SettingsError, WarpError, WarpWarning, exception_chain
+from warp_check.errors import SettingsError, WarpError, WarpWarning, from_interrupt
 from warp_check.extras.attacks import (
     STATUS_MEANING,
     STATUSES,
@@ -343,7 +343,7 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C: one line, what was half written is already removed
         return _interrupted()
     except Exception as exc:
-        if any(isinstance(e, KeyboardInterrupt) for e in exception_chain(exc)):
+        if from_interrupt(exc):
             return _interrupted()  # Ctrl-C that a library re-raised as its own error (pybind11: ImportError)
         if isinstance(exc, WarpError):
             print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)

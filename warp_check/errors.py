@@ -26,12 +26,17 @@ def first_line(exc: BaseException) -> str:
     return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
+def from_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` came from a Ctrl-C. One that lands while an extension module initialises comes
+    back as another error (pybind11's ``ImportError: initialization failed``, raised from the
+    interrupt)."""
+    return any(isinstance(e, KeyboardInterrupt) for e in exception_chain(exc))
+
+
 def reraise_interrupt(exc: BaseException) -> None:
-    """Raise :class:`KeyboardInterrupt` when ``exc`` came from one. A Ctrl-C that lands while an
-    extension module initialises comes back as another error (pybind11's ``ImportError:
-    initialization failed``, raised from the interrupt); a broad ``except Exception`` must not report
-    it as the model's, the suite's or the file's fault."""
-    if any(isinstance(e, KeyboardInterrupt) for e in exception_chain(exc)):
+    """Raise :class:`KeyboardInterrupt` when ``exc`` came from one (:func:`from_interrupt`): a broad
+    ``except Exception`` must not report it as the model's, the suite's or the file's fault."""
+    if from_interrupt(exc):
         raise KeyboardInterrupt from exc
 
 
