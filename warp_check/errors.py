@@ -79,6 +79,11 @@ class SettingsError(WarpError, ValueError):
         self.why = why
         super().__init__(f"{field}={value!r}: {why}")
 
+    @property
+    def of_key(self) -> str:
+        """The error said of the warp.toml key that gave the value, which names the field already."""
+        return f"{self.value!r}: {self.why}"
+
 
 class ModelError(WarpError):
     """The model cannot be loaded or its head is not of the form WARP repairs."""

@@ -89,7 +89,7 @@ def _where_given(suite: Suite, exc: SettingsError, flags: Mapping[str, str] | No
         return SettingsError(flag, exc.value, exc.why)
     if suite.key_lines.get(f"repair.{exc.field}") is None:  # the default: written nowhere
         return SettingsError(exc.field, exc.value, f"{exc.why} (the default: set [repair] {exc.field} in warp.toml)")
-    return suite.error(f"repair.{exc.field}", f"{exc.value!r}: {exc.why}")
+    return suite.error(f"repair.{exc.field}", exc.of_key)
 
 
 def _certified(

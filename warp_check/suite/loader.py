@@ -291,7 +291,7 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
     try:
         settings = RepairSettings(**values)
     except SettingsError as exc:
-        raise loader.error(f"repair.{exc.field}", _why(exc)) from None
+        raise loader.error(f"repair.{exc.field}", exc.of_key) from None
     if settings.gamma_h > settings.gamma_s:
         name = "gamma_h" if "gamma_h" in values else "gamma_s"
         raise loader.error(f"repair.{name}", advice.margins_out_of_order(settings))
@@ -313,12 +313,7 @@ def _nested_settings(loader: SuiteToml, dotted: str, table: Any, cls: type) -> A
     try:
         return cls(**table)
     except SettingsError as exc:
-        raise loader.error(f"{dotted}.{exc.field}", _why(exc)) from None
-
-
-def _why(exc: SettingsError) -> str:
-    """'{value!r}: why', a SettingsError said of the warp.toml key that gave the value."""
-    return f"{exc.value!r}: {exc.why}"
+        raise loader.error(f"{dotted}.{exc.field}", exc.of_key) from None
 
 
 __all__ = ["SUITE_FILE", "Suite", "find_suite_file", "load_suite"]
