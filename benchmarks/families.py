@@ -2,7 +2,8 @@
 built from its config class (hidden 32, 2 layers, no download), trained for a few seconds on
 the test suite's synthetic sentiment task, then checked, repaired and audited.
 
-Run: ``python -m benchmarks.families [--families bert,gpt2,...] [--json | --save]``. Prints, per
+Run: ``python -m benchmarks.families [--families bert,gpt2,...] [--neighbours on] [--json | --save]``
+(``--neighbours``: the repair's, as ``warp-check repair --neighbours`` takes it; off by default). Prints, per
 family, the head repaired (dense → σ → linear, or the final linear layer: found so, or fallen
 back to where the dense form ``layer = "auto"`` found did not converge), the repair's iterations,
 the certificate counts and the perturbed copies certified beside the suite's cases (hood); and
@@ -30,7 +31,7 @@ from warp_check.cli import main as cli
 from warp_check.runs.pipeline import FELL_BACK
 
 
-def measure(model_type: str, work: Path) -> dict[str, Any]:
+def measure(model_type: str, work: Path, neighbours: str | None = None) -> dict[str, Any]:
     """Build, check (must exit 1), repair (0), audit the repaired folder (0); the figures of each."""
     families = testkit("families")
     start = time.perf_counter()
@@ -43,7 +44,8 @@ def measure(model_type: str, work: Path) -> dict[str, Any]:
     codes = {}
     with contextlib.redirect_stdout(io.StringIO()) as said:
         codes["check"] = cli(["check", str(folder), "-q"])
-        codes["repair"] = cli(["repair", str(folder), "--out", str(out), "-q"])
+        hood = ["--neighbours", neighbours] if neighbours is not None else []
+        codes["repair"] = cli(["repair", str(folder), "--out", str(out), *hood, "-q"])
         codes["audit"] = cli(["verify", str(out), "--suite", str(folder)]) if out.is_dir() else None
     summary = _certified(out / "warp_certificate.json") if out.is_dir() else {}
     ok = codes == {"check": 1, "repair": 0, "audit": 0}
@@ -107,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--families", default=",".join(testkit("families").FAMILIES), help="model types, comma-separated"
     )
+    parser.add_argument(
+        "--neighbours", metavar="off|on|N|all", help="the repair's neighbourhood (default: the repair's own, off)"
+    )
     add_output_arguments(parser)
     return parser
 
@@ -118,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     for model_type in args.families.split(","):
         with tempfile.TemporaryDirectory() as work:
             try:
-                rows.append(measure(model_type, Path(work)))
+                rows.append(measure(model_type, Path(work), args.neighbours))
             except Exception as exc:  # noqa: BLE001 — one family's crash is that family's row
                 rows.append({"family": model_type, "ok": False, "why": f"{type(exc).__name__}: {exc}"[:500]})
     result = {"families": rows, "all_ok": all(r["ok"] for r in rows)}

@@ -73,19 +73,28 @@ def nearest(keep_cases: int, per_case: int = 8, keep_per_case: int = 8, max_edit
 
 PAPER = {"mu": 0.0, "max_rank": 2, "price_growth": 1.0}  # the paper's loop: ρ/2‖ΔW‖², rank 2, λ fixed
 # A setting a variant does not name is the default of the code that runs it (a saved result's code
-# stamp says which): "default" was 8 copies a must_keep case at mu = 10 until 2026-11-25, "k8-mu10" now.
+# stamp says which): "default" was 8 copies a must_keep case at mu = 10 until 2026-11-25, "k8-mu10" now;
+# then 16 at mu = 100, "on" now; since 2026-11-25 (the evening) the neighbourhood is off by default.
 # The variants measured before then name that mu (and, before synonyms = "auto" became the default
 # the same day, synonyms = false), so that each still means what its results measured.
 MU10 = {"mu": 10.0}
+ON = NeighbourSettings().drawing()  # the neighbourhood turned on: 8 copies a must_fix case, 16 a must_keep one
 VARIANTS: dict[str, Variant] = {
     "paper": Variant(settings=PAPER, neighbours=OFF),
     "default": Variant(),  # the defaults: the loop's and the neighbourhood's
+    "on": Variant(neighbours=ON),  # the defaults with the neighbourhood on (the default until 2026-11-25's evening)
+    # Beside "on": fewer copies, for less general accuracy lost.
+    "on-fix-only": Variant(neighbours=replace(ON, keep_per_case=0)),  # copies of must_fix cases alone
+    "near100": Variant(neighbours=replace(ON, keep_cases=100)),
+    "k4": Variant(neighbours=replace(ON, keep_per_case=4)),
     "k8-mu10": Variant(settings=MU10, neighbours=nearest(500)),  # the defaults before 2026-11-25
     # The loop alone: function space on the must_keep cases, the rank grows.
     "loop": Variant(settings=MU10, neighbours=OFF),
     "mu1": Variant(settings={"mu": 1.0}, neighbours=OFF),
     "mu100": Variant(settings={"mu": 100.0}, neighbours=OFF),
     "mu1000": Variant(settings={"mu": 1000.0}, neighbours=OFF),
+    "mu10000": Variant(settings={"mu": 10000.0}, neighbours=OFF),
+    "mu1000-g05": Variant(settings={"mu": 1000.0, "gamma_s": 0.5}, neighbours=OFF),
     "paper-rank8": Variant(settings={"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}, neighbours=OFF),
     "gamma2": Variant(settings=MU10 | {"gamma_s": 2.0}, neighbours=OFF),
     "gsnft": Variant(settings=MU10 | {"gsn_threshold": 1e9}, neighbours=OFF),
@@ -120,17 +129,17 @@ VARIANTS: dict[str, Variant] = {
     "k8-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500)),
     "k16-mu100": Variant(settings={"mu": 100.0}, neighbours=nearest(500, keep_per_case=16)),
     # Beside the defaults: more copies of the must_fix cases, more edits a copy.
-    "f16": Variant(neighbours=replace(NeighbourSettings(), per_case=16, synonyms=False)),
-    "e3": Variant(neighbours=replace(NeighbourSettings(), max_edits=3, synonyms=False)),
+    "f16": Variant(neighbours=replace(ON, per_case=16, synonyms=False)),
+    "e3": Variant(neighbours=replace(ON, max_edits=3, synonyms=False)),
     # Beside the defaults: a wider margin for the must_fix cases and their copies; WordNet synonyms
     # required, or never ("auto", the default since 2026-11-25, is "syn" where nltk and WordNet are
     # installed and "no-syn" where not: a row's "synonyms" says which it drew).
-    "g2": Variant(settings={"gamma_s": 2.0}, neighbours=replace(NeighbourSettings(), synonyms=False)),
-    "syn": Variant(neighbours=replace(NeighbourSettings(), synonyms=True)),
-    "no-syn": Variant(neighbours=replace(NeighbourSettings(), synonyms=False)),
+    "g2": Variant(settings={"gamma_s": 2.0}, neighbours=replace(ON, synonyms=False)),
+    "syn": Variant(neighbours=replace(ON, synonyms=True)),
+    "no-syn": Variant(neighbours=replace(ON, synonyms=False)),
     # Beside the defaults: more must_keep cases perturbed (SST-2 has 2,000), or more copies of each (RTE, 200).
-    "n1000": Variant(neighbours=replace(NeighbourSettings(), keep_cases=1000)),
-    "k32": Variant(neighbours=replace(NeighbourSettings(), keep_per_case=32)),
+    "n1000": Variant(neighbours=replace(ON, keep_cases=1000)),
+    "k32": Variant(neighbours=replace(ON, keep_per_case=32)),
 }
 
 

@@ -74,8 +74,9 @@ _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "--warp-neighbours",
         "warp_neighbours",
         "string",
-        "the repair's neighbourhood: off, or how many must_keep cases nearest the boundary are perturbed (N or "
-        "all; overrides [repair.neighbours] keep_cases)",
+        "the repair's neighbourhood (off by default): off, on (8 copies a must_fix case, 16 a must_keep one), "
+        "or on with how many must_keep cases nearest the boundary are perturbed (N or all; overrides "
+        "[repair.neighbours])",
     ),
 )
 
@@ -97,7 +98,7 @@ _METAVARS = {
     "warp_device": "DEVICE",
     "warp_batch_size": "N",
     "warp_threads": "N",
-    "warp_neighbours": "off|N|all",
+    "warp_neighbours": "off|on|N|all",
 }
 
 

@@ -148,9 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     repair.add_argument(
         "--neighbours",
-        metavar="off|N|all",
-        help="the repair's neighbourhood: off, or how many must_keep cases nearest the boundary are perturbed "
-        "(overrides [repair.neighbours] keep_cases)",
+        metavar="off|on|N|all",
+        help="the repair's neighbourhood (off by default): off, on (8 copies a must_fix case, 16 a must_keep "
+        "one), or on with how many must_keep cases nearest the boundary are perturbed (overrides "
+        "[repair.neighbours])",
     )
     repair.add_argument("--report", metavar="DIR", help="also write report.md, report.json and plots here")
 
@@ -241,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     suite_args(neighbours)
     neighbours.add_argument("--out", metavar="FILE", help="JSONL file to append to (default: the must_fix file)")
-    defaults = NeighbourSettings()
+    defaults = NeighbourSettings().drawing()
     neighbours.add_argument(
         "--per-case",
         type=_count_or_zero,
@@ -670,7 +671,9 @@ def _neighbours(args: argparse.Namespace) -> int:
     changes = {name: value for name, value in flags.items() if value is not None}
     if hasattr(args, "keep_cases"):
         changes["keep_cases"] = args.keep_cases
-    settings = dataclasses.replace(suite.repair.neighbours, **changes)
+    # The suite's neighbourhood, or where it draws nothing (the default) the measured counts: the
+    # command is asked to draw. Its flags change either.
+    settings = dataclasses.replace(suite.repair.neighbours.drawing(), **changes)
     added = add_neighbours(suite, adapter, out, settings, cache_dir=cache)
     appended = added.appended
     already = f"; {appended.duplicates} already there" if appended.duplicates else ""

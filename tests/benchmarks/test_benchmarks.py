@@ -3,6 +3,7 @@ and their records: what --save writes, what benchmarks/results/ holds, the comma
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import re
@@ -178,11 +179,11 @@ def test_the_e2e_benchmark_runs_on_a_tiny_suite(tmp_path, distilbert_dir, tiny_s
         "plain_warm": [False],
         "repair_cold": [True],
         "repair_warm": [True],
-        "repair_cold_alone": [True],
+        "repair_cold_neighbours": [True],
     }
     # Wall-time ratios always exist; a tiny suite's warm run may take "0.00s" per item, so the
     # suite-run ratios may not.
-    ratios = ("repair_over_plain", "repair_alone_over_plain", "warm_over_cold", "repair_over_plain_warm")
+    ratios = ("repair_over_plain", "repair_neighbours_over_plain", "warm_over_cold", "repair_over_plain_warm")
     assert all(result["ratios"][name] > 0 for name in ratios)
     assert result["medians"]["plain_warm"]["wall_s"] < result["medians"]["plain_cold"]["wall_s"]
     assert not (suite / ".warp").exists()  # the runs happen on a copy
@@ -309,3 +310,33 @@ def test_generalise_averages_each_variant_over_its_seeds():
     assert long[0] != long[1] and all(len(name) == 100 and name.startswith("variants-xxx") for name in long)
     with pytest.raises(SystemExit):
         generalise.main(["--seeds", "0,x"])
+
+
+def test_the_sst2_fine_tune_is_built_once_per_recipe_and_the_rte_one_keeps_its_cache(
+    monkeypatch, tmp_path, distilbert_dir
+):
+    from benchmarks import example_models
+
+    rng = np.random.default_rng(0)
+    words = ("good", "fine", "great", "bad", "awful", "dull", "film", "plot", "cast")
+    rows = [{"id": f"r{i}", "text": " ".join(rng.choice(words, 6)), "label": int(i % 2)} for i in range(40)]
+    monkeypatch.setattr(example_models, "read_tsv", lambda task, split: [dict(r) for r in rows])
+    monkeypatch.setattr(example_models, "minilm", lambda name: distilbert_dir)
+    monkeypatch.setattr(example_models, "cache_root", lambda: tmp_path)
+    logged: list[str] = []
+    folder, info = example_models.sst2_finetune("distilbert", 16, logged.append)
+    assert folder.parent == tmp_path and folder.name.startswith("sst2-minilm-distilbert-")
+    assert info["rows"] == 16 and info["epochs"] == 1 and 0.0 <= info["dev_accuracy"] <= 1.0
+    assert len(logged) == 1 and (folder / "config.json").is_file()
+    again, info_again = example_models.sst2_finetune("distilbert", 16, logged.append)
+    assert (again, info_again) == (folder, info) and len(logged) == 1  # read back, not trained again
+    other, _ = example_models.sst2_finetune("distilbert", 24, logged.append)
+    assert other != folder and len(logged) == 2
+    # The RTE fine-tunes already built keep their folder: its name hashes the recipe as it always did.
+    recipe = {"format": "warp-bench-rte/1", "base": distilbert_dir.name, "epochs": 2, "lr": 5e-5, "batch": 16}
+    recipe["seed"] = 0
+    key = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+    built = tmp_path / f"rte-minilm-distilbert-{key}"
+    built.mkdir()
+    (built / "training.json").write_text(json.dumps(recipe | {"dev_accuracy": 0.5}))
+    assert example_models.rte_finetune("distilbert", 2, logged.append) == (built, recipe | {"dev_accuracy": 0.5})

@@ -1,5 +1,6 @@
 """One certified artefact of the tiny DistilBERT, written once and shared read-only by the
-certificate and artefact tests (a test that damages it works on a copy)."""
+certificate and artefact tests (a test that damages it works on a copy). Its repair draws the
+neighbourhood (off by default), so that its copies are certified, written and read back too."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 import torch
 from testkit.tiny_models import repair_suite
 
-from warp_check import Case, ClassifierAdapter, repair_cases
+from warp_check import Case, ClassifierAdapter, RepairSettings, repair_cases
+from warp_check.repair.settings import NeighbourSettings
 from warp_check.runs.pipeline import RepairOutcome
 
 
@@ -30,7 +32,8 @@ def written(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> W
         adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
         cases = repair_suite(adapter, "binary", n_fix=5, n_keep=50, seed=2)
         out = tmp_path_factory.mktemp("artefact") / "repaired"
-        outcome = repair_cases(adapter, cases, out_dir=out, progress=False)
+        settings = RepairSettings(neighbours=NeighbourSettings().drawing())
+        outcome = repair_cases(adapter, cases, settings, out_dir=out, progress=False)
     finally:
         torch.set_num_threads(threads)
     assert outcome.result.repaired, outcome.result.message

@@ -63,7 +63,7 @@ def test_a_certificate_written_before_neighbourhoods_still_reads(data, path):
     certificate = Certificate.from_json(old, path=path)
     assert certificate.settings.neighbours == NeighbourSettings.off()
     assert all(c.source is None for c in certificate.cases)
-    drawn = dataclasses.replace(NeighbourSettings(), synonyms=wordnet_available())  # "auto" as the repair found it
+    drawn = dataclasses.replace(NeighbourSettings().drawing(), synonyms=wordnet_available())  # "auto" as found
     assert Certificate.from_json(data, path=path).settings.neighbours == drawn
     assert list(data["repair"]["history"][0])[:3] == ["iteration", "min_gap_fix", "min_gap_keep"]
 

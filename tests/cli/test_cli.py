@@ -42,7 +42,7 @@ def test_repair_then_verify_then_tamper(suite, cases, distilbert_dir, tmp_path, 
     wrong, right = cases
     before = tree_digest(distilbert_dir)
     out_dir = tmp_path / "repaired"
-    assert main(["repair", str(suite), "--out", str(out_dir), "--rank", "3", "-q"]) == 0
+    assert main(["repair", str(suite), "--out", str(out_dir), "--rank", "3", "--neighbours", "on", "-q"]) == 0
     out = capsys.readouterr().out
     certified = json.loads((out_dir / CERTIFICATE_NAME).read_text())["cases"]
     hood = sum(c["source"] == "neighbour" for c in certified)  # perturbed copies it got wrong, repaired too
@@ -52,8 +52,8 @@ def test_repair_then_verify_then_tamper(suite, cases, distilbert_dir, tmp_path, 
     assert f"repaired model: {out_dir}" in out and out.rstrip().endswith("PASSED")
     assert tree_digest(distilbert_dir) == before
     assert json.loads((out_dir / CERTIFICATE_NAME).read_text())["settings"]["rank"] == 3
-    # --neighbours off: the suite's own cases alone, as the paper repairs.
-    assert main(["repair", str(suite), "--out", str(out_dir), "--neighbours", "off", "-q"]) == 0
+    # By default the suite's own cases alone, as the paper repairs (the neighbourhood is off).
+    assert main(["repair", str(suite), "--out", str(out_dir), "-q"]) == 0
     certified = json.loads((out_dir / CERTIFICATE_NAME).read_text())["cases"]
     assert "neighbourhood:" not in capsys.readouterr().out and len(certified) == len(wrong) + len(right)
 
@@ -105,7 +105,7 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
         (["repair", "{suite}", "--batch-size", "x"], "argument --batch-size: 'x' is not an integer"),
         (
             ["repair", "{suite}", "--neighbours", "most"],
-            "warp-check repair: error: --neighbours: neighbours='most': must be off, all, or how many",
+            "warp-check repair: error: --neighbours: neighbours='most': must be off, on, all, or how many",
         ),
     ],
 )

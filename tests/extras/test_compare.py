@@ -8,6 +8,7 @@ only: what is tested is what they change and how they are scored, not how good t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -55,7 +56,9 @@ def test_compare_reports_the_papers_columns_and_warp_certifies(suite, distilbert
     general, general_acc = _extra_file(tmp_path / "general.jsonl", distilbert_dir, seed=31, n=40, sources=False)
     heldout, heldout_acc = _extra_file(tmp_path / "heldout.jsonl", distilbert_dir, seed=32, n=30, sources=True)
     before = tree_digest(distilbert_dir)
-    comparison = compare_suite(load_suite(suite), CompareSettings(train=FEW_EPOCHS), general=general, heldout=heldout)
+    loaded = load_suite(suite)
+    hood = dataclasses.replace(loaded, repair=loaded.settings(neighbours="on"))  # off by default
+    comparison = compare_suite(hood, CompareSettings(train=FEW_EPOCHS), general=general, heldout=heldout)
     assert [r.method for r in comparison.rows] == list(METHODS)
     original, lora, full, warp = comparison.rows
     for row in comparison.rows:

@@ -40,17 +40,29 @@ def test_the_neighbours_command_appends_them_to_the_must_fix_file_once(distilber
 
 
 def test_the_command_draws_what_the_suites_repair_would(distilbert_dir: Path, tmp_path: Path):
+    import json
+
     from testkit.suite_builder import exit_code, write_suite
 
     wrong, right = split_cases(distilbert_dir, 40, seed=2)
     folder = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:4], keep=right[:10])
     toml = folder / "warp.toml"
-    toml.write_text(toml.read_text() + "\n[repair.neighbours]\nper_case = 0\nkeep_per_case = 0\n")
-    before = (folder / "fix.jsonl").read_text(encoding="utf-8")
+    toml.write_text(toml.read_text() + "\n[repair.neighbours]\nper_case = 3\nkeep_per_case = 0\n")
+    fix = folder / "fix.jsonl"
+
+    def drawn_from() -> set[str]:
+        return {json.loads(line).get("original") for line in fix.read_text(encoding="utf-8").splitlines()} - {None}
+
     assert exit_code(["neighbours", str(folder), "--cache", "none"]) == 0
-    assert (folder / "fix.jsonl").read_text(encoding="utf-8") == before  # the suite's settings draw nothing
-    assert exit_code(["neighbours", str(folder), "--cache", "none", "--per-case", "6"]) == 0
-    assert (folder / "fix.jsonl").read_text(encoding="utf-8") != before  # a flag overrides them
+    fix_ids = {c["id"] for c in wrong[:4]}
+    assert drawn_from() and drawn_from() <= fix_ids  # the suite's: 3 copies a must_fix case, none of must_keep
+    assert exit_code(["neighbours", str(folder), "--cache", "none", "--per-keep-case", "4"]) == 0
+    assert drawn_from() - fix_ids  # a flag overrides them
+    # A suite whose neighbourhood is off (the default) draws the measured counts: the command asks to draw.
+    toml.write_text(toml.read_text().replace("per_case = 3", "per_case = 0"))
+    fix.write_text("".join(line + "\n" for line in fix.read_text(encoding="utf-8").splitlines()[:4]))
+    assert exit_code(["neighbours", str(folder), "--cache", "none"]) == 0
+    assert drawn_from() & fix_ids and drawn_from() - fix_ids
 
 
 def test_synonyms_are_the_suites_unless_a_flag_asks_for_them_or_forbids_them():

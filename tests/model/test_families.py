@@ -29,9 +29,11 @@ FINAL_LINEAR = frozenset({"modernbert", "gpt2", "llama", "qwen2"})
 # The dense form layer = "auto" finds in these tiny models does not converge, so auto repairs the final
 # linear layer instead: mobilebert's gaps are capped by its head; mpnet's two must_fix cases with
 # different labels are 0.5 % apart at the classifier's input, so both margins need its weights ×141,
-# which the final layer's one exact QP gives. transformers 4 (the attack extra's) trains these tiny
-# models differently: which families fall back there is not pinned, the rest holds there too.
-FALLS_BACK = frozenset({"mobilebert", "mpnet"})
+# which the final layer's one exact QP gives; roformer's dense loop (GELU) stalls one must_fix case
+# short on the suite's cases alone (the default; with the neighbourhood on it converges). transformers 4
+# (the attack extra's) trains these tiny models differently: which families fall back there is not
+# pinned, the rest holds there too.
+FALLS_BACK = frozenset({"mobilebert", "mpnet", "roformer"})
 
 
 def _available(model_type: str) -> bool:

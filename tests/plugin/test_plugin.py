@@ -165,7 +165,9 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
     wrong, right = cases
     before = tree_digest(distilbert_dir)
     xml = pytester.path / "junit.xml"
-    result = run(pytester, "--warp-repair", f"--junitxml={xml}", "--warp-report", "rep", "-v")
+    result = run(
+        pytester, "--warp-repair", "--warp-neighbours", "on", f"--junitxml={xml}", "--warp-report", "rep", "-v"
+    )
     result.assert_outcomes(passed=len(wrong) + len(right))
     assert "warnings summary" not in result.stdout.str()
     n_fix, n_keep = len(wrong), len(right)
@@ -286,13 +288,14 @@ def test_ini_options_set_the_mode_and_overrides(pytester, suite, cases):
     assert certificate(suite)["settings"]["rank"] == 4
 
 
-def test_the_neighbourhood_option_turns_it_off_or_sizes_it(pytester, suite, cases):
+def test_the_neighbourhood_is_off_unless_the_option_turns_it_on_or_sizes_it(pytester, suite, cases):
     wrong, right = cases
-    result = run(pytester, "--warp-repair", "--warp-neighbours", "off")
-    result.assert_outcomes(passed=len(wrong) + len(right))
-    assert "neighbourhood:" not in result.stdout.str()
-    cert = certificate(suite)
-    assert cert["settings"]["neighbours"]["per_case"] == 0 and {c["source"] for c in cert["cases"]} == {None}
+    for off in ((), ("--warp-neighbours", "off")):
+        result = run(pytester, "--warp-repair", *off)
+        result.assert_outcomes(passed=len(wrong) + len(right))
+        assert "neighbourhood:" not in result.stdout.str()
+        cert = certificate(suite)
+        assert cert["settings"]["neighbours"]["per_case"] == 0 and {c["source"] for c in cert["cases"]} == {None}
     pytester.makeini("[pytest]\nwarp_neighbours = 3\n")
     result = run(pytester, "--warp-repair")
     result.assert_outcomes(passed=len(wrong) + len(right))
@@ -374,7 +377,7 @@ def test_audit_passes_on_the_certified_model_and_fails_on_a_tampered_one(pyteste
         (("--warp-batch-size", "many"), "ERROR: --warp-batch-size='many': must be an integer"),
         (
             ("--warp-neighbours", "some"),
-            "ERROR: --warp-neighbours: neighbours='some': must be off, all, or how many must_keep cases to perturb",
+            "ERROR: --warp-neighbours: neighbours='some': must be off, on, all, or how many must_keep cases to perturb",
         ),
     ],
 )

@@ -38,6 +38,7 @@ from warp_check import (
 from warp_check.certify.artefact import folder_hashes
 from warp_check.errors import SuiteError
 from warp_check.perturb import wordnet_available
+from warp_check.repair.settings import NeighbourSettings
 
 # fixture, task, the head the certificate must name
 MODELS = [
@@ -46,7 +47,9 @@ MODELS = [
     ("multiclass_dir", "multiclass", ("pre_classifier", "relu")),
     ("pair_dir", "pair", ("bert.pooler.dense", "tanh")),
 ]
-SETTINGS = RepairSettings()  # the paper's defaults: r=2, γ_s=1, γ_h=0.3, λ=50, ρ=2
+# The defaults (r=2, γ_s=1, γ_h=0.3, λ=50, ρ=2 as the paper) with the neighbourhood on: its copies
+# are certified, saved and re-checked like the suite's cases.
+SETTINGS = RepairSettings(neighbours=NeighbourSettings().drawing())
 GAP_TOLERANCE = 1e-4  # float32 model vs float64 recomputation
 
 

@@ -47,7 +47,11 @@ def test_perturbed_texts_are_distinct_new_and_the_same_for_the_same_seed():
 def test_settings_are_validated_and_read_as_toml_spells_them():
     assert NeighbourSettings(keep_cases="all").keep_cases is None
     assert NeighbourSettings(keep_choice="random").keep_choice is KeepChoice.RANDOM
-    assert not NeighbourSettings.off().enabled and NeighbourSettings().enabled
+    # Off unless asked for: on a strong model it costs general accuracy (the settings' docstring).
+    assert NeighbourSettings() == NeighbourSettings.off() and not RepairSettings().neighbours.enabled
+    on = NeighbourSettings(seed=3, keep_cases=40).drawing()
+    assert on == NeighbourSettings(per_case=8, keep_per_case=16, seed=3, keep_cases=40) and on.drawing() == on
+    assert NeighbourSettings(per_case=2).drawing() == NeighbourSettings(per_case=2)  # on already: as it is
     assert not NeighbourSettings(per_case=0, keep_cases=0).enabled
     for field, value in (("per_case", -1), ("keep_per_case", 1.5), ("keep_cases", -2), ("keep_choice", "closest"),
                          ("synonyms", "yes"), ("synonyms", 1), ("max_edits", 0)):  # fmt: skip
@@ -55,11 +59,14 @@ def test_settings_are_validated_and_read_as_toml_spells_them():
             NeighbourSettings(**{field: value})
     settings = RepairSettings(neighbours=NeighbourSettings(keep_cases=None, keep_choice=KeepChoice.RANDOM))
     assert RepairSettings.from_dict(settings.to_dict()) == settings
-    # A command line's one word: off, or how many must_keep cases (a count turns an off one on).
-    assert NeighbourSettings().overridden("OFF") == NeighbourSettings.off()
-    assert NeighbourSettings().overridden("all").keep_cases is None
-    assert NeighbourSettings.off().overridden("40") == NeighbourSettings(keep_cases=40)
-    with pytest.raises(SettingsError, match="neighbours='-3': must be off, all, or how many"):
+    # A command line's one word: off, on, or how many must_keep cases (on and a count turn an off one on).
+    measured = NeighbourSettings().drawing()
+    assert measured.overridden("OFF") == NeighbourSettings.off()
+    assert NeighbourSettings().overridden("on") == measured and measured.overridden(" On ") == measured
+    assert NeighbourSettings().overridden("all") == replace(measured, keep_cases=None)
+    assert NeighbourSettings.off().overridden("40") == replace(measured, keep_cases=40)
+    assert NeighbourSettings(per_case=3).overridden("40") == NeighbourSettings(per_case=3, keep_cases=40)
+    with pytest.raises(SettingsError, match="neighbours='-3': must be off, on, all, or how many"):
         NeighbourSettings().overridden("-3")
     old = {k: v for k, v in RepairSettings().to_dict().items() if k != "neighbours"}
     assert RepairSettings.from_dict(old).neighbours == NeighbourSettings.off()  # recorded before neighbourhoods

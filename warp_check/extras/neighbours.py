@@ -39,10 +39,11 @@ def add_neighbours(
     *,
     cache_dir: str | Path | None = None,
 ) -> NeighboursAdded:
-    """Append the suite's neighbourhood (``settings``, by default the suite's ``[repair.neighbours]``)
-    to the JSONL file ``out`` as must_fix cases, atomically and deduplicated, each with the id of the
-    case it came from in ``original``."""
-    settings = settings or suite.repair.neighbours
+    """Append the suite's neighbourhood (``settings``, by default the suite's ``[repair.neighbours]``;
+    where those draw nothing, with the measured counts: :meth:`NeighbourSettings.drawing`) to the
+    JSONL file ``out`` as must_fix cases, atomically and deduplicated, each with the id of the case
+    it came from in ``original``."""
+    settings = (settings or suite.repair.neighbours).drawing()
     batch_size = suite.model.batch_size
     evaluation = evaluate(adapter, suite.cases, batch_size=batch_size, cache_dir=cache_dir, progress=False)
     hood = draw_neighbourhood(adapter, evaluation, settings, batch_size=batch_size, cache_dir=cache_dir)
