@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from warp_check.certify.certificate import CERTIFICATE_NAME
+from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE
 from warp_check.runs.modes import Mode
 from warp_check.suite.model_source import DEVICE_NAME
 
@@ -74,9 +75,9 @@ _OPTIONS: tuple[tuple[str, str, str, str], ...] = (
         "--warp-neighbours",
         "warp_neighbours",
         "string",
-        "the repair's neighbourhood (off by default): off, on (8 copies a must_fix case, 16 a must_keep one), "
-        "or on with how many must_keep cases nearest the boundary are perturbed (N or all; overrides "
-        "[repair.neighbours])",
+        f"the repair's neighbourhood (off by default): off, on ({MEASURED_PER_CASE} copies a must_fix case, "
+        f"{MEASURED_KEEP_PER_CASE} a must_keep one), or on with how many must_keep cases nearest the boundary "
+        "are perturbed (N or all; overrides [repair.neighbours])",
     ),
 )
 

@@ -54,7 +54,13 @@ from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, 
 from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
 from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.promote import promote
-from warp_check.repair.settings import KeepChoice, NeighbourSettings, SynonymUse
+from warp_check.repair.settings import (
+    MEASURED_KEEP_PER_CASE,
+    MEASURED_PER_CASE,
+    KeepChoice,
+    NeighbourSettings,
+    SynonymUse,
+)
 from warp_check.runs.audit import audit
 from warp_check.runs.check import check, check_suite
 from warp_check.runs.details import WITHOUT_SYNONYMS, CheckDetails, RepairDetails
@@ -149,9 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument(
         "--neighbours",
         metavar="off|on|N|all",
-        help="the repair's neighbourhood (off by default): off, on (8 copies a must_fix case, 16 a must_keep "
-        "one), or on with how many must_keep cases nearest the boundary are perturbed (overrides "
-        "[repair.neighbours])",
+        help=f"the repair's neighbourhood (off by default): off, on ({MEASURED_PER_CASE} copies a must_fix case, "
+        f"{MEASURED_KEEP_PER_CASE} a must_keep one), or on with how many must_keep cases nearest the boundary are "
+        "perturbed (overrides [repair.neighbours])",
     )
     repair.add_argument("--report", metavar="DIR", help="also write report.md, report.json and plots here")
 
