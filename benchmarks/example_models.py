@@ -55,10 +55,15 @@ def sst2_finetune(name: str, rows: int, log: Callable[[str], None]) -> tuple[Pat
 
     All layers, AdamW lr 5e-5, batch 32, max_length 128, seed 0; cached as :func:`rte_finetune`.
     """
+    recipe = {"format": SST2_FORMAT, "rows": rows, "epochs": 1, "lr": 5e-5, "batch": 32, "seed": 0}
+    return _finetune("sst2", name, recipe, sst2_training_rows(rows), log)
+
+
+def sst2_training_rows(rows: int) -> list[dict]:
+    """The SST-2 train sentences :func:`sst2_finetune` trains on (rows of a seed-1 shuffle)."""
     train = read_tsv("sst2", "train")
     random.Random(1).shuffle(train)
-    recipe = {"format": SST2_FORMAT, "rows": rows, "epochs": 1, "lr": 5e-5, "batch": 32, "seed": 0}
-    return _finetune("sst2", name, recipe, train[:rows], log)
+    return train[:rows]
 
 
 def _finetune(task: str, name: str, recipe: dict, train: list[dict], log: Callable[[str], None]) -> tuple[Path, dict]:

@@ -16,6 +16,10 @@ the dev set as general accuracy; attacks cached), then:
   seed of ``--seeds`` (a held-out figure moves ±3 points with the seed), with each variant's mean
   over them.
 
+``--unlabelled N`` (SST-2) also points the suite at N train sentences outside the fine-tune set
+and the split, labelled by the model itself (:func:`warp_check.extras.predictions.import_predicted`,
+``warp-check import --predicted``): what unlabelled text a user has does for a repair.
+
 Run from the repository root: ``python -m benchmarks.generalise --task sst2 --models
 distilbert,bert --attack-python /path/to/attack-venv/bin/python --save``. Needs TextAttack in
 ``--attack-python`` only for attacks not in the cache.
@@ -36,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.data import cache_root
+from benchmarks.data import cache_root, read_jsonl, read_tsv
+from benchmarks.example_models import sst2_training_rows
 from benchmarks.measure import machine_info
 from benchmarks.paper_tables import add_split_arguments, build_split
 from benchmarks.results import add_output_arguments, report
@@ -44,6 +49,8 @@ from warp_check import Kind, evaluate, load_suite, repair_cases
 from warp_check.cases import NEIGHBOUR
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import CompareSettings, compare, read_cases_file
+from warp_check.extras.importer import ImportSettings
+from warp_check.extras.predictions import import_predicted
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
 from warp_check.runs.load import load_adapter
 
@@ -140,6 +147,9 @@ VARIANTS: dict[str, Variant] = {
     # Beside the defaults: more must_keep cases perturbed (SST-2 has 2,000), or more copies of each (RTE, 200).
     "n1000": Variant(neighbours=replace(ON, keep_cases=1000)),
     "k32": Variant(neighbours=replace(ON, keep_per_case=32)),
+    # Beside the defaults: a smaller margin for the must_fix cases, less change for fewer fixed attacks.
+    "gs05": Variant(settings={"gamma_s": 0.5}),
+    "gs03": Variant(settings={"gamma_s": 0.3}),
 }
 
 
@@ -233,6 +243,8 @@ def run_variant(name, seed, adapter, suite_cases, general_ev, heldout_ev, fix_re
 def run_one(task: str, name: str, args, work: Path, log) -> dict:
     started = time.perf_counter()
     split = build_split(task, name, args, work, log)
+    if args.unlabelled:
+        point_at_unlabelled(split, args, work / f"{task}-{name}-unlabelled.jsonl", log)
     suite = load_suite(split.suite_dir)
     adapter = load_adapter(suite)
     general = read_cases_file(suite, split.general)
@@ -261,6 +273,28 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
         "means": seed_means(rows),
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def point_at_unlabelled(split, args, source: Path, log) -> None:
+    """``args.unlabelled`` SST-2 train sentences of at least six words, neither fine-tuned on nor in
+    the split (a seed-7 sample), added to the suite as ``warp-check import --predicted`` adds them;
+    ``split.sizes["predicted"]``: how many it kept."""
+    import random
+
+    taken = {row["text"] for path in split.suite_dir.glob("*.jsonl") for row in read_jsonl(path)}
+    taken |= {row["text"] for row in read_jsonl(split.heldout)}
+    taken |= {row["text"] for row in sst2_training_rows(args.sst2_rows)}
+    rows = [r for r in read_tsv("sst2", "train") if r["text"] not in taken and len(r["text"].split()) >= 6]
+    random.Random(7).shuffle(rows)
+    source.write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in rows[: args.unlabelled]))
+    suite = load_suite(split.suite_dir)
+    out = split.suite_dir / "predicted.jsonl"
+    result = import_predicted(suite, load_adapter(suite), source, out, ImportSettings(format="jsonl", predicted=True))
+    with open(split.suite_dir / "warp.toml", "a", encoding="utf-8") as toml:
+        toml.write(f'\n[[cases]]\npath = "{out.name}"\n')
+    split.sizes["predicted"] = len(result.appended.added)
+    log(f"unlabelled: {result.rows} rows, {len(result.appended.added)} kept as predicted {result.by_label}, "
+        f"{result.near_boundary} within gamma_h")  # fmt: skip
 
 
 MEANS_OF = ("repair_acc", "remain_acc", "general_acc", "attack_gen", "attack_in_recipe", "attack_cross_recipe")
@@ -367,6 +401,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--baselines", default="lora,full_ft", help="baselines besides the original (cached)")
     parser.add_argument("--epochs", type=int, default=30, help="baselines' epoch cap")
+    parser.add_argument(
+        "--unlabelled",
+        type=int,
+        default=0,
+        metavar="N",
+        help="SST-2: also N unlabelled train sentences as must_keep cases labelled by the model (import --predicted)",
+    )
     add_output_arguments(parser)
     return parser
 
@@ -383,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.task == "rte":
         args.keep = args.rte_keep
+    if args.unlabelled and args.task != "sst2":
+        parser.error("--unlabelled: SST-2 only (the RTE models are fine-tuned on every train pair)")
     work = Path(tempfile.mkdtemp(prefix="warp-generalise-"))
     try:
         results = [run_one(args.task, name, args, work, log) for name in args.models.split(",")]

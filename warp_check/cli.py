@@ -8,6 +8,7 @@
     warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
     warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
     warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
+                     [--predicted]                            unlabelled text: must_keep cases the model labels
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
     warp-check neighbours SUITE [--per-keep-case N] [--out F]  perturbed cases the model gets wrong
 
@@ -53,6 +54,7 @@ from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
 from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
 from warp_check.extras.neighbours import add_neighbours
+from warp_check.extras.predictions import import_predicted
 from warp_check.extras.promote import promote
 from warp_check.repair.settings import (
     MEASURED_KEEP_PER_CASE,
@@ -241,6 +243,13 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--id", metavar="COLUMN", help="column of the case id (default: one made from the text)")
     importer.add_argument("--source", dest="case_source", metavar="TEXT", help="source written on every case")
     importer.add_argument("--task", choices=sorted(ADVGLUE_FIELDS), help="AdvGLUE: which task of dev.json")
+    importer.add_argument(
+        "--predicted",
+        action="store_true",
+        help="unlabelled text: label each row by the model's own prediction (no label column read) and append "
+        "those predicted by at least the must_keep margin gamma_h as must_keep cases, which a repair then keeps "
+        "(source prediction:FILE)",
+    )
 
     neighbours = sub.add_parser(
         "neighbours",
@@ -644,6 +653,9 @@ def _import(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"warp-check import: error: --format: {exc.why}", file=sys.stderr)
         return EXIT_USAGE
+    if args.predicted and args.kind != Kind.MUST_KEEP.value:
+        print(f"warp-check import: error: --predicted makes must_keep cases, not {args.kind}", file=sys.stderr)
+        return EXIT_USAGE
     settings = ImportSettings(
         format=file_format,
         text=args.text,
@@ -653,13 +665,43 @@ def _import(args: argparse.Namespace) -> int:
         kind=Kind(args.kind),
         source=args.case_source,
         task=args.task,
+        predicted=args.predicted,
     )
+    if args.predicted:
+        return _import_predicted(suite, args, settings)
     result = import_cases(suite, args.source, args.out, settings)
     appended = result.appended
     print(
         f"{result.rows} row(s) read from {args.source}: {len(appended.added)} case(s) appended to {appended.path}, "
         f"{appended.duplicates} already there"
     )
+    return EXIT_OK
+
+
+def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings) -> int:
+    workdir(suite)
+    adapter = load_adapter(suite)
+    result = import_predicted(
+        suite, adapter, args.source, args.out, settings, cache_dir=default_cache_dir(suite), progress=True
+    )
+    appended = result.appended
+    labels = ", ".join(f"{count} {name}" for name, count in result.by_label) or "none"
+    print(
+        f"{result.rows} row(s) read from {args.source}: {len(appended.added)} must_keep case(s) labelled by the "
+        f"model's predictions appended to {appended.path} ({labels}), {appended.duplicates} already there"
+    )
+    if result.near_boundary:
+        print(
+            f"  left out: {result.near_boundary} predicted by less than the must_keep margin gamma_h = "
+            f"{result.gamma_h:g} (a repair would have to move them to keep them)"
+        )
+    if result.in_suite:
+        print(f"  left out: {result.in_suite} already cases of the suite (their labels are the suite's)")
+    listed = {case_file.path.resolve() for case_file in suite.case_files}
+    if appended.added and appended.path.resolve() not in listed:
+        where = appended.path.resolve()
+        shown = where.relative_to(suite.root) if where.is_relative_to(suite.root) else where
+        print(f'  to use them, list the file in {suite.toml.name}: [[cases]] path = "{shown}"')
     return EXIT_OK
 
 

@@ -340,3 +340,34 @@ def test_the_sst2_fine_tune_is_built_once_per_recipe_and_the_rte_one_keeps_its_c
     built.mkdir()
     (built / "training.json").write_text(json.dumps(recipe | {"dev_accuracy": 0.5}))
     assert example_models.rte_finetune("distilbert", 2, logged.append) == (built, recipe | {"dev_accuracy": 0.5})
+
+
+def test_generalise_points_the_suite_at_unlabelled_sentences_outside_its_training_and_its_split(
+    monkeypatch, tmp_path, distilbert_dir
+):
+    from testkit.suite_builder import split_cases
+
+    from benchmarks import generalise
+    from benchmarks.paper_tables import Split
+
+    wrong, right = split_cases(distilbert_dir, 48, seed=4)
+    suite_dir = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:2], keep=right[:4])
+    heldout = tmp_path / "heldout.jsonl"
+    heldout.write_text(json.dumps({"text": right[4]["text"], "label": right[4]["label"]}) + "\n")
+    rows = [{"id": f"train-{i}", "text": c["text"], "label": 0} for i, c in enumerate(right + wrong)]
+    trained = rows[5:9]
+    monkeypatch.setattr(generalise, "read_tsv", lambda task, split: [dict(r) for r in rows])
+    monkeypatch.setattr(generalise, "sst2_training_rows", lambda n: trained[:n])
+    split = Split(model_dir=distilbert_dir, suite_dir=suite_dir, general=heldout, heldout=heldout, sizes={}, info={})
+    args = generalise.build_parser().parse_args(["--sst2-rows", "4", "--unlabelled", "30"])
+    generalise.point_at_unlabelled(split, args, tmp_path / "unlabelled.jsonl", lambda message: None)
+    offered = [json.loads(line)["text"] for line in (tmp_path / "unlabelled.jsonl").read_text().splitlines()]
+    taken = {c["text"] for c in wrong[:2] + right[:5]} | {r["text"] for r in trained}
+    eligible = [r["text"] for r in rows if r["text"] not in taken and len(r["text"].split()) >= 6]
+    assert len(offered) == min(30, len(eligible)) and set(offered) <= set(eligible)
+    suite = generalise.load_suite(suite_dir)  # the suite lists them: a repair keeps them
+    predicted = [c for c in suite.cases if (c.source or "").startswith("prediction:")]
+    assert len(predicted) == split.sizes["predicted"] > 0 and {c.text for c in predicted} <= set(offered)
+    assert all(c.kind is generalise.Kind.MUST_KEEP for c in predicted)
+    with pytest.raises(SystemExit):
+        generalise.main(["--task", "rte", "--unlabelled", "10"])

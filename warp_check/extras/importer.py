@@ -48,11 +48,19 @@ class ImportSettings:
     kind: Kind = Kind.MUST_KEEP
     source: str | None = None  # written on every case (default: the file's name)
     task: str | None = None  # advglue: which task of dev.json
+    # Label every row by the model's own prediction, no label column read: the repair keeps the
+    # predictions (warp_check.extras.predictions). must_keep only.
+    predicted: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise SettingsError("format", self.format, f"must be one of {', '.join(FORMATS)}")
         object.__setattr__(self, "kind", Kind(self.kind))
+        if not isinstance(self.predicted, bool):
+            raise SettingsError("predicted", self.predicted, "must be true or false")
+        if self.predicted and self.kind is not Kind.MUST_KEEP:
+            why = "must be must_keep with predicted labels: a repair keeps the model's predictions"
+            raise SettingsError("kind", self.kind.value, why)
         if self.format == "advglue" and self.task not in ADVGLUE_FIELDS:
             raise SettingsError("task", self.task, f"AdvGLUE needs one of {', '.join(ADVGLUE_FIELDS)}")
 
@@ -76,20 +84,48 @@ def format_of(path: str | Path) -> str:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class UnlabelledRow:
+    """A row's texts and id as read, and where it is: a line (CSV, TSV, JSONL), a row (Parquet) or an
+    entry (AdvGLUE)."""
+
+    text: str
+    text_pair: str | None
+    id: str | None
+    where: tuple[int, str]
+
+
 def import_cases(suite: Suite, source: str | Path, out: str | Path, settings: ImportSettings) -> ImportResult:
     """Read ``source``, check every row against the suite's labels, append the cases to ``out``."""
+    if settings.predicted:
+        raise SettingsError("predicted", True, "needs the model: use warp_check.extras.predictions.import_predicted")
+    source, settings = _opened(source, settings)
+    cases = [_case(suite, where, row, settings, source) for where, row in _rows(source, settings)]
+    appended = append_cases(out, cases, id_prefix=f"import-{source.stem}")
+    return ImportResult(len(cases), appended)
+
+
+def read_unlabelled(source: str | Path, settings: ImportSettings) -> list[UnlabelledRow]:
+    """The texts (and ids) of every row of ``source``; no label column is read."""
+    source, settings = _opened(source, settings)
+    rows = []
+    for where, row in _rows(source, settings):
+        text, pair, case_id = _fields(row, settings, _row_error(source, where))
+        rows.append(UnlabelledRow(text=text, text_pair=pair, id=case_id, where=where))
+    return rows
+
+
+def _opened(source: str | Path, settings: ImportSettings) -> tuple[Path, ImportSettings]:
     source = Path(source)
     if not source.is_file():
         raise SuiteError("no such file to import", path=source)
     if settings.format == "advglue":  # its fields are fixed by the task
         pair = "text_pair" if ADVGLUE_FIELDS[settings.task or ""][1] is not None else None
         settings = replace(settings, text="text", text_pair=pair, label="label", id="id")
-    cases = [_case(suite, where, row, settings, source) for where, row in _rows(source, settings)]
-    appended = append_cases(out, cases, id_prefix=f"import-{source.stem}")
-    return ImportResult(len(cases), appended)
+    return source, settings
 
 
-def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: ImportSettings, source: Path) -> NewCase:
+def _row_error(source: Path, where: tuple[int, str]):
     line, unit = where
 
     def error(field: str, message: str) -> SuiteError:
@@ -101,17 +137,15 @@ def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: I
             field=field,
         )
 
-    text = _text(row, settings.text, error)
-    pair = _text(row, settings.text_pair, error) if settings.text_pair else None
+    return error
+
+
+def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: ImportSettings, source: Path) -> NewCase:
+    error = _row_error(source, where)
+    text, pair, case_id = _fields(row, settings, error)
     if settings.label not in row or row[settings.label] in (None, ""):
         raise error(settings.label, f"no label in column {settings.label!r}")
     label = _label(suite, row[settings.label], error, settings.label)
-    case_id = None
-    if settings.id is not None:
-        value = row.get(settings.id)
-        if value in (None, ""):
-            raise error(settings.id, f"no id in column {settings.id!r}")
-        case_id = str(value)
     return NewCase(
         text=text,
         text_pair=pair,
@@ -120,6 +154,19 @@ def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: I
         kind=settings.kind.value,
         source=settings.source or source.name,
     )
+
+
+def _fields(row: dict[str, Any], settings: ImportSettings, error) -> tuple[str, str | None, str | None]:
+    """The row's text, text pair and id, as its columns give them."""
+    text = _text(row, settings.text, error)
+    pair = _text(row, settings.text_pair, error) if settings.text_pair else None
+    case_id = None
+    if settings.id is not None:
+        value = row.get(settings.id)
+        if value in (None, ""):
+            raise error(settings.id, f"no id in column {settings.id!r}")
+        case_id = str(value)
+    return text, pair, case_id
 
 
 def _text(row: dict[str, Any], column: str, error) -> str:
