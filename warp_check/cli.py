@@ -701,7 +701,10 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
     if appended.added and appended.path.resolve() not in listed:
         where = appended.path.resolve()
         shown = where.relative_to(suite.root) if where.is_relative_to(suite.root) else where
-        print(f'  to use them, list the file in {suite.toml.name}: [[cases]] path = "{shown}"')
+        print(
+            f'  to use them, list the file in {suite.toml.name}: [[cases]] path = "{shown}" (they keep the '
+            "model's predictions, right or wrong: read them first)"
+        )
     return EXIT_OK
 
 
