@@ -277,22 +277,31 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
 
 def point_at_unlabelled(split, args, source: Path, log) -> None:
     """``args.unlabelled`` SST-2 train sentences of at least six words, neither fine-tuned on nor in
-    the split (a seed-7 sample), added to the suite as ``warp-check import --predicted`` adds them;
-    ``split.sizes["predicted"]``: how many it kept."""
+    the split (the suite's cases, the held-out attacks, and the clean sentences either was attacked
+    from), a seed-7 sample, added to the suite as ``warp-check import --predicted`` adds them;
+    ``split.sizes``: how many were offered, kept, and left out within γ_h or as repeats."""
     import random
 
-    taken = {row["text"] for path in split.suite_dir.glob("*.jsonl") for row in read_jsonl(path)}
-    taken |= {row["text"] for row in read_jsonl(split.heldout)}
+    cases = [row for path in split.suite_dir.glob("*.jsonl") for row in read_jsonl(path)] + read_jsonl(split.heldout)
+    attacked = {row["original"] for row in cases if row.get("original")}
+    train = read_tsv("sst2", "train")
+    taken = {row["text"] for row in cases} | {row["text"] for row in train if row["id"] in attacked}
     taken |= {row["text"] for row in sst2_training_rows(args.sst2_rows)}
-    rows = [r for r in read_tsv("sst2", "train") if r["text"] not in taken and len(r["text"].split()) >= 6]
+    texts = dict.fromkeys(r["text"] for r in train if r["text"] not in taken and len(r["text"].split()) >= 6)
+    rows = list(texts)
     random.Random(7).shuffle(rows)
-    source.write_text("".join(json.dumps({"text": r["text"]}) + "\n" for r in rows[: args.unlabelled]))
+    source.write_text("".join(json.dumps({"text": text}) + "\n" for text in rows[: args.unlabelled]))
     suite = load_suite(split.suite_dir)
     out = split.suite_dir / "predicted.jsonl"
     result = import_predicted(suite, load_adapter(suite), source, out, ImportSettings(format="jsonl", predicted=True))
     with open(split.suite_dir / "warp.toml", "a", encoding="utf-8") as toml:
         toml.write(f'\n[[cases]]\npath = "{out.name}"\n')
-    split.sizes["predicted"] = len(result.appended.added)
+    split.sizes.update(
+        unlabelled=result.rows,
+        predicted=len(result.appended.added),
+        predicted_within_gamma_h=result.near_boundary,
+        predicted_left_out_as_suite_or_repeat=result.in_suite + result.repeated,
+    )
     log(f"unlabelled: {result.rows} rows, {len(result.appended.added)} kept as predicted {result.by_label}, "
         f"{result.near_boundary} within gamma_h")  # fmt: skip
 

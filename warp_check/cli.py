@@ -52,7 +52,14 @@ from warp_check.extras.attacks import (
 )
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
-from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
+from warp_check.extras.importer import (
+    ADVGLUE_FIELDS,
+    FORMATS,
+    ImportSettings,
+    format_of,
+    import_cases,
+    read_unlabelled,
+)
 from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.predictions import import_predicted
 from warp_check.extras.promote import promote
@@ -239,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
     importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
     importer.add_argument("--text-pair", metavar="COLUMN", help="column of the second text, for pair tasks")
-    importer.add_argument("--label", default="label", metavar="COLUMN", help="column of the label (default label)")
+    importer.add_argument("--label", metavar="COLUMN", help="column of the label (default label)")
     importer.add_argument("--id", metavar="COLUMN", help="column of the case id (default: one made from the text)")
     importer.add_argument("--source", dest="case_source", metavar="TEXT", help="source written on every case")
     importer.add_argument("--task", choices=sorted(ADVGLUE_FIELDS), help="AdvGLUE: which task of dev.json")
@@ -653,14 +660,15 @@ def _import(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"warp-check import: error: --format: {exc.why}", file=sys.stderr)
         return EXIT_USAGE
-    if args.predicted and args.kind != Kind.MUST_KEEP.value:
-        print(f"warp-check import: error: --predicted makes must_keep cases, not {args.kind}", file=sys.stderr)
+    if args.predicted and (args.kind != Kind.MUST_KEEP.value or args.label is not None):
+        why = f"makes must_keep cases, not {args.kind}" if args.label is None else "reads no label column (--label)"
+        print(f"warp-check import: error: --predicted {why}", file=sys.stderr)
         return EXIT_USAGE
     settings = ImportSettings(
         format=file_format,
         text=args.text,
         text_pair=args.text_pair,
-        label=args.label,
+        label=args.label or "label",
         id=args.id,
         kind=Kind(args.kind),
         source=args.case_source,
@@ -679,6 +687,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings) -> int:
+    read_unlabelled(args.source, settings)  # a bad row is named before the model is loaded
     workdir(suite)
     adapter = load_adapter(suite)
     result = import_predicted(
@@ -687,16 +696,18 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
     appended = result.appended
     labels = ", ".join(f"{count} {name}" for name, count in result.by_label) or "none"
     print(
-        f"{result.rows} row(s) read from {args.source}: {len(appended.added)} must_keep case(s) labelled by the "
-        f"model's predictions appended to {appended.path} ({labels}), {appended.duplicates} already there"
+        f"{result.rows} row(s) read from {args.source}, labelled by the model's predictions ({labels}): "
+        f"{len(appended.added)} must_keep case(s) appended to {appended.path}, {appended.duplicates} already there"
     )
+    if result.repeated:
+        print(f"  left out: {result.repeated} the model sees as an earlier row of the file")
     if result.near_boundary:
         print(
             f"  left out: {result.near_boundary} predicted by less than the must_keep margin gamma_h = "
             f"{result.gamma_h:g} (a repair would have to move them to keep them)"
         )
     if result.in_suite:
-        print(f"  left out: {result.in_suite} already cases of the suite (their labels are the suite's)")
+        print(f"  left out: {result.in_suite} the model sees as cases of the suite (their labels are the suite's)")
     listed = {case_file.path.resolve() for case_file in suite.case_files}
     if appended.added and appended.path.resolve() not in listed:
         where = appended.path.resolve()

@@ -351,10 +351,12 @@ def test_generalise_points_the_suite_at_unlabelled_sentences_outside_its_trainin
     from benchmarks.paper_tables import Split
 
     wrong, right = split_cases(distilbert_dir, 48, seed=4)
-    suite_dir = write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong[:2], keep=right[:4])
-    heldout = tmp_path / "heldout.jsonl"
-    heldout.write_text(json.dumps({"text": right[4]["text"], "label": right[4]["label"]}) + "\n")
     rows = [{"id": f"train-{i}", "text": c["text"], "label": 0} for i, c in enumerate(right + wrong)]
+    # The clean sentences the must_fix and held-out attacks came from are in the split too.
+    fix = [dict(wrong[0], original=rows[-1]["id"]), wrong[1]]
+    suite_dir = write_suite(tmp_path / "suite", model=distilbert_dir, fix=fix, keep=right[:4])
+    heldout = tmp_path / "heldout.jsonl"
+    heldout.write_text(json.dumps({"text": right[4]["text"], "label": right[4]["label"], "original": rows[-2]["id"]}))
     trained = rows[5:9]
     monkeypatch.setattr(generalise, "read_tsv", lambda task, split: [dict(r) for r in rows])
     monkeypatch.setattr(generalise, "sst2_training_rows", lambda n: trained[:n])
@@ -362,12 +364,19 @@ def test_generalise_points_the_suite_at_unlabelled_sentences_outside_its_trainin
     args = generalise.build_parser().parse_args(["--sst2-rows", "4", "--unlabelled", "30"])
     generalise.point_at_unlabelled(split, args, tmp_path / "unlabelled.jsonl", lambda message: None)
     offered = [json.loads(line)["text"] for line in (tmp_path / "unlabelled.jsonl").read_text().splitlines()]
-    taken = {c["text"] for c in wrong[:2] + right[:5]} | {r["text"] for r in trained}
+    taken = {c["text"] for c in wrong[:2] + right[:5]} | {r["text"] for r in trained + rows[-2:]}
     eligible = [r["text"] for r in rows if r["text"] not in taken and len(r["text"].split()) >= 6]
     assert len(offered) == min(30, len(eligible)) and set(offered) <= set(eligible)
     suite = generalise.load_suite(suite_dir)  # the suite lists them: a repair keeps them
     predicted = [c for c in suite.cases if (c.source or "").startswith("prediction:")]
     assert len(predicted) == split.sizes["predicted"] > 0 and {c.text for c in predicted} <= set(offered)
+    assert (
+        split.sizes["unlabelled"]
+        == len(offered)
+        == split.sizes["predicted"]
+        + split.sizes["predicted_within_gamma_h"]
+        + split.sizes["predicted_left_out_as_suite_or_repeat"]
+    )
     assert all(c.kind is generalise.Kind.MUST_KEEP for c in predicted)
     with pytest.raises(SystemExit):
         generalise.main(["--task", "rte", "--unlabelled", "10"])

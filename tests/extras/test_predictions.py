@@ -103,10 +103,57 @@ def test_the_import_command_labels_unlabelled_text_and_says_how_to_use_it(unlabe
     command = ["import", str(folder), str(source), "--out", str(out), "--predicted"]
     assert exit_code([*command, "--kind", "must_fix"]) == 2
     assert "--predicted makes must_keep cases, not must_fix" in capsys.readouterr().err
+    assert exit_code([*command, "--label", "sentiment"]) == 2
+    assert "--predicted reads no label column (--label)" in capsys.readouterr().err
     assert not out.exists()
     assert exit_code(command) == 0
     said = capsys.readouterr().out
     added = len(lines(out))
-    assert f"30 row(s) read from {source}: {added} must_keep case(s) labelled by the model's predictions" in said
-    assert "left out: 2 already cases of the suite" in said
+    assert f"30 row(s) read from {source}, labelled by the model's predictions (" in said
+    assert f"): {added} must_keep case(s) appended to {out}, 0 already there" in said
+    assert "left out: 2 the model sees as cases of the suite" in said
     assert 'list the file in warp.toml: [[cases]] path = "predicted.jsonl"' in said
+
+
+def test_what_the_model_sees_as_a_suite_case_or_an_earlier_row_is_left_out(unlabelled):
+    folder, _, texts = unlabelled
+    suite = load_suite(folder)
+    fix_text = next(c.text for c in suite.cases if c.kind is Kind.MUST_FIX)
+    # The tiny model's tokenizer is uncased: a shouted copy of a must_fix case is that case.
+    rows = [texts[0], fix_text.upper(), fix_text + "  ", texts[0] + " ", texts[1]]
+    source = folder.parent / "near.jsonl"
+    source.write_text("".join(json.dumps({"text": t}) + "\n" for t in rows), encoding="utf-8")
+    result = import_predicted(suite, load_adapter(suite), source, folder / "p.jsonl", JSONL)
+    assert (result.in_suite, result.repeated) == (2, 1)
+    assert sum(count for _, count in result.by_label) + result.near_boundary == 2
+
+
+def test_rows_of_another_shape_or_with_a_suite_id_are_refused_naming_the_file(unlabelled, tmp_path):
+    folder, _, texts = unlabelled
+    suite = load_suite(folder)
+    adapter = load_adapter(suite)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"text": texts[0], "other": texts[1]}) + "\n", encoding="utf-8")
+    settings = ImportSettings(format="jsonl", text_pair="other", predicted=True)
+    with pytest.raises(SuiteError, match=r"pairs\.jsonl: field 'text_pair': the suite's cases are single texts"):
+        import_predicted(suite, adapter, pairs, tmp_path / "out.jsonl", settings)
+    taken = next(c.id for c in suite.cases)
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text(json.dumps({"text": texts[0], "uid": "new"}) + "\n" + json.dumps({"text": texts[1], "uid": taken}))
+    with pytest.raises(SuiteError, match=rf"ids\.jsonl:2: field 'uid': id '{taken}' is already a case of the suite"):
+        import_predicted(
+            suite, adapter, ids, tmp_path / "out.jsonl", ImportSettings(format="jsonl", id="uid", predicted=True)
+        )
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_an_input_the_model_cannot_take_names_the_file_and_the_entry(unlabelled, tmp_path):
+    folder, _, texts = unlabelled
+    suite = load_suite(folder)
+    dev = tmp_path / "dev.json"
+    entries = [{"idx": 0, "label": 1, "sentence": texts[0]}, {"idx": 1, "label": 0, "sentence": "\u00a0\u200b."}]
+    dev.write_text(json.dumps({"sst2": entries}), encoding="utf-8")
+    settings = ImportSettings(format="advglue", task="sst2", predicted=True)
+    with pytest.raises(SuiteError) as raised:
+        import_predicted(suite, load_adapter(suite), dev, tmp_path / "out.jsonl", settings)
+    assert str(raised.value).startswith(f"{dev}: field 'text': case 'entry 2'")

@@ -110,7 +110,7 @@ def read_unlabelled(source: str | Path, settings: ImportSettings) -> list[Unlabe
     source, settings = _opened(source, settings)
     rows = []
     for where, row in _rows(source, settings):
-        text, pair, case_id = _fields(row, settings, _row_error(source, where))
+        text, pair, case_id = _fields(row, settings, row_error(source, where))
         rows.append(UnlabelledRow(text=text, text_pair=pair, id=case_id, where=where))
     return rows
 
@@ -125,7 +125,8 @@ def _opened(source: str | Path, settings: ImportSettings) -> tuple[Path, ImportS
     return source, settings
 
 
-def _row_error(source: Path, where: tuple[int, str]):
+def row_error(source: Path, where: tuple[int, str]):
+    """``error(field, message)``: a SuiteError naming the file and the row's line, or its row or entry."""
     line, unit = where
 
     def error(field: str, message: str) -> SuiteError:
@@ -141,7 +142,7 @@ def _row_error(source: Path, where: tuple[int, str]):
 
 
 def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: ImportSettings, source: Path) -> NewCase:
-    error = _row_error(source, where)
+    error = row_error(source, where)
     text, pair, case_id = _fields(row, settings, error)
     if settings.label not in row or row[settings.label] in (None, ""):
         raise error(settings.label, f"no label in column {settings.label!r}")

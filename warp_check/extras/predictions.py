@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from warp_check.cases import Case, Kind
-from warp_check.extras.importer import ImportSettings, read_unlabelled
+from warp_check.errors import SuiteError
+from warp_check.extras.importer import ImportSettings, UnlabelledRow, read_unlabelled, row_error
+from warp_check.model.encode import input_keys
 from warp_check.model.head import gaps_from_logits
 from warp_check.runs.evaluation import evaluate
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases
@@ -41,11 +43,12 @@ class PredictedImport:
     """What :func:`import_predicted` read, labelled, left out and appended."""
 
     rows: int  # rows read
-    appended: AppendResult
-    in_suite: int  # rows whose text is a case of the suite already: left out
+    appended: AppendResult  # its duplicates: rows already in the output file
+    in_suite: int  # rows the model sees as a case of the suite (the same tokens): left out
+    repeated: int  # rows the model sees as an earlier row of the file: left out
     near_boundary: int  # rows predicted by less than gamma_h: left out
     gamma_h: float
-    by_label: tuple[tuple[str, int], ...]  # cases offered per predicted label, in the suite's label order
+    by_label: tuple[tuple[str, int], ...]  # rows labelled and offered, per label in the suite's order
 
 
 def import_predicted(
@@ -63,29 +66,19 @@ def import_predicted(
     deduplicated (source ``prediction:<file name>`` unless ``settings.source`` says otherwise)."""
     source = Path(source)
     rows = read_unlabelled(source, settings)
+    _check_fits(suite, source, rows, settings)
     known = {(case.text, case.text_pair) for case in suite.cases}
     fresh = [row for row in rows if (row.text, row.text_pair) not in known]
-    # The labels are what is being computed: the encoder reads only the texts. The origin makes an
-    # input the model cannot take an error that names the file and the line.
-    probes = [
-        Case(
-            id=f"row-{i}",
-            text=row.text,
-            text_pair=row.text_pair,
-            label=0,
-            kind=Kind.MUST_KEEP,
-            origin=f"{source}:{row.where[0]}" if row.where[1] == "line" else None,
-        )
-        for i, row in enumerate(fresh)
-    ]
-    logits = np.zeros((0, adapter.num_classes))
-    if probes:
-        evaluation = evaluate(
-            adapter, probes, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
-        )
-        logits = evaluation.logits  # float64, from the head's own weights
+    logits, keys = _logits(suite, adapter, source, fresh, cache_dir, progress)
+    # What the model sees, not the raw text: a copy of a suite case differing in case or spacing
+    # would be the same input twice, with a label the suite does not give it.
+    suite_keys = set(input_keys(adapter, suite.cases))
+    chosen = [i for i, key in enumerate(keys) if key not in suite_keys]
+    firsts = _first_of_each(keys, chosen)
+    taken = [fresh[i] for i in firsts]
+    logits = logits[firsts] if firsts else np.zeros((0, adapter.num_classes))
     predicted = np.argmax(logits, axis=1)
-    gaps = gaps_from_logits(logits, predicted)[0] if len(fresh) else np.zeros(0)
+    gaps = gaps_from_logits(logits, predicted)[0] if taken else np.zeros(0)
     clear = gaps >= suite.repair.gamma_h
     new = [
         NewCase(
@@ -96,7 +89,7 @@ def import_predicted(
             kind=Kind.MUST_KEEP.value,
             source=settings.source or f"{PREDICTION}:{source.name}",
         )
-        for row, label, keep in zip(fresh, predicted, clear, strict=True)
+        for row, label, keep in zip(taken, predicted, clear, strict=True)
         if keep
     ]
     appended = append_cases(out, new, id_prefix=f"{PREDICTION}-{source.stem}")
@@ -105,8 +98,67 @@ def import_predicted(
     return PredictedImport(
         rows=len(rows),
         appended=appended,
-        in_suite=len(rows) - len(fresh),
+        in_suite=len(rows) - len(chosen),
+        repeated=len(chosen) - len(firsts),
         near_boundary=int((~clear).sum()),
         gamma_h=suite.repair.gamma_h,
         by_label=by_label,
     )
+
+
+def _first_of_each(keys: list[str], chosen: list[int]) -> list[int]:
+    """Of the positions ``chosen``, the first of each input key, in order."""
+    first: dict[str, int] = {}
+    for i in chosen:
+        first.setdefault(keys[i], i)
+    return list(first.values())
+
+
+def _check_fits(suite: Suite, source: Path, rows: list[UnlabelledRow], settings: ImportSettings) -> None:
+    """Rows of the suite's shape (single texts or pairs), whose ids are not the suite's already."""
+    cases = [case for case in suite.cases if case.kind is not Kind.AUX]
+    if cases and rows:
+        suite_pairs, file_pairs = cases[0].text_pair is not None, rows[0].text_pair is not None
+        if suite_pairs != file_pairs:
+            why = (
+                "the suite's cases are text pairs: name the column of the second text (--text-pair)"
+                if suite_pairs
+                else "the suite's cases are single texts: a label predicted for a pair would be for another input"
+            )
+            raise SuiteError(why, path=source, field="text_pair")
+    for row in rows:
+        if row.id is not None and row.id in suite.locations:
+            where = suite.locations[row.id]
+            raise row_error(source, row.where)(
+                settings.id or "id", f"id {row.id!r} is already a case of the suite ({where.path}:{where.line})"
+            )
+
+
+def _logits(suite, adapter, source: Path, rows: list[UnlabelledRow], cache_dir, progress) -> tuple[np.ndarray, list]:
+    """Each row's logits (float64, from the head's own weights) and the key of what the model sees.
+
+    The labels are what is being computed: the encoder reads only the texts. A row's place names it
+    in an error about an input the model cannot take: its line as the case's origin (CSV, TSV,
+    JSONL), its row or entry in the case id (Parquet, AdvGLUE) with the file added here."""
+    if not rows:
+        return np.zeros((0, adapter.num_classes)), []
+    probes = [
+        Case(
+            id=f"{row.where[1]} {row.where[0]}",
+            text=row.text,
+            text_pair=row.text_pair,
+            label=0,
+            kind=Kind.MUST_KEEP,
+            origin=f"{source}:{row.where[0]}" if row.where[1] == "line" else None,
+        )
+        for row in rows
+    ]
+    try:
+        evaluation = evaluate(
+            adapter, probes, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
+        )
+    except SuiteError as exc:
+        if exc.path is not None:
+            raise
+        raise SuiteError(exc.message, path=source, field=exc.field) from None
+    return evaluation.logits, list(evaluation.encoded.input_keys)
