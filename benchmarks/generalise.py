@@ -243,10 +243,11 @@ def run_variant(name, seed, adapter, suite_cases, general_ev, heldout_ev, fix_re
 def run_one(task: str, name: str, args, work: Path, log) -> dict:
     started = time.perf_counter()
     split = build_split(task, name, args, work, log)
-    if args.unlabelled:
-        point_at_unlabelled(split, args, work / f"{task}-{name}-unlabelled.jsonl", log)
     suite = load_suite(split.suite_dir)
     adapter = load_adapter(suite)
+    if args.unlabelled:
+        point_at_unlabelled(split, suite, adapter, args, work / f"{task}-{name}-unlabelled.jsonl", log)
+        suite = load_suite(split.suite_dir)  # with the predicted cases listed
     general = read_cases_file(suite, split.general)
     heldout = read_cases_file(suite, split.heldout)
     cache = cache_root() / "encodings"
@@ -275,7 +276,7 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
     }
 
 
-def point_at_unlabelled(split, args, source: Path, log) -> None:
+def point_at_unlabelled(split, suite, adapter, args, source: Path, log) -> None:
     """``args.unlabelled`` SST-2 train sentences of at least six words, neither fine-tuned on nor in
     the split (the suite's cases, the held-out attacks, and the clean sentences either was attacked
     from), a seed-7 sample, added to the suite as ``warp-check import --predicted`` adds them;
@@ -291,9 +292,8 @@ def point_at_unlabelled(split, args, source: Path, log) -> None:
     rows = list(texts)
     random.Random(7).shuffle(rows)
     source.write_text("".join(json.dumps({"text": text}) + "\n" for text in rows[: args.unlabelled]))
-    suite = load_suite(split.suite_dir)
     out = split.suite_dir / "predicted.jsonl"
-    result = import_predicted(suite, load_adapter(suite), source, out, ImportSettings(format="jsonl", predicted=True))
+    result = import_predicted(suite, source, out, ImportSettings(format="jsonl", predicted=True), adapter=adapter)
     with open(split.suite_dir / "warp.toml", "a", encoding="utf-8") as toml:
         toml.write(f'\n[[cases]]\npath = "{out.name}"\n')
     split.sizes.update(

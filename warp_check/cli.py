@@ -52,14 +52,7 @@ from warp_check.extras.attacks import (
 )
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
-from warp_check.extras.importer import (
-    ADVGLUE_FIELDS,
-    FORMATS,
-    ImportSettings,
-    format_of,
-    import_cases,
-    read_unlabelled,
-)
+from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
 from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.predictions import import_predicted
 from warp_check.extras.promote import promote
@@ -687,12 +680,8 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings) -> int:
-    read_unlabelled(args.source, settings)  # a bad row is named before the model is loaded
     workdir(suite)
-    adapter = load_adapter(suite)
-    result = import_predicted(
-        suite, adapter, args.source, args.out, settings, cache_dir=default_cache_dir(suite), progress=True
-    )
+    result = import_predicted(suite, args.source, args.out, settings, cache_dir=default_cache_dir(suite), progress=True)
     appended = result.appended
     labels = ", ".join(f"{count} {name}" for name, count in result.by_label) or "none"
     print(

@@ -362,7 +362,9 @@ def test_generalise_points_the_suite_at_unlabelled_sentences_outside_its_trainin
     monkeypatch.setattr(generalise, "sst2_training_rows", lambda n: trained[:n])
     split = Split(model_dir=distilbert_dir, suite_dir=suite_dir, general=heldout, heldout=heldout, sizes={}, info={})
     args = generalise.build_parser().parse_args(["--sst2-rows", "4", "--unlabelled", "30"])
-    generalise.point_at_unlabelled(split, args, tmp_path / "unlabelled.jsonl", lambda message: None)
+    suite = generalise.load_suite(suite_dir)
+    adapter = generalise.load_adapter(suite)
+    generalise.point_at_unlabelled(split, suite, adapter, args, tmp_path / "unlabelled.jsonl", lambda message: None)
     offered = [json.loads(line)["text"] for line in (tmp_path / "unlabelled.jsonl").read_text().splitlines()]
     taken = {c["text"] for c in wrong[:2] + right[:5]} | {r["text"] for r in trained + rows[-2:]}
     eligible = [r["text"] for r in rows if r["text"] not in taken and len(r["text"].split()) >= 6]

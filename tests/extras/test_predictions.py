@@ -15,7 +15,6 @@ from warp_check.errors import SettingsError, SuiteError
 from warp_check.extras.importer import ImportSettings, import_cases
 from warp_check.extras.predictions import import_predicted
 from warp_check.runs.check import check_suite
-from warp_check.runs.load import load_adapter
 from warp_check.suite.loader import load_suite
 
 JSONL = ImportSettings(format="jsonl", predicted=True)
@@ -41,7 +40,7 @@ def test_rows_are_labelled_by_the_models_prediction_and_pass_the_gate_once_liste
     folder, source, texts = unlabelled
     suite = load_suite(folder)
     out = folder / "predicted.jsonl"
-    result = import_predicted(suite, load_adapter(suite), source, out, JSONL)
+    result = import_predicted(suite, source, out, JSONL)
     assert result.rows == 30 and result.in_suite == 2  # the suite's own texts keep the suite's labels
     fresh = texts[:28]
     # Independently of the importer: each text's gap under the label the model predicts.
@@ -60,7 +59,7 @@ def test_rows_are_labelled_by_the_models_prediction_and_pass_the_gate_once_liste
     listed = load_suite(folder)
     run = check_suite(listed)
     assert all(run.verdict(line["id"]).passed for line in written)  # the gate agrees: the model keeps them
-    again = import_predicted(listed, load_adapter(listed), source, out, JSONL)
+    again = import_predicted(listed, source, out, JSONL)
     assert again.appended.added == () and again.near_boundary == result.near_boundary
     assert again.in_suite == 30 - result.near_boundary  # they are the suite's cases now
 
@@ -71,7 +70,7 @@ def test_rows_all_within_the_margin_write_nothing(unlabelled):
     toml.write_text(toml.read_text() + "\n[repair]\ngamma_s = 1000.0\ngamma_h = 1000.0\n")
     suite = load_suite(folder)
     out = folder / "predicted.jsonl"
-    result = import_predicted(suite, load_adapter(suite), source, out, JSONL)
+    result = import_predicted(suite, source, out, JSONL)
     assert result.near_boundary == 28 and result.appended.added == () and result.by_label == ()
     assert not out.exists()  # nothing asked for was found: nothing is written
 
@@ -84,7 +83,7 @@ def test_a_row_without_text_names_its_file_line_and_column(unlabelled, tmp_path)
     out = tmp_path / "out.jsonl"
     settings = ImportSettings(format="csv", text="review", predicted=True)
     with pytest.raises(SuiteError, match=r"bad\.csv:3: field 'review': no text in column 'review'"):
-        import_predicted(suite, load_adapter(suite), source, out, settings)
+        import_predicted(suite, source, out, settings)
     assert not out.exists()
 
 
@@ -123,27 +122,31 @@ def test_what_the_model_sees_as_a_suite_case_or_an_earlier_row_is_left_out(unlab
     rows = [texts[0], fix_text.upper(), fix_text + "  ", texts[0] + " ", texts[1]]
     source = folder.parent / "near.jsonl"
     source.write_text("".join(json.dumps({"text": t}) + "\n" for t in rows), encoding="utf-8")
-    result = import_predicted(suite, load_adapter(suite), source, folder / "p.jsonl", JSONL)
+    result = import_predicted(suite, source, folder / "p.jsonl", JSONL)
     assert (result.in_suite, result.repeated) == (2, 1)
     assert sum(count for _, count in result.by_label) + result.near_boundary == 2
 
 
-def test_rows_of_another_shape_or_with_a_suite_id_are_refused_naming_the_file(unlabelled, tmp_path):
+def test_rows_of_another_shape_or_with_a_suite_id_are_refused_naming_the_file(unlabelled, tmp_path, monkeypatch):
+    from warp_check.extras import predictions
+
     folder, _, texts = unlabelled
     suite = load_suite(folder)
-    adapter = load_adapter(suite)
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"text": texts[0], "other": texts[1]}) + "\n", encoding="utf-8")
     settings = ImportSettings(format="jsonl", text_pair="other", predicted=True)
+
+    def no_model(suite):
+        raise AssertionError("a file that cannot be imported costs no model load")
+
+    monkeypatch.setattr(predictions, "load_adapter", no_model)
     with pytest.raises(SuiteError, match=r"pairs\.jsonl: field 'text_pair': the suite's cases are single texts"):
-        import_predicted(suite, adapter, pairs, tmp_path / "out.jsonl", settings)
+        import_predicted(suite, pairs, tmp_path / "out.jsonl", settings)
     taken = next(c.id for c in suite.cases)
     ids = tmp_path / "ids.jsonl"
     ids.write_text(json.dumps({"text": texts[0], "uid": "new"}) + "\n" + json.dumps({"text": texts[1], "uid": taken}))
     with pytest.raises(SuiteError, match=rf"ids\.jsonl:2: field 'uid': id '{taken}' is already a case of the suite"):
-        import_predicted(
-            suite, adapter, ids, tmp_path / "out.jsonl", ImportSettings(format="jsonl", id="uid", predicted=True)
-        )
+        import_predicted(suite, ids, tmp_path / "out.jsonl", ImportSettings(format="jsonl", id="uid", predicted=True))
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -155,5 +158,5 @@ def test_an_input_the_model_cannot_take_names_the_file_and_the_entry(unlabelled,
     dev.write_text(json.dumps({"sst2": entries}), encoding="utf-8")
     settings = ImportSettings(format="advglue", task="sst2", predicted=True)
     with pytest.raises(SuiteError) as raised:
-        import_predicted(suite, load_adapter(suite), dev, tmp_path / "out.jsonl", settings)
+        import_predicted(suite, dev, tmp_path / "out.jsonl", settings)
     assert str(raised.value).startswith(f"{dev}: field 'text': case 'entry 2'")

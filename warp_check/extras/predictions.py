@@ -11,8 +11,8 @@ to 23.4 / 14.4 %): what is kept no longer moves with the fix.
 Text without labels (a sample of the traffic a model serves) is what a release gate has most of.
 Its labels here are the model's predictions, so the repair keeps those predictions, right or
 wrong, and Cert 2 certifies that it did. A row the model predicts by less than the must_keep margin
-γ_h is left out: keeping it would mean moving it. So is a row whose text is a case of the suite
-already: its label is the suite's to say.
+γ_h is left out: keeping it would mean moving it. So is a row the model sees as a case of the
+suite already: its label is the suite's to say.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from warp_check.extras.importer import ImportSettings, UnlabelledRow, read_unlab
 from warp_check.model.encode import input_keys
 from warp_check.model.head import gaps_from_logits
 from warp_check.runs.evaluation import evaluate
+from warp_check.runs.load import load_adapter
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases
 from warp_check.suite.loader import Suite
 
@@ -53,33 +54,34 @@ class PredictedImport:
 
 def import_predicted(
     suite: Suite,
-    adapter: ClassifierAdapter,
     source: str | Path,
     out: str | Path,
     settings: ImportSettings,
     *,
+    adapter: ClassifierAdapter | None = None,
     cache_dir: str | Path | None = None,
     progress: bool = False,
 ) -> PredictedImport:
     """Read the texts of ``source`` (no label column), label each by the model's prediction and
     append those predicted by at least the suite's γ_h to ``out`` as must_keep cases, atomically and
-    deduplicated (source ``prediction:<file name>`` unless ``settings.source`` says otherwise)."""
+    deduplicated (source ``prediction:<file name>`` unless ``settings.source`` says otherwise).
+
+    The file is read and checked before the suite's model is loaded (``adapter``, where the caller
+    has it loaded already): a bad row costs no model load."""
     source = Path(source)
     rows = read_unlabelled(source, settings)
     _check_fits(suite, source, rows, settings)
-    known = {(case.text, case.text_pair) for case in suite.cases}
-    fresh = [row for row in rows if (row.text, row.text_pair) not in known]
-    logits, keys = _logits(suite, adapter, source, fresh, cache_dir, progress)
-    # What the model sees, not the raw text: a copy of a suite case differing in case or spacing
-    # would be the same input twice, with a label the suite does not give it.
+    adapter = adapter if adapter is not None else load_adapter(suite)
+    logits, keys = _logits(suite, adapter, source, rows, cache_dir, progress)
+    # What the model sees, not the raw text: a copy of a suite case, even one differing in case or
+    # spacing, would be the same input twice, with a label the suite does not give it.
     suite_keys = set(input_keys(adapter, suite.cases))
     chosen = [i for i, key in enumerate(keys) if key not in suite_keys]
     firsts = _first_of_each(keys, chosen)
-    taken = [fresh[i] for i in firsts]
-    logits = logits[firsts] if firsts else np.zeros((0, adapter.num_classes))
+    taken = [rows[i] for i in firsts]
+    logits = logits[firsts]
     predicted = np.argmax(logits, axis=1)
-    gaps = gaps_from_logits(logits, predicted)[0] if taken else np.zeros(0)
-    clear = gaps >= suite.repair.gamma_h
+    clear = gaps_from_logits(logits, predicted)[0] >= suite.repair.gamma_h
     new = [
         NewCase(
             text=row.text,
