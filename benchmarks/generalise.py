@@ -150,6 +150,14 @@ VARIANTS: dict[str, Variant] = {
     # Beside the defaults: a smaller margin for the must_fix cases, less change for fewer fixed attacks.
     "gs05": Variant(settings={"gamma_s": 0.5}),
     "gs03": Variant(settings={"gamma_s": 0.3}),
+    # The neighbourhood on with a smaller must_fix margin (its copies meet it too): its dev price lower?
+    "on-gs05": Variant(settings={"gamma_s": 0.5}, neighbours=ON),
+    "on-gs03": Variant(settings={"gamma_s": 0.3}, neighbours=ON),
+    "near100-gs05": Variant(settings={"gamma_s": 0.5}, neighbours=replace(ON, keep_cases=100)),
+    # The rank held down: less room to memorise the must_fix cases, more need of what they share?
+    "maxr8": Variant(settings={"max_rank": 8}),
+    "r8": Variant(settings={"rank": 8, "max_rank": 8}),
+    "on-maxr8": Variant(settings={"max_rank": 8}, neighbours=ON),
 }
 
 
