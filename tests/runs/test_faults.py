@@ -101,7 +101,7 @@ def test_inf_representations_stop_before_the_repair(suite, distilbert_dir, tmp_p
         return v, logits
 
     monkeypatch.setattr(ClassifierAdapter, "forward_batch", overflowing)
-    monkeypatch.setattr(ClassifierAdapter, "check_logits", lambda self, v, logits: 0.0)
+    monkeypatch.setattr(ClassifierAdapter, "check_logits", lambda self, v, logits, head=None: 0.0)
     before = tree_digest(distilbert_dir)
     out = tmp_path / "out"
     assert repair(suite, out) == 2

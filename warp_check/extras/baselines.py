@@ -103,7 +103,7 @@ def train_lora(
 
     settings = settings or TrainSettings()
     start = time.perf_counter()
-    with _forked_rng(settings.seed):
+    with _forked_rng(settings.seed, adapter.device):
         model = copy.deepcopy(adapter.model)
         config = LoraConfig(
             r=settings.lora_rank,
@@ -133,7 +133,7 @@ def train_full(
     """All layers unfrozen, end to end (the paper's strongest gradient baseline)."""
     settings = settings or TrainSettings()
     start = time.perf_counter()
-    with _forked_rng(settings.seed):
+    with _forked_rng(settings.seed, adapter.device):
         model = copy.deepcopy(adapter.model)
         for parameter in model.parameters():
             parameter.requires_grad_(True)
@@ -174,7 +174,7 @@ def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, prog
     if not cases:
         raise SettingsError("cases", len(cases), "the baselines need must_fix or must_keep cases to train on")
     features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
-    labels = torch.tensor([c.label for c in cases], dtype=torch.long)
+    labels = torch.tensor([c.label for c in cases], dtype=torch.long, device=adapter.device)
     optimiser = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     generator = torch.Generator().manual_seed(settings.seed)
     losses: list[float] = []
@@ -186,7 +186,7 @@ def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, prog
         total = 0.0
         for begin in range(0, len(order), settings.batch_size):
             rows = order[begin : begin + settings.batch_size]
-            batch = adapter.tokenizer.pad([features[i] for i in rows], return_tensors="pt")
+            batch = adapter.padded([features[i] for i in rows])  # on the model's device
             logits = model(**batch).logits
             loss = F.cross_entropy(logits, labels[rows])
             optimiser.zero_grad(set_to_none=True)
@@ -217,15 +217,19 @@ def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, prog
 
 
 class _forked_rng:
-    """Seed torch for one training run without disturbing the caller's random state."""
+    """Seed torch for one training run without disturbing the caller's random state (the CPU's,
+    and the GPU's the model trains on: dropout draws there)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, device: str = "cpu") -> None:
         self.seed = seed
+        self.device = device
 
     def __enter__(self) -> None:
         import torch
 
-        self._fork = torch.random.fork_rng(devices=[])
+        where = torch.device(self.device)
+        gpus = [where.index or 0] if where.type == "cuda" else []
+        self._fork = torch.random.fork_rng(devices=gpus)
         self._fork.__enter__()
         torch.manual_seed(self.seed)
 

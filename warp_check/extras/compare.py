@@ -288,9 +288,11 @@ def select_cases(cases: Sequence[Case], settings: CompareSettings) -> list[Case]
         picked = np.sort(rng.choice(len(rows), size=size, replace=False))
         return [rows[i] for i in picked]
 
-    return subsample(fix, settings.fix_size, "fix_size", "must_fix") + subsample(
-        keep, settings.keep_size, "keep_size", "must_keep"
-    ) + aux
+    return (
+        subsample(fix, settings.fix_size, "fix_size", "must_fix")
+        + subsample(keep, settings.keep_size, "keep_size", "must_keep")
+        + aux
+    )
 
 
 def _set_threads(threads: int | None) -> int | None:
@@ -380,7 +382,15 @@ def _baseline(method, adapter, cases, settings: CompareSettings, scorer: _Scorer
     changed = changed_tensors(adapter.model, trained.model)
     head_prefixes = (f"{adapter.spec.repair_layer}.", f"{adapter.spec.classifier}.")
     upstream_changed = [name for name in changed if not name.startswith(head_prefixes)]
-    new = ClassifierAdapter(trained.model, adapter.tokenizer, adapter.spec, max_length=adapter.max_length, check=True)
+    new = ClassifierAdapter(
+        trained.model,
+        adapter.tokenizer,
+        adapter.spec,
+        max_length=adapter.max_length,
+        check=True,
+        device=adapter.device,  # where it trained: scored there too
+        threads=adapter.threads,
+    )
     details = {
         "trainable_parameters": trained.trainable_parameters,
         "epochs": trained.epochs,
@@ -587,8 +597,7 @@ def render_markdown(comparison: Comparison, *, heading: str = "##") -> str:
     if warp:
         lines += [
             "",
-            "WARP runs (time includes encoding the cases once, "
-            f"{_seconds(info.get('encode_seconds'))}):",
+            f"WARP runs (time includes encoding the cases once, {_seconds(info.get('encode_seconds'))}):",
             "",
             "| Rank | Status | Iterations | Cert 1 | Cert 2 | Cert 3 | ε* median | Loop time |",
             "|---|---|---|---|---|---|---|---|",

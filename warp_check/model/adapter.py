@@ -248,7 +248,13 @@ class ClassifierAdapter:
             spec = replace(table, found_by=f"the head table's entry for {model.config.model_type}").falling_back()
             try:
                 adapter = cls(
-                    model, tokenizer, spec, max_length=max_length, source=source, check=False, device=device,
+                    model,
+                    tokenizer,
+                    spec,
+                    max_length=max_length,
+                    source=source,
+                    check=False,
+                    device=device,
                     threads=threads,
                 )
             except ModelError:
@@ -364,6 +370,13 @@ class ClassifierAdapter:
 
     def padded(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
         """The model's forward arguments for ``features``, padded to the longest."""
+        import torch
+
+        keys = [k for k in features[0] if k in self._forward_keys]
+        if len({len(f["input_ids"]) for f in features}) == 1 and all(k in f for f in features for k in keys):
+            # One length, nothing to pad (the encoder's batches): the tokenizer's pad walks every
+            # token in Python, a tenth of a MiniLM pass on a GPU.
+            return {k: torch.tensor([f[k] for f in features], device=self.device) for k in keys}
         batch = self.tokenizer.pad(features, return_tensors="pt")
         return {k: v.to(self.device) for k, v in batch.items() if k in self._forward_keys}
 
@@ -421,8 +434,11 @@ class ClassifierAdapter:
                     "the weights are corrupt (a diverged training run or a damaged file); WARP cannot repair them"
                 )
 
-    def check_logits(self, V: np.ndarray, logits: np.ndarray) -> float:
-        head = self.head()
+    def check_logits(self, V: np.ndarray, logits: np.ndarray, head: DenseHead | None = None) -> float:
+        """Max |logits − the head's logits of V|, raising where the head does not reproduce them.
+        ``head``: this adapter's :meth:`head`, when the caller checks many batches (it copies the
+        head's weights off the device and into float64)."""
+        head = self.head() if head is None else head
         recomputed = head.logits(np.asarray(V, dtype=np.float64))
         error = np.abs(recomputed - logits)
         tolerance = equivalence_tolerance(self.dtype)

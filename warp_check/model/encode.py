@@ -35,7 +35,7 @@ class Encoded:
     V: np.ndarray  # (n, d_in) float32
     from_cache: int
     encoded: int
-    upstream_sha256: str
+    upstream_sha256: str | None  # the cache's key for the model; None: no cache asked for, not computed
     input_keys: tuple[str, ...] = ()  # per case, the key its v is cached under (empty: not known)
 
     def rows(self, ids: Sequence[str]) -> np.ndarray:
@@ -61,8 +61,9 @@ def encode_cases(
     features = _tokenized(adapter, cases)
     keys = [input_sha256(f) for f in features]
     check_inputs(adapter, cases, features)
-    upstream = upstream_sha256(adapter)
-    store = ShardStore(Path(cache_dir) / upstream) if cache_dir is not None else None
+    # Hashing every upstream parameter costs about a tenth of a MiniLM pass on a GPU: only for the cache.
+    upstream = upstream_sha256(adapter) if cache_dir is not None else None
+    store = ShardStore(Path(cache_dir) / upstream) if upstream is not None else None
     known = store.load() if store is not None else {}
     d_in = adapter.repair_layer.in_features
     V = np.zeros((len(cases), d_in), dtype=np.float32)
@@ -75,13 +76,14 @@ def encode_cases(
             missing.append(i)
     if missing:
         bar = _progress(len(missing), enabled=progress)
+        head = adapter.head() if check else None
         try:
             with torch_threads(adapter.threads):
                 for chunk in length_batches([len(features[i]["input_ids"]) for i in missing], batch_size):
                     chunk = [missing[j] for j in chunk]
                     v, logits = adapter.forward_batch([features[i] for i in chunk])
                     if check:
-                        adapter.check_logits(v, logits)
+                        adapter.check_logits(v, logits, head)
                     V[chunk] = v
                     bar.update(len(chunk))
         finally:

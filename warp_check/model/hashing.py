@@ -18,7 +18,7 @@ def tensor_digest(hasher, name: str, tensor) -> None:
     """Feed name, dtype, shape and raw bytes of a tensor into ``hasher``."""
     t = tensor.detach().cpu().contiguous()
     hasher.update(f"{name}|{str(t.dtype)}|{tuple(t.shape)}|".encode())
-    hasher.update(t.view(-1).view(dtype=_byte_dtype()).numpy().tobytes())
+    hasher.update(t.view(-1).view(dtype=_byte_dtype()).numpy())  # its buffer: no copy
 
 
 def _byte_dtype():

@@ -32,7 +32,7 @@ from warp_check.certify.falsify import AttackSettings
 from warp_check.errors import SettingsError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import check_no_conflicts
-from warp_check.model.hashing import parameter_hashes
+from warp_check.model.hashing import parameter_hashes, upstream_sha256
 from warp_check.model.specs import HeadSpec
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import RepairResult, RepairStatus
@@ -178,7 +178,8 @@ def _repair_certify_save(
         return RepairOutcome(evaluation=evaluation, result=result, spec=adapter.spec)
     ordered = [c for c in evaluation.cases if c.kind is not Kind.AUX]
     records, lip = certify_result(ordered, evaluation, result, attack)
-    certificate = build_certificate(adapter, result, records, lip, ordered, evaluation.encoded.upstream_sha256)
+    upstream = evaluation.encoded.upstream_sha256 or upstream_sha256(adapter)
+    certificate = build_certificate(adapter, result, records, lip, ordered, upstream)
     artefact = None
     if out_dir is not None:
         repaired = adapter.with_head(result.head_after)
