@@ -66,8 +66,9 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     is always feasible: a must_keep case whose gradient vanishes (dead ReLU units, saturated
     tanh) cannot make the whole step infeasible, it is lifted as far as the price allows.
     ``exact`` (σ the identity: the linearised gaps are the true gaps): every competing class gets a
-    row, and the must_fix rows are hard too, so one QP meets every margin or proves none can
-    (a priced slack would only trade a margin the loop needs for a shorter step).
+    row, and every row is hard, must_fix and short must_keep ones too, so one QP meets every margin
+    or proves none can (a priced slack would only trade a margin the loop needs for a shorter step,
+    and the loop would then raise the price over more QPs to the same answer).
     """
     n, C_classes = V.shape[0], head.num_classes
     # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).
@@ -97,7 +98,7 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     case_idx, class_idx = np.concatenate(case_idx), np.concatenate(class_idx)
     margin, C = np.concatenate(margins), np.concatenate(coefficients)
     rhs = targets[case_idx] + settings.aim_above + extra_aim[case_idx] - margin
-    soft = ((case_idx < n_fix) & (not exact)) | ((case_idx >= n_fix) & (rhs > 0))
+    soft = np.zeros(case_idx.size, dtype=bool) if exact else (case_idx < n_fix) | (rhs > 0)
     order = np.concatenate([np.flatnonzero(soft), np.flatnonzero(~soft)])
     case_idx, rhs, C, margin = case_idx[order], rhs[order], C[order], margin[order]
     prices = price[case_idx[: int(soft.sum())]]
