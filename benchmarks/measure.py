@@ -42,7 +42,16 @@ def machine_info() -> dict[str, object]:
         "blas_default_threads": _blas_thread_counts(),
         # synonyms = "auto", the default, draws WordNet synonyms only where this is true
         "wordnet": wordnet_available(),
+        "gpus": _gpus(),
     }
+
+
+def _gpus() -> list[str]:
+    """The CUDA devices torch sees, by name, where the benchmark loaded torch (never loaded for this)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 
 
 def code_version() -> dict[str, object]:

@@ -252,6 +252,20 @@ def test_the_record_names_its_command_and_variant():
         results.split_command("python benchmarks/bench_qp.py --rank 2")
 
 
+def test_the_machine_names_the_gpus_torch_sees_without_loading_torch(monkeypatch):
+    from benchmarks import measure
+
+    class Cuda:  # what torch.cuda says on a machine with two GPUs
+        is_available = staticmethod(lambda: True)
+        device_count = staticmethod(lambda: 2)
+        get_device_name = staticmethod(lambda i: f"GPU {i}")
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert measure.machine_info()["gpus"] == [] and "torch" not in sys.modules
+    monkeypatch.setitem(sys.modules, "torch", type("torch", (), {"cuda": Cuda}))
+    assert measure.machine_info()["gpus"] == ["GPU 0", "GPU 1"]
+
+
 RESULT_FILES = sorted((REPO / "benchmarks" / "results").glob("*.json"))
 
 

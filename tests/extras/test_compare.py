@@ -115,6 +115,29 @@ def test_full_fine_tuning_changes_every_layer_and_leaves_the_input(distilbert_di
     assert all(torch.equal(state[k], v) for k, v in adapter.model.state_dict().items())
 
 
+ON_A_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=ON_A_GPU)])
+def test_the_baselines_train_and_are_scored_on_the_models_device(distilbert_dir, split, device, monkeypatch):
+    # On CUDA the batches and labels once stayed on the CPU (a crash), and the scoring ran on the CPU.
+    import warp_check.runs.evaluation as evaluation
+    from warp_check.extras.compare import compare
+
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir, device=device)
+    cases = _cases(*split)
+    trained = train_lora(adapter, cases, TrainSettings(max_epochs=1))
+    assert {p.device.type for p in trained.model.parameters()} == {device}
+    scored_on, evaluate = [], evaluation.evaluate
+    monkeypatch.setattr(
+        evaluation, "evaluate", lambda a, *args, **kw: scored_on.append(a.device) or evaluate(a, *args, **kw)
+    )
+    settings = CompareSettings(methods=("original", "full_ft"), train=TrainSettings(max_epochs=1))
+    result = compare(adapter, cases, settings)
+    assert result.row("full_ft").details["changed_upstream_tensors"] > 0  # scored by a fresh encoder pass
+    assert set(scored_on) == {device}
+
+
 def test_early_stopping_watches_the_training_loss(distilbert_dir, split):
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     cases = _cases(*split)
