@@ -697,6 +697,8 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
         )
     if result.in_suite:
         print(f"  left out: {result.in_suite} the model sees as cases of the suite (their labels are the suite's)")
+    if result.no_text:
+        print(f"  left out: {result.no_text} the model sees as no text (nothing but special and unknown tokens)")
     listed = {case_file.path.resolve() for case_file in suite.case_files}
     if appended.added and appended.path.resolve() not in listed:
         where = appended.path.resolve()

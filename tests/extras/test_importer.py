@@ -54,6 +54,23 @@ def test_csv_with_named_columns_keeps_ids_checks_labels_and_adds_nothing_twice(s
     assert again.appended.added == () and again.appended.duplicates == 2
 
 
+def test_an_id_the_suite_gives_another_case_is_refused_naming_both_places(suite, tmp_path):
+    # The suite would not load with both: refused here, where the row is, not at the next load.
+    source = tmp_path / "more.jsonl"
+    rows = [{"text": "it was good", "label": "positive", "id": "k"}, {"text": "dull", "label": "negative", "id": "k"}]
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = tmp_path / "more-cases.jsonl"
+    where = suite.locations["k"]
+    message = f"more.jsonl:1: field 'id': id 'k' is already a case of the suite ({where.path}:{where.line})"
+    with pytest.raises(SuiteError, match=re.escape(message)):
+        import_cases(suite, source, out, ImportSettings(format="jsonl", id="id"))
+    assert not out.exists()
+    # Into the file that holds it, the append sees to it: the same case is a duplicate, the other a new id.
+    result = import_cases(suite, source, where.path, ImportSettings(format="jsonl", id="id"))
+    assert result.appended.duplicates == 1 and len(result.appended.added) == 1 and result.appended.added != ("k",)
+    assert len(load_suite(suite.toml.parent).cases) == 2
+
+
 def test_a_label_the_model_does_not_have_names_file_line_and_the_labels(suite, tmp_path):
     source = tmp_path / "cases.tsv"
     source.write_text("text\tlabel\nit was good\tpositive\nit was odd\tneutral\n", encoding="utf-8")

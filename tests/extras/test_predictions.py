@@ -150,13 +150,40 @@ def test_rows_of_another_shape_or_with_a_suite_id_are_refused_naming_the_file(un
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_an_input_the_model_cannot_take_names_the_file_and_the_entry(unlabelled, tmp_path):
+def test_rows_the_model_sees_as_no_text_are_left_out_and_counted(unlabelled, tmp_path, capsys):
+    # Bulk text holds rows of emoji and the like: the model sees nothing in them, and no label can be
+    # predicted for nothing. They are left out and counted, not a reason to refuse the file.
+    folder, _, texts = unlabelled
+    source = tmp_path / "scraped.jsonl"
+    rows = [texts[0], "\u00a0\u200b.", "🎉🎉", texts[1]]
+    source.write_text("".join(json.dumps({"text": t}) + "\n" for t in rows), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    result = import_predicted(load_suite(folder), source, out, JSONL)
+    assert (result.rows, result.no_text, result.in_suite, result.repeated) == (4, 2, 0, 0)
+    assert sum(count for _, count in result.by_label) + result.near_boundary == 2
+    assert {line["text"] for line in lines(out)} <= {texts[0], texts[1]}
+    again = tmp_path / "again.jsonl"
+    assert exit_code(["import", str(folder), str(source), "--out", str(again), "--predicted"]) == 0
+    assert "left out: 2 the model sees as no text (nothing but special and unknown tokens)" in capsys.readouterr().out
+
+
+def test_an_input_the_tokenizer_fails_on_names_the_file_and_the_entry(unlabelled, tmp_path, monkeypatch):
+    from warp_check.errors import TokenizerFailure
+    from warp_check.model.adapter import ClassifierAdapter
+
     folder, _, texts = unlabelled
     suite = load_suite(folder)
     dev = tmp_path / "dev.json"
-    entries = [{"idx": 0, "label": 1, "sentence": texts[0]}, {"idx": 1, "label": 0, "sentence": "\u00a0\u200b."}]
+    entries = [{"idx": 0, "label": 1, "sentence": texts[0]}, {"idx": 1, "label": 0, "sentence": texts[1]}]
     dev.write_text(json.dumps({"sst2": entries}), encoding="utf-8")
     settings = ImportSettings(format="advglue", task="sst2", predicted=True)
+
+    def fails_on_the_second(texts, pairs=None):
+        raise TokenizerFailure("the tokenizer failed", index=1, reason="a stand-in failure")
+
+    adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
+    monkeypatch.setattr(adapter, "tokenize", fails_on_the_second)
     with pytest.raises(SuiteError) as raised:
-        import_predicted(suite, dev, tmp_path / "out.jsonl", settings)
+        import_predicted(suite, dev, tmp_path / "out.jsonl", settings, adapter=adapter)
     assert str(raised.value).startswith(f"{dev}: field 'text': case 'entry 2'")
+    assert "a stand-in failure" in str(raised.value)

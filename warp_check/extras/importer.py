@@ -100,7 +100,11 @@ def import_cases(suite: Suite, source: str | Path, out: str | Path, settings: Im
     if settings.predicted:
         raise SettingsError("predicted", True, "needs the model: use warp_check.extras.predictions.import_predicted")
     source, settings = _opened(source, settings)
-    cases = [_case(suite, where, row, settings, source) for where, row in _rows(source, settings)]
+    cases = []
+    for where, row in _rows(source, settings):
+        case = _case(suite, where, row, settings, source)
+        check_id(suite, case.id, out, row_error(source, where), settings.id or "id")
+        cases.append(case)
     appended = append_cases(out, cases, id_prefix=f"import-{source.stem}")
     return ImportResult(len(cases), appended)
 
@@ -123,6 +127,15 @@ def _opened(source: str | Path, settings: ImportSettings) -> tuple[Path, ImportS
         pair = "text_pair" if ADVGLUE_FIELDS[settings.task or ""][1] is not None else None
         settings = replace(settings, text="text", text_pair=pair, label="label", id="id")
     return source, settings
+
+
+def check_id(suite: Suite, case_id: str | None, out: str | Path, error, field: str) -> None:
+    """Refuse a row whose id is a suite case's in another file than ``out``: listed beside it, the
+    suite would not load (in ``out`` itself the append leaves a copy out and gives a clash a new id)."""
+    where = suite.locations.get(case_id) if case_id is not None else None
+    if where is not None and Path(where.path).resolve() != Path(out).resolve():
+        clash = f"id {case_id!r} is already a case of the suite ({where.path}:{where.line})"
+        raise error(field, f"{clash}: give the row another id, or leave the id column out")
 
 
 def row_error(source: Path, where: tuple[int, str]):

@@ -25,7 +25,7 @@ import numpy as np
 
 from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError
-from warp_check.extras.importer import ImportSettings, UnlabelledRow, read_unlabelled, row_error
+from warp_check.extras.importer import ImportSettings, UnlabelledRow, check_id, read_unlabelled, row_error
 from warp_check.model.encode import input_keys
 from warp_check.model.head import gaps_from_logits
 from warp_check.runs.evaluation import evaluate
@@ -46,6 +46,7 @@ class PredictedImport:
     rows: int  # rows read
     appended: AppendResult  # its duplicates: rows already in the output file
     in_suite: int  # rows the model sees as a case of the suite (the same tokens): left out
+    no_text: int  # rows the model sees as no text (nothing but special and unknown tokens): left out
     repeated: int  # rows the model sees as an earlier row of the file: left out
     near_boundary: int  # rows predicted by less than gamma_h: left out
     gamma_h: float
@@ -70,13 +71,14 @@ def import_predicted(
     has it loaded already): a bad row costs no model load."""
     source = Path(source)
     rows = read_unlabelled(source, settings)
-    _check_fits(suite, source, rows, settings)
+    _check_fits(suite, source, out, rows, settings)
     adapter = adapter if adapter is not None else load_adapter(suite)
     logits, keys = _logits(suite, adapter, source, rows, cache_dir, progress)
     # What the model sees, not the raw text: a copy of a suite case, even one differing in case or
     # spacing, would be the same input twice, with a label the suite does not give it.
     suite_keys = set(input_keys(adapter, suite.cases))
-    chosen = [i for i, key in enumerate(keys) if key not in suite_keys]
+    no_text = keys.count(None)
+    chosen = [i for i, key in enumerate(keys) if key is not None and key not in suite_keys]
     firsts = _first_of_each(keys, chosen)
     taken = [rows[i] for i in firsts]
     logits = logits[firsts]
@@ -100,7 +102,8 @@ def import_predicted(
     return PredictedImport(
         rows=len(rows),
         appended=appended,
-        in_suite=len(rows) - len(chosen),
+        in_suite=len(rows) - no_text - len(chosen),
+        no_text=no_text,
         repeated=len(chosen) - len(firsts),
         near_boundary=int((~clear).sum()),
         gamma_h=suite.repair.gamma_h,
@@ -116,8 +119,10 @@ def _first_of_each(keys: list[str], chosen: list[int]) -> list[int]:
     return list(first.values())
 
 
-def _check_fits(suite: Suite, source: Path, rows: list[UnlabelledRow], settings: ImportSettings) -> None:
-    """Rows of the suite's shape (single texts or pairs), whose ids are not the suite's already."""
+def _check_fits(
+    suite: Suite, source: Path, out: str | Path, rows: list[UnlabelledRow], settings: ImportSettings
+) -> None:
+    """Rows of the suite's shape (single texts or pairs), whose ids are no suite case's outside ``out``."""
     cases = [case for case in suite.cases if case.kind is not Kind.AUX]
     if cases and rows:
         suite_pairs, file_pairs = cases[0].text_pair is not None, rows[0].text_pair is not None
@@ -129,15 +134,13 @@ def _check_fits(suite: Suite, source: Path, rows: list[UnlabelledRow], settings:
             )
             raise SuiteError(why, path=source, field="text_pair")
     for row in rows:
-        if row.id is not None and row.id in suite.locations:
-            where = suite.locations[row.id]
-            raise row_error(source, row.where)(
-                settings.id or "id", f"id {row.id!r} is already a case of the suite ({where.path}:{where.line})"
-            )
+        check_id(suite, row.id, out, row_error(source, row.where), settings.id or "id")
 
 
 def _logits(suite, adapter, source: Path, rows: list[UnlabelledRow], cache_dir, progress) -> tuple[np.ndarray, list]:
-    """Each row's logits (float64, from the head's own weights) and the key of what the model sees.
+    """Each row's logits (float64, from the head's own weights) and the key of what the model sees;
+    a row it sees as no text (emoji for an English vocabulary, say) has the key None and no logits
+    (NaN): unlabelled text scraped in bulk holds such rows, and they are left out, not an error.
 
     The labels are what is being computed: the encoder reads only the texts. A row's place names it
     in an error about an input the model cannot take: its line as the case's origin (CSV, TSV,
@@ -156,11 +159,17 @@ def _logits(suite, adapter, source: Path, rows: list[UnlabelledRow], cache_dir, 
         for row in rows
     ]
     try:
-        evaluation = evaluate(
-            adapter, probes, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
-        )
+        keys = input_keys(adapter, probes)
+        seen = [i for i, key in enumerate(keys) if key is not None]
+        logits = np.full((len(rows), adapter.num_classes), np.nan)
+        if seen:
+            evaluation = evaluate(
+                adapter, [probes[i] for i in seen], batch_size=suite.model.batch_size, cache_dir=cache_dir,
+                progress=progress,
+            )  # fmt: skip
+            logits[seen] = evaluation.logits
     except SuiteError as exc:
         if exc.path is not None:
             raise
         raise SuiteError(exc.message, path=source, field=exc.field) from None
-    return evaluation.logits, list(evaluation.encoded.input_keys)
+    return logits, keys
