@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -101,3 +102,12 @@ def test_every_module_imports_without_the_extras_and_lora_says_what_to_install()
         "    print(json.dumps(str(exc)))\n"
     )
     assert "pip install 'warp-check[compare]'" in said
+
+
+@pytest.mark.skipif(os.environ.get("WARP_TEST_CUDA") == "1", reason="the GPU was asked for")
+def test_the_tests_and_the_runs_they_start_see_no_gpu_unless_asked():
+    import torch
+
+    code = "import torch; print(torch.cuda.device_count())"
+    started = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert torch.cuda.device_count() == 0 and started.stdout.strip() == "0"

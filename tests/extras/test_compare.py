@@ -115,7 +115,7 @@ def test_full_fine_tuning_changes_every_layer_and_leaves_the_input(distilbert_di
     assert all(torch.equal(state[k], v) for k, v in adapter.model.state_dict().items())
 
 
-ON_A_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+ON_A_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device shown (WARP_TEST_CUDA=1)")
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=ON_A_GPU)])
