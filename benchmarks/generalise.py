@@ -309,6 +309,7 @@ def point_at_unlabelled(split, suite, adapter, args, source: Path, log) -> None:
         predicted=len(result.appended.added),
         predicted_within_gamma_h=result.near_boundary,
         predicted_left_out_as_suite_or_repeat=result.in_suite + result.repeated,
+        predicted_left_out_no_text=result.no_text,
     )
     log(f"unlabelled: {result.rows} rows, {len(result.appended.added)} kept as predicted {result.by_label}, "
         f"{result.near_boundary} within gamma_h")  # fmt: skip

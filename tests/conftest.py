@@ -17,9 +17,9 @@ if os.environ.get("WARP_TEST_CUDA") != "1":
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from filelock import FileLock
-from hypothesis import settings as hypothesis_settings
-from testkit.tiny_models import build_bert, build_distilbert, build_electra, build_roberta
+from filelock import FileLock  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+from testkit.tiny_models import build_bert, build_distilbert, build_electra, build_roberta  # noqa: E402
 
 # nltk fixes its data path when first imported, from HOME: imported here, before pytester points HOME
 # at a temporary folder, it finds ~/nltk_data as a user's own run would.

@@ -1,5 +1,5 @@
 """The final-linear form (σ the identity): the linearised gaps are the true gaps, so one QP with
-every must_fix row hard either meets every margin or proves that no change of the layer can."""
+every row hard either meets every margin or proves that no change of the layer can."""
 
 from __future__ import annotations
 
@@ -78,6 +78,7 @@ def test_at_a_rank_below_the_classes_infeasibility_is_not_called_a_proof():
     result = repair_head(head, fix, keep, settings=RepairSettings(rank=1, max_rank=2))
     assert result.status is RepairStatus.INFEASIBLE
     assert "this is a proof" not in result.message
+    assert "of rank 2 meets every margin" in result.message and "raise max_rank (now 2) to 3" in result.message
 
 
 @settings(max_examples=15, deadline=None)

@@ -227,8 +227,8 @@ class _forked_rng:
     def __enter__(self) -> None:
         import torch
 
-        where = torch.device(self.device)
-        gpus = [where.index or 0] if where.type == "cuda" else []
+        # manual_seed seeds every GPU's generator: every one is forked, not only the model's.
+        gpus = list(range(torch.cuda.device_count())) if torch.device(self.device).type == "cuda" else []
         self._fork = torch.random.fork_rng(devices=gpus)
         self._fork.__enter__()
         torch.manual_seed(self.seed)

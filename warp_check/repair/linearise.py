@@ -68,7 +68,7 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     ``exact`` (σ the identity: the linearised gaps are the true gaps): every competing class gets a
     row, and every row is hard, must_fix and short must_keep ones too, so one QP meets every margin
     or proves none can (a priced slack would only trade a margin the loop needs for a shorter step,
-    and the loop would then raise the price over more QPs to the same answer).
+    and the loop would then take more QPs to the same answer).
     """
     n, C_classes = V.shape[0], head.num_classes
     # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).

@@ -216,8 +216,8 @@ class _Iterations:
         # matrix of each QP's working set only (must_keep rows join lazily): no n×n.
         self.VVt = self.V_qp @ self.V_qp.T if self.V.shape[0] <= VVT_CACHE_MAX_CASES else None
         self.trust = TrustRegion(settings.trust_region)
-        # σ the identity (the final-linear form): the linearised gaps are the true gaps, so the must_fix
-        # rows are hard and the rank is the layer's whole smaller side (the number of classes, within
+        # σ the identity (the final-linear form): the linearised gaps are the true gaps, so every row
+        # is hard and the rank is the layer's whole smaller side (the number of classes, within
         # max_rank): one QP either meets every margin or proves that no change of the layer can.
         self.linear = head.activation.name == "identity"
         self.ranks = RankSchedule(settings, min(head.W.shape), start_at_limit=self.linear)
@@ -260,7 +260,7 @@ class _Iterations:
                 trial = self.trial(dearer, trial, Z, solved, warm=trial.solution.warm)
             if trial is None:
                 self.record(t, solved, self.rows_last, 1.0, 0.0, t_start)
-                status, message = _solver_failure(t, solved[-1], settings, self.linear and self.ranks.full)
+                status, message = _solver_failure(t, solved[-1], settings, self.ranks if self.linear else None)
                 return repair.finish(status, message, self.head.with_weight(self.W), self.misses(self.gap))
             self.trust.adapt(ratio)
             fraction, gap_there, check = backtrack(
@@ -456,10 +456,17 @@ class _Iterations:
 
 
 def _solver_failure(
-    t: int, solution: QPSolution, settings: RepairSettings, exact: bool
+    t: int, solution: QPSolution, settings: RepairSettings, linear: RankSchedule | None
 ) -> tuple[RepairStatus, str]:
-    """``exact``: the QP was the whole problem (final-linear form at full rank), its infeasibility a proof."""
-    if solution.status.infeasible and exact:
+    """``linear``: the final-linear form's ranks (None: the dense form). At full rank the QP was the
+    whole problem and its infeasibility a proof; below it, every row was hard within too few directions."""
+    if solution.status.infeasible and linear is not None and not linear.full:
+        return RepairStatus.INFEASIBLE, (
+            f"iteration {t}: no change of the final layer of rank {linear.rank} meets every margin (solver: "
+            f"{solution.solver_status}); the layer has {linear.smallest_side} classes, so a change of full rank may: "
+            f"raise max_rank (now {settings.max_rank}) to {linear.smallest_side}"
+        )
+    if solution.status.infeasible and linear is not None:
         return RepairStatus.INFEASIBLE, (
             f"iteration {t}: no change of the final layer meets every must_fix margin while every must_keep "
             f"case keeps its own (solver: {solution.solver_status}); the layer is linear, so this is a proof, "
