@@ -73,6 +73,22 @@ def test_a_fix_at_the_same_point_as_a_kept_case_of_another_label_is_proved_impos
     assert [m.id for m in result.misses] == ["fix"]
 
 
+def test_an_infeasible_exact_qp_names_the_case_in_the_way_not_every_short_one():
+    # Two must_fix cases short at the start: one on top of a kept case of the other label (no weights
+    # meet both), one the layer can lift. A neighbourhood drops the copies named: only the first.
+    head, fix, keep = close_pair(np.random.default_rng(2), C=2, d=8, apart=0.0)
+    free = np.random.default_rng(9).normal(size=(1, 8))
+    label = 1 - int(np.argmax(head.logits(free)))  # wrong at the start
+    both = CaseSet(("fix", "free"), np.vstack([fix.V, free]), np.array([1, label]))
+    assert np.all(head.gaps(both.V, both.labels)[0] < 1.0)
+    result = repair_head(head, both, keep, settings=RepairSettings())
+    assert result.status is RepairStatus.INFEASIBLE and "this is a proof" in result.message
+    assert [m.id for m in result.misses] == ["fix"]
+    assert "leaves short (the likeliest in the way): 'fix' (1 case)" in result.message
+    alone = repair_head(head, CaseSet(("free",), free, np.array([label])), keep, settings=RepairSettings())
+    assert alone.status is RepairStatus.CONVERGED  # without the case named, the rest is met in one QP
+
+
 def test_at_a_rank_below_the_classes_infeasibility_is_not_called_a_proof():
     head, fix, keep = close_pair(np.random.default_rng(2), C=3, d=8, apart=0.0)
     result = repair_head(head, fix, keep, settings=RepairSettings(rank=1, max_rank=2))

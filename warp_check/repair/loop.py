@@ -261,7 +261,13 @@ class _Iterations:
             if trial is None:
                 self.record(t, solved, self.rows_last, 1.0, 0.0, t_start)
                 status, message = _solver_failure(t, solved[-1], settings, self.ranks if self.linear else None)
-                return repair.finish(status, message, self.head.with_weight(self.W), self.misses(self.gap))
+                misses = self.misses(self.gap)
+                if self.linear and solved[-1].status.infeasible:
+                    in_the_way = self.in_the_way(Z)
+                    if in_the_way is not None:
+                        misses = in_the_way
+                        message += f"; a priced relaxation leaves short (the likeliest in the way): {_named(misses)}"
+                return repair.finish(status, message, self.head.with_weight(self.W), misses)
             self.trust.adapt(ratio)
             fraction, gap_there, check = backtrack(
                 self.head,
@@ -436,6 +442,20 @@ class _Iterations:
             )
         )
 
+    def in_the_way(self, Z: np.ndarray) -> list[Miss] | None:
+        """Where the exact QP (every row hard) is infeasible: the cases its priced relaxation, the
+        dense form's rows (must_fix and short must_keep rows elastic), leaves short: the cases it
+        costs most to meet beside the others, those in the way among them. A neighbourhood then drops
+        only its copies among these, not every copy short at the start. None where the relaxation has
+        no answer either."""
+        U = top_left_singular_vectors(self.W, self.ranks.rank)
+        problem, row_case, row_margin = linearised_problem(
+            self.head, Z, U, self.V_qp, self.VVt, self.labels, self.targets, self.extra_aim + self.stored_aim,
+            self.n_fix, self.settings, self.metric.qp_rho(self.trust.kappa), self.price,
+        )  # fmt: skip
+        relaxed = self.trial(problem, _Trial(U, row_case, row_margin), Z, [])
+        return self.misses(relaxed.full) if relaxed is not None else None
+
     def misses(self, gap: np.ndarray) -> list[Miss]:
         return [
             Miss(self.ids[i], "must_fix" if i < self.n_fix else "must_keep", float(gap[i]), float(self.targets[i]))
@@ -453,6 +473,12 @@ class _Iterations:
             + advice.after_no_convergence(self.settings, (m.kind for m in misses), stalled=bool(stalled))
         )
         return self.repair.finish(RepairStatus.NOT_CONVERGED, message, self.head.with_weight(W), misses)
+
+
+def _named(misses: list[Miss], shown: int = 5) -> str:
+    """The first ``shown`` ids of ``misses`` and how many there are."""
+    names = ", ".join(repr(m.id) for m in misses[:shown])
+    return f"{names} ({len(misses)} case{'s' if len(misses) != 1 else ''})" if misses else "none"
 
 
 def _solver_failure(
