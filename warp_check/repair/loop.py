@@ -303,7 +303,8 @@ class _Iterations:
                 break
         return self.not_converged(best_W, best_gap, best_iteration, stalled)
 
-    def linearised(self, Z: np.ndarray, U: np.ndarray):
+    def linearised(self, Z: np.ndarray, U: np.ndarray, exact: bool | None = None):
+        """The QP at Z and U; ``exact`` (default: the final-linear form's) makes every row hard."""
         return linearised_problem(
             self.head,
             Z,
@@ -317,7 +318,7 @@ class _Iterations:
             self.settings,
             self.metric.qp_rho(self.trust.kappa),
             self.price,
-            exact=self.linear,
+            exact=self.linear if exact is None else exact,
         )
 
     def first_trial(self, Z: np.ndarray, solved: list[QPSolution]) -> _Trial | None:
@@ -449,10 +450,7 @@ class _Iterations:
         only its copies among these, not every copy short at the start. None where the relaxation has
         no answer either."""
         U = top_left_singular_vectors(self.W, self.ranks.rank)
-        problem, row_case, row_margin = linearised_problem(
-            self.head, Z, U, self.V_qp, self.VVt, self.labels, self.targets, self.extra_aim + self.stored_aim,
-            self.n_fix, self.settings, self.metric.qp_rho(self.trust.kappa), self.price,
-        )  # fmt: skip
+        problem, row_case, row_margin = self.linearised(Z, U, exact=False)
         relaxed = self.trial(problem, _Trial(U, row_case, row_margin), Z, [])
         return self.misses(relaxed.full) if relaxed is not None else None
 
