@@ -17,6 +17,8 @@ suite already: its label is the suite's to say.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,15 +75,26 @@ def import_predicted(
     rows = read_unlabelled(source, settings)
     _check_fits(suite, source, out, rows, settings)
     adapter = adapter if adapter is not None else load_adapter(suite)
-    logits, keys = _logits(suite, adapter, source, rows, cache_dir, progress)
+    probes = _probes(source, rows)
+    with _naming_the_file(source):
+        keys = input_keys(adapter, probes)
     # What the model sees, not the raw text: a copy of a suite case, even one differing in case or
-    # spacing, would be the same input twice, with a label the suite does not give it.
+    # spacing, would be the same input twice, with a label the suite does not give it. A row it sees
+    # as no text (None: emoji for an English vocabulary, say) has nothing to label: text scraped in
+    # bulk holds such rows, and they are left out, not an error. Only the rows kept are encoded.
     suite_keys = set(input_keys(adapter, suite.cases))
     no_text = keys.count(None)
     chosen = [i for i, key in enumerate(keys) if key is not None and key not in suite_keys]
     firsts = _first_of_each(keys, chosen)
     taken = [rows[i] for i in firsts]
-    logits = logits[firsts]
+    logits = np.zeros((0, adapter.num_classes))
+    if firsts:
+        labelled = [probes[i] for i in firsts]
+        with _naming_the_file(source):
+            evaluation = evaluate(
+                adapter, labelled, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
+            )
+        logits = evaluation.logits  # float64, from the head's own weights
     predicted = np.argmax(logits, axis=1)
     clear = gaps_from_logits(logits, predicted)[0] >= suite.repair.gamma_h
     new = [
@@ -137,17 +150,11 @@ def _check_fits(
         check_id(suite, row.id, out, row_error(source, row.where), settings.id or "id")
 
 
-def _logits(suite, adapter, source: Path, rows: list[UnlabelledRow], cache_dir, progress) -> tuple[np.ndarray, list]:
-    """Each row's logits (float64, from the head's own weights) and the key of what the model sees;
-    a row it sees as no text (emoji for an English vocabulary, say) has the key None and no logits
-    (NaN): unlabelled text scraped in bulk holds such rows, and they are left out, not an error.
-
-    The labels are what is being computed: the encoder reads only the texts. A row's place names it
-    in an error about an input the model cannot take: its line as the case's origin (CSV, TSV,
-    JSONL), its row or entry in the case id (Parquet, AdvGLUE) with the file added here."""
-    if not rows:
-        return np.zeros((0, adapter.num_classes)), []
-    probes = [
+def _probes(source: Path, rows: list[UnlabelledRow]) -> list[Case]:
+    """The rows as cases for the encoder, which reads only their texts (the labels are what is being
+    computed). A row's place names it in an error about an input the model cannot take: its line as
+    the case's origin (CSV, TSV, JSONL), its row or entry in the case id (Parquet, AdvGLUE)."""
+    return [
         Case(
             id=f"{row.where[1]} {row.where[0]}",
             text=row.text,
@@ -158,18 +165,14 @@ def _logits(suite, adapter, source: Path, rows: list[UnlabelledRow], cache_dir, 
         )
         for row in rows
     ]
+
+
+@contextmanager
+def _naming_the_file(source: Path) -> Iterator[None]:
+    """An error about a row without a line (Parquet, AdvGLUE: its case id names it) names the file too."""
     try:
-        keys = input_keys(adapter, probes)
-        seen = [i for i, key in enumerate(keys) if key is not None]
-        logits = np.full((len(rows), adapter.num_classes), np.nan)
-        if seen:
-            evaluation = evaluate(
-                adapter, [probes[i] for i in seen], batch_size=suite.model.batch_size, cache_dir=cache_dir,
-                progress=progress,
-            )  # fmt: skip
-            logits[seen] = evaluation.logits
+        yield
     except SuiteError as exc:
         if exc.path is not None:
             raise
         raise SuiteError(exc.message, path=source, field=exc.field) from None
-    return logits, keys
