@@ -19,6 +19,7 @@ import transformers
 from testkit.families import FAMILIES, build, suite
 from testkit.suite_builder import exit_code
 
+from warp_check.certify.verify import GAP_TOLERANCE, gap_tolerances, verify
 from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.head import gaps_from_logits
@@ -136,6 +137,21 @@ def test_half_precision_checkpoints_load_repair_and_save_in_their_dtype(model_ty
     margins = np.array([1.0 if c["kind"] == "must_fix" else 0.3 for c in claims])
     assert (gaps >= margins).all(), [(c["id"], g) for c, g, m in zip(claims, gaps, margins, strict=True) if g < m]
     assert all(min(c["gap_after"], c["gap_as_saved"]) >= m for c, m in zip(claims, margins, strict=True))
+    # Another device rounds a half-precision v apart: the audit accepts a gap moved by what that
+    # rounding can move it (float32's fixed 1e-3 would refuse it), and no more.
+    V = np.vstack([repaired.forward_batch([f])[0] for f in features]).astype(np.float64)
+    tolerances = gap_tolerances(repaired.head(), V, labels)
+    floors = GAP_TOLERANCE * np.maximum(1.0, np.abs(gaps))
+    widest = int(np.argmax(tolerances / floors))
+    assert tolerances[widest] > 2 * floors[widest]
+    path = out / "warp_certificate.json"
+    for factor, ok in ((0.5, True), (2.0, False)):
+        moved = json.loads(json.dumps(certificate))
+        claim = next(c for c in moved["cases"] if c["id"] == claims[widest]["id"])
+        claim["gap_after"] += factor * tolerances[widest]
+        path.write_text(json.dumps(moved))
+        failures = verify(out).failures()
+        assert [(c.name, c.case_id) for c in failures] == ([] if ok else [("gap", claim["id"])])
 
 
 def _edit_config(model_dir: Path, folder: Path, **changes) -> Path:

@@ -179,8 +179,9 @@ class ModelRecord:
     form: HeadForm | None = None
     found_by: str | None = None
     max_length: int
-    # Where v was computed (cpu, cuda:0): v from a GPU differs from the CPU's by ~1e-6 relative,
-    # inside the 1e-3 the QP aims above every margin. None in certificates written before it was recorded.
+    # Where v was computed (cpu, cuda:0): v from a GPU differs from the CPU's by ~1e-6 relative in
+    # float32 (a unit of the dtype in half precision; verify.gap_tolerances). None in certificates
+    # written before it was recorded.
     device: str | None = None
     sha256_upstream: str  # of everything upstream of v: the representations' identity
     sha256_source_frozen: str  # every parameter but the repair layer, in the input model

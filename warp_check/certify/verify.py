@@ -26,15 +26,18 @@ from warp_check.certify.certificate import (
     read_json,
 )
 from warp_check.certify.falsify import AttackSettings
-from warp_check.model.adapter import ClassifierAdapter
+from warp_check.model.adapter import ROUNDING_ULPS, UNIT_ROUNDOFF, ClassifierAdapter
 from warp_check.model.encode import encode_cases
 from warp_check.model.hashing import parameter_hashes
+from warp_check.model.head import DenseHead
 from warp_check.model.specs import HeadSpec
 
 # How far a recomputed gap may sit from the certificate's: v encoded on another device (a GPU's
 # differs from the CPU's by ~1e-6 relative) or in another process moves gaps by up to ~1e-4; the
 # QP aims 1e-3 above every margin, so a difference inside this cannot turn a certified case. The
 # guarantees themselves (Cert 1–3) are checked on the recomputed values, and the weights by hash.
+# A half-precision upstream rounds v to ~3 digits, and another device's kernels round it apart:
+# there the gap may move by the dtype's rounding of the terms it sums (gap_tolerances).
 GAP_TOLERANCE = 1e-3
 REL_TOLERANCE = 1e-6
 
@@ -84,6 +87,7 @@ def verify(
     spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
     adapter = ClassifierAdapter.from_pretrained(model_dir, layer=spec, max_length=m.max_length)
     cases = [claim.case() for claim in claimed.cases]
+    labels = np.array([c.label for c in cases])
     # Encoded as the repair encoded them: the suite's cases, then its neighbourhood's apart.
     V = np.zeros((len(cases), adapter.repair_layer.in_features), dtype=np.float32)
     for rows in _groups(cases):
@@ -91,12 +95,13 @@ def verify(
             adapter, [cases[i] for i in rows], batch_size=batch_size, cache_dir=cache_dir, progress=progress, check=True
         )
         V[rows] = part.V
+    head = adapter.head()
     records, lip = certify_cases(
-        adapter.head(),
+        head,
         ids=tuple(c.id for c in cases),
         kinds=tuple(c.kind for c in cases),
         V=V.astype(np.float64),
-        labels=np.array([c.label for c in cases]),
+        labels=labels,
         gaps_before=np.array([claim.gap_before for claim in claimed.cases]),
         gamma_s=claimed.settings.gamma_s,
         gamma_h=claimed.settings.gamma_h,
@@ -120,9 +125,30 @@ def verify(
             f"summary recomputed {summary.to_json()}, certificate says {claimed.summary.to_json()}",
         )
     )
-    for claim, record in zip(claimed.cases, records, strict=True):
-        checks += _case_checks(claim, record, claimed)
+    tolerances = gap_tolerances(head, V, labels)
+    devices = (
+        ""
+        if m.device in (None, adapter.device)
+        else f"; v was encoded on {m.device} for the certificate and on {adapter.device} here"
+    )
+    for claim, record, tolerance in zip(claimed.cases, records, tolerances, strict=True):
+        checks += _case_checks(claim, record, claimed, float(tolerance), devices)
     return Verification(model_dir, claimed, tuple(checks))
+
+
+def gap_tolerances(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per case, how far its recomputed gap may sit from the certificate's: GAP_TOLERANCE (relative
+    above 1), or, where more, ROUNDING_ULPS units of the head's dtype times ‖∇_v gap ⊙ v‖₂: what
+    rounding each entry of v apart by about a unit of its dtype (independently, as kernels that
+    sum in another order do) moves the gap by, with room for ROUNDING_ULPS of them."""
+    V = np.asarray(V, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    gaps, rival = head.gaps(V, labels)
+    slope = head.activation.slope(head.pre_activation(V))
+    gradient = (slope * (head.Wc[labels] - head.Wc[rival])) @ head.W
+    unit = UNIT_ROUNDOFF.get(head.storage_dtype, UNIT_ROUNDOFF["float32"])
+    rounding = ROUNDING_ULPS * unit * np.linalg.norm(gradient * V, axis=1)
+    return np.maximum(GAP_TOLERANCE * np.maximum(1.0, np.abs(gaps)), rounding)
 
 
 def _hash_checks(weights: dict, claimed: ModelRecord) -> list[Check]:
@@ -150,13 +176,22 @@ def _hash_checks(weights: dict, claimed: ModelRecord) -> list[Check]:
     ]
 
 
-def _case_checks(claim: CaseRecord, record: CaseCertificate, claimed: Certificate) -> list[Check]:
-    """One case's claims (gap, Cert 1–3, ε*) against what the files give now."""
+def _case_checks(
+    claim: CaseRecord, record: CaseCertificate, claimed: Certificate, tolerance: float, devices: str
+) -> list[Check]:
+    """One case's claims (gap, Cert 1–3, ε*) against what the files give now. ``tolerance``: how far
+    the gaps may differ (gap_tolerances); ``devices``: where v was encoded, when that differs."""
     cid = record.id
     settings = claimed.settings
-    gap_ok = abs(record.gap_after - claim.gap_after) <= GAP_TOLERANCE * max(1.0, abs(record.gap_after))
+    gap_ok = abs(record.gap_after - claim.gap_after) <= tolerance
     checks = [
-        Check("gap", gap_ok, f"gap recomputed {record.gap_after:.6g}, certificate says {claim.gap_after:.6g}", cid)
+        Check(
+            "gap",
+            gap_ok,
+            f"gap recomputed {record.gap_after:.6g}, certificate says {claim.gap_after:.6g} "
+            f"(they may differ by {tolerance:.3g}{'' if gap_ok else devices})",
+            cid,
+        )
     ]
     targets = {
         "cert1": f"gap ≥ γ_s = {settings.gamma_s:g}",
@@ -176,7 +211,7 @@ def _case_checks(claim: CaseRecord, record: CaseCertificate, claimed: Certificat
             )
     if claim.eps_star is not None and record.eps_star is not None:
         # ε* = gap / (2L): it may fall short of the claim by what the gap tolerance allows.
-        slack = GAP_TOLERANCE * max(1.0, abs(claim.gap_after)) / (2 * claimed.lipschitz.L)
+        slack = tolerance / (2 * claimed.lipschitz.L)
         ok = record.eps_star >= claim.eps_star - slack
         checks.append(
             Check(
@@ -196,4 +231,4 @@ def _groups(cases: list[Case]) -> list[list[int]]:
     return [rows for rows in (own, drawn) if rows]
 
 
-__all__ = ["Check", "Verification", "verify", "lipschitz"]
+__all__ = ["Check", "Verification", "gap_tolerances", "verify", "lipschitz"]
