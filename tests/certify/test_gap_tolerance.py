@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from warp_check.certify.verify import GAP_TOLERANCE, gap_tolerances
 from warp_check.model.activations import get_activation
-from warp_check.model.adapter import UNIT_ROUNDOFF
-from warp_check.model.head import DenseHead
+from warp_check.model.head import UNIT_ROUNDOFF, DenseHead
 
 
 def _head(seed: int, activation: str, dtype: str, classes: int, d: int = 16) -> DenseHead:

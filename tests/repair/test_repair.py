@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from testkit.synthetic import synthetic_problem
@@ -301,3 +303,26 @@ def test_settings_from_before_the_working_set_fields_still_load():
     assert RepairSettings.from_dict(old) == RepairSettings()
     tuned = RepairSettings(solver=SolverSettings(working_set_window=0.2, working_set_batch=50))
     assert RepairSettings.from_dict(tuned.to_dict()) == tuned
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_a_half_precision_repair_keeps_its_margins_with_v_rounded_apart(dtype, activation):
+    # An audit on another device encodes v again, its entries a unit or two of the dtype apart
+    # from the repair's: every margin must survive that, in float64 and in the saved arithmetic.
+    head, fix, keep = synthetic_problem(activation=activation, seed=7, n_keep=100)
+    head = replace(head, storage_dtype=dtype)
+    head = head.with_weight(head.round_to_storage(head.W))
+    result = repair_head(head, fix, keep, settings=RepairSettings(rank=2))
+    assert result.status is RepairStatus.CONVERGED, result.message
+    after = result.head_after
+    rng = np.random.default_rng(0)
+    for cases, margin in ((fix, 1.0), (keep, 0.3)):
+        reach = after.gap_rounding_reach(cases.V, cases.labels)
+        assert reach.min() > 0
+        held = np.minimum(after.gaps(cases.V, cases.labels)[0], after.gaps_as_stored(cases.V, cases.labels))
+        assert (held >= margin + reach).all()
+        for _ in range(5):
+            moved = cases.V * (1 + 2 * after.unit_roundoff * rng.uniform(-1, 1, size=cases.V.shape))
+            assert after.gaps(moved, cases.labels)[0].min() >= margin
+            assert after.gaps_as_stored(moved, cases.labels).min() >= margin

@@ -26,7 +26,7 @@ from warp_check.certify.certificate import (
     read_json,
 )
 from warp_check.certify.falsify import AttackSettings
-from warp_check.model.adapter import ROUNDING_ULPS, UNIT_ROUNDOFF, ClassifierAdapter
+from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
 from warp_check.model.hashing import parameter_hashes
 from warp_check.model.head import DenseHead
@@ -37,7 +37,7 @@ from warp_check.model.specs import HeadSpec
 # QP aims 1e-3 above every margin, so a difference inside this cannot turn a certified case. The
 # guarantees themselves (Cert 1–3) are checked on the recomputed values, and the weights by hash.
 # A half-precision upstream rounds v to ~3 digits, and another device's kernels round it apart:
-# there the gap may move by the dtype's rounding of the terms it sums (gap_tolerances).
+# there a gap may move by more (gap_tolerances).
 GAP_TOLERANCE = 1e-3
 REL_TOLERANCE = 1e-6
 
@@ -138,17 +138,10 @@ def verify(
 
 def gap_tolerances(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Per case, how far its recomputed gap may sit from the certificate's: GAP_TOLERANCE (relative
-    above 1), or, where more, ROUNDING_ULPS units of the head's dtype times ‖∇_v gap ⊙ v‖₂: what
-    rounding each entry of v apart by about a unit of its dtype (independently, as kernels that
-    sum in another order do) moves the gap by, with room for ROUNDING_ULPS of them."""
-    V = np.asarray(V, dtype=np.float64)
-    labels = np.asarray(labels, dtype=np.int64)
-    gaps, rival = head.gaps(V, labels)
-    slope = head.activation.slope(head.pre_activation(V))
-    gradient = (slope * (head.Wc[labels] - head.Wc[rival])) @ head.W
-    unit = UNIT_ROUNDOFF.get(head.storage_dtype, UNIT_ROUNDOFF["float32"])
-    rounding = ROUNDING_ULPS * unit * np.linalg.norm(gradient * V, axis=1)
-    return np.maximum(GAP_TOLERANCE * np.maximum(1.0, np.abs(gaps)), rounding)
+    above 1), or, where more, what v rounded apart by the head's dtype may move it
+    (DenseHead.gap_rounding_reach: half precision, encoded on another device)."""
+    gaps, _ = head.gaps(V, labels)
+    return np.maximum(GAP_TOLERANCE * np.maximum(1.0, np.abs(gaps)), head.gap_rounding_reach(V, labels))
 
 
 def _hash_checks(weights: dict, claimed: ModelRecord) -> list[Check]:

@@ -18,7 +18,7 @@ import numpy as np
 from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
-from warp_check.model.head import DenseHead
+from warp_check.model.head import ROUNDING_ULPS, UNIT_ROUNDOFF, DenseHead
 from warp_check.model.loading import load_model_folder
 from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
 
@@ -28,11 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 # How closely the head, recomputed in float64 from the weights and v, must give the model's own
 # logits, by the dtype the model computes in: its rounding of each layer's output is the error.
 EQUIVALENCE_TOLERANCE: dict[str, float] = {"float64": 1e-5, "float32": 1e-5, "float16": 1e-2, "bfloat16": 6e-2}
-# Unit roundoff per dtype, and how many of them the head's float64 recomputation may differ by,
-# relative to the size of the terms summed (DenseHead.logits_scale): generous for sums of a few
-# thousand terms, tight enough that GELU's tanh approximation (< 1e-3) is still refused.
-UNIT_ROUNDOFF: dict[str, float] = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
-ROUNDING_ULPS = 16.0
 PROBE_TEXTS = ("a plain probe sentence.", "another, longer probe sentence to check the head with.")
 
 
@@ -444,8 +439,8 @@ class ClassifierAdapter:
         tolerance = equivalence_tolerance(self.dtype)
         allowed = tolerance + tolerance * np.abs(logits)
         if not np.all(error <= allowed):
-            # Plus the dtype's rounding of the terms summed (a repair may grow weights that cancel to
-            # small logits), measured only here: every encoded batch passes through this check.
+            # Plus ROUNDING_ULPS of the dtype's rounding of the terms summed (a repair may grow weights
+            # that cancel to small logits), measured only here: every encoded batch passes this check.
             unit = UNIT_ROUNDOFF.get(self.dtype, UNIT_ROUNDOFF["float32"])
             allowed = allowed + ROUNDING_ULPS * unit * head.logits_scale(V)
         # A head that is not this model's is off by about the logits themselves.

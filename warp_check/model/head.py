@@ -12,6 +12,13 @@ import numpy as np
 
 from warp_check.model.activations import Activation, torch_activation
 
+# Unit roundoff per dtype, and how many of them a recomputation may differ by (an audit's v on
+# another device, the head's float64 logits against the model's own): generous for sums of a few
+# thousand terms, tight enough that GELU's tanh approximation (< 1e-3) is still refused.
+UNIT_ROUNDOFF: dict[str, float] = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+ROUNDING_ULPS = 16.0
+ROWS_AT_ONCE = 4096
+
 
 @dataclass(frozen=True)
 class DenseHead:
@@ -73,6 +80,25 @@ class DenseHead:
         hidden_terms = np.abs(V) @ np.abs(self.W).T + np.abs(self.b)
         hidden = np.abs(self.activation.fn(self.pre_activation(V)))
         return (self.activation.lipschitz * hidden_terms + hidden) @ np.abs(self.Wc).T + np.abs(self.bc)
+
+    def gap_rounding_reach(self, V: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Per row, how far v rounded apart by the head's dtype may move the gap: ROUNDING_ULPS units
+        of it times ‖∇_v gap ⊙ v‖₂. Another device's kernels sum in another order and round each
+        entry of v apart by about a unit, independently; float16 moves a gap of 1 by ~1e-3."""
+        V = np.asarray(V, dtype=np.float64)
+        labels = np.asarray(labels, dtype=np.int64)
+        norms = np.zeros(len(labels))
+        for start in range(0, len(labels), ROWS_AT_ONCE):  # the gradient is as large as V: in blocks
+            rows = slice(start, start + ROWS_AT_ONCE)
+            _, rival = self.gaps(V[rows], labels[rows])
+            slope = self.activation.slope(self.pre_activation(V[rows]))
+            gradient = (slope * (self.Wc[labels[rows]] - self.Wc[rival])) @ self.W
+            norms[rows] = np.linalg.norm(gradient * V[rows], axis=1)
+        return ROUNDING_ULPS * self.unit_roundoff * norms
+
+    @property
+    def unit_roundoff(self) -> float:
+        return UNIT_ROUNDOFF.get(self.storage_dtype, UNIT_ROUNDOFF["float32"])
 
     def gaps(self, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """gap = s_y − max_{c≠y} s_c and the strongest competing class ĉ, per row."""

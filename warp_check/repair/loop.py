@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from warp_check.errors import SettingsError
-from warp_check.model.head import DenseHead, top_left_singular_vectors
+from warp_check.model.head import UNIT_ROUNDOFF, DenseHead, top_left_singular_vectors
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
 from warp_check.qp.solve import solve
@@ -50,6 +50,9 @@ from warp_check.repair.step import (
 # Z and the gaps are carried forward from step to step (a rank-r update each) and recomputed from
 # the stored W this often, so that float32's rounding of W (~1e-7 of it) never accumulates.
 EXACT_EVERY = 10
+# A step the dtype's rounding shrank below this share of its length (W in half precision moves in
+# steps of ~1e-3 of itself): the short cases ask for more (aim_past_rounding), as for a step of 0.
+ROUNDED_AWAY = 0.5
 
 
 def repair_head(
@@ -235,6 +238,7 @@ class _Iterations:
         self.carried = None  # the last QP's rows and multipliers, where the next one may start
         self.rows_last = 0  # rows of the last QP solved
         self.exact = True  # Z and the gaps computed from the stored W itself (not carried forward)
+        self.rounded_away = False  # the last step lost most of itself to the dtype's rounding
 
     def run(self) -> RepairResult:
         repair, settings = self.repair, self.settings
@@ -293,7 +297,7 @@ class _Iterations:
                 best_merit, best_iteration, best_W, best_gap = merit_now, t, self.W, self.gap
             if self.ranks.after(shortfall_before, shortfall(self.gap, self.targets)):
                 continue  # more room: the next iteration decides whether the loop still goes nowhere
-            if step == 0.0 and self.aim_past_rounding():
+            if self.rounded_away and self.aim_past_rounding():
                 continue  # the step was smaller than the weights' dtype can hold: ask for more
             if step == 0.0:
                 stalled = "the QP step is zero: the linearised problem sees nothing to gain"
@@ -359,8 +363,12 @@ class _Iterations:
         recomputed exactly from the stored W every EXACT_EVERY iterations, after a step rounded to
         half precision (which moves W by ~1e-3), and before convergence is declared (converged)."""
         head, U, predicted = self.head, trial.U, trial.predicted
-        W_next = head.round_to_storage(self.W + fraction * (U @ self.metric.step(trial.solution.B)))
+        wanted = fraction * (U @ self.metric.step(trial.solution.B))
+        W_next = head.round_to_storage(self.W + wanted)
         step = float(np.linalg.norm(W_next - self.W))
+        # Half precision holds ~3 digits of W: a step it mostly rounds away gains nothing either
+        # (a step of 0, rounded away or never asked for, counts as rounded away, as it always did).
+        self.rounded_away = step <= ROUNDED_AWAY * float(np.linalg.norm(wanted))
         if head.storage_dtype in ("float32", "float64") and t % EXACT_EVERY:
             moved = fraction * trial.VB
             for rows in blocks(Z.shape[0]):  # in place, a block at a time: no n × d_out temporary
@@ -395,10 +403,15 @@ class _Iterations:
 
     def holds_as_stored(self) -> bool:
         """Every margin also holds in the saved model's own arithmetic (its dtype: half precision
-        rounds each product); where one does not, that case aims higher by what it lacked, so the
-        aim above γ is measured on the cases, not guessed."""
-        stored = self.head.with_weight(self.W).gaps_as_stored(self.V, self.labels)
-        short = np.maximum(self.targets - stored, 0.0)
+        rounds each product), and in half precision with room for v rounded apart on another
+        device, where an audit recomputes it (DenseHead.gap_rounding_reach; float32's reach, ~1e-6
+        of a gap, is far inside aim_above). Where one does not, that case aims higher by what it
+        lacked, so the aim above γ is measured on the cases, not guessed."""
+        head = self.head.with_weight(self.W)
+        held = np.minimum(self.gap, head.gaps_as_stored(self.V, self.labels))
+        if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
+            held = held - head.gap_rounding_reach(self.V, self.labels)
+        short = np.maximum(self.targets - held, 0.0)
         if not short.any():
             return True
         self.stored_aim += np.where(short > 0, short + self.settings.aim_above, 0.0)
