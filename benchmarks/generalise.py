@@ -61,6 +61,9 @@ class Variant:
 
     settings: dict = field(default_factory=dict)
     neighbours: NeighbourSettings = field(default_factory=NeighbourSettings)
+    # "auto": the layer the suite names (the dense layer before the head); "final": the final linear
+    # layer, the head's fallback: one exact QP on a 2 × d_in update, far fewer degrees of freedom.
+    layer: str = "auto"
 
 
 OFF = NeighbourSettings.off()
@@ -158,6 +161,11 @@ VARIANTS: dict[str, Variant] = {
     "maxr8": Variant(settings={"max_rank": 8}),
     "r8": Variant(settings={"rank": 8, "max_rank": 8}),
     "on-maxr8": Variant(settings={"max_rank": 8}, neighbours=ON),
+    # The final linear layer instead of the dense one: does a repair of less room generalise better?
+    "final": Variant(layer="final"),
+    "final-gs05": Variant(settings={"gamma_s": 0.5}, layer="final"),
+    "final-mu1000": Variant(settings={"mu": 1000.0}, layer="final"),
+    "final-near100": Variant(neighbours=replace(ON, keep_cases=100), layer="final"),
 }
 
 
@@ -186,8 +194,19 @@ def score(head, V: np.ndarray, cases) -> tuple[float, np.ndarray]:
     return float(np.mean(predictions == labels)), predictions
 
 
-def run_variant(name, seed, adapter, suite_cases, general_ev, heldout_ev, fix_recipe, args, cache, log) -> dict:
+def at_layer(adapter, layer: str):
+    """The adapter repairing ``layer`` of :class:`Variant`: its own head, or its final linear layer."""
+    if layer == "auto":
+        return adapter
+    if layer != "final" or adapter.spec.fallback is None:
+        raise ValueError(f"layer {layer!r}: only 'auto' and, for a dense head, 'final' (the head is {adapter.spec})")
+    return adapter.with_spec(adapter.spec.fallback)
+
+
+def run_variant(name, seed, adapters, suite_cases, evaluations, fix_recipe, args, cache, log) -> dict:
+    """``adapters`` and ``evaluations`` (general, held-out) by layer: v is the input of the layer repaired."""
     variant = VARIANTS[name]
+    adapter, (general_ev, heldout_ev) = adapters[variant.layer], evaluations[variant.layer]
     settings = RepairSettings(**variant.settings, neighbours=replace(variant.neighbours, seed=seed))
     evaluation = evaluate(adapter, list(suite_cases), batch_size=64, cache_dir=cache, progress=False)
     start = time.perf_counter()
@@ -217,6 +236,7 @@ def run_variant(name, seed, adapter, suite_cases, general_ev, heldout_ev, fix_re
         "variant": name,
         "seed": seed,
         "settings": variant.settings,
+        "layer": adapter.spec.repair_layer,
         "neighbours": result.settings.to_dict()["neighbours"],  # as drawn: synonyms "auto" resolved
         "synonyms": hood.synonyms.value if hood else "off",
         "neighbours_drawn": hood.drawn if hood else 0,
@@ -264,10 +284,13 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
         digest.update(path.name.encode() + path.read_bytes())
     digest.update(split.model_dir.name.encode())
     base = baselines(adapter, suite.cases, general, heldout, digest.hexdigest(), args, cache, log)
-    general_ev = evaluate(adapter, general, batch_size=64, cache_dir=cache, progress=False)
-    heldout_ev = evaluate(adapter, heldout, batch_size=64, cache_dir=cache, progress=False)
+    layers = dict.fromkeys(VARIANTS[v].layer for v in args.variants.split(","))
+    adapters = {layer: at_layer(adapter, layer) for layer in layers}
+    encode = {"batch_size": 64, "cache_dir": cache, "progress": False}
+    evaluations = {layer: (evaluate(at, general, **encode), evaluate(at, heldout, **encode)) for layer, at in
+                   adapters.items()}  # fmt: skip
     rows = [
-        run_variant(v, seed, adapter, suite.cases, general_ev, heldout_ev, args.fix_recipe, args, cache, log)
+        run_variant(v, seed, adapters, suite.cases, evaluations, args.fix_recipe, args, cache, log)
         for v in args.variants.split(",")
         for seed in args.seeds
     ]

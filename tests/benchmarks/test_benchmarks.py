@@ -396,3 +396,21 @@ def test_generalise_points_the_suite_at_unlabelled_sentences_outside_its_trainin
     assert all(c.kind is generalise.Kind.MUST_KEEP for c in predicted)
     with pytest.raises(SystemExit):
         generalise.main(["--task", "rte", "--unlabelled", "10"])
+
+
+def test_generalise_runs_a_variant_on_the_final_linear_layer_with_v_encoded_there(tiny_suite):
+    from benchmarks import generalise
+
+    suite = generalise.load_suite(tiny_suite)
+    adapter = generalise.load_adapter(suite)
+    assert generalise.at_layer(adapter, "auto") is adapter
+    final = generalise.at_layer(adapter, "final")
+    assert final.spec.repair_layer == adapter.spec.classifier and final.spec.fallback is None
+    # v is the input of the layer repaired: the classifier's is not the dense layer's.
+    text = [suite.cases[0]]
+    dense_v = generalise.evaluate(adapter, text, progress=False).encoded.V
+    final_v = generalise.evaluate(final, text, progress=False).encoded.V
+    assert not np.allclose(dense_v, final_v)
+    with pytest.raises(ValueError, match="only 'auto' and, for a dense head, 'final'"):
+        generalise.at_layer(final, "final")
+    assert {v.layer for v in generalise.VARIANTS.values()} == {"auto", "final"}
