@@ -108,6 +108,7 @@ VARIANTS: dict[str, Variant] = {
     "paper-rank8": Variant(settings={"mu": 0.0, "rank": 8, "max_rank": 8, "price_growth": 1.0}, neighbours=OFF),
     "gamma2": Variant(settings=MU10 | {"gamma_s": 2.0}, neighbours=OFF),
     "gsnft": Variant(settings=MU10 | {"gsn_threshold": 1e9}, neighbours=OFF),
+    "gsn": Variant(settings={"gsn_threshold": 1e9}),  # the defaults, GSN-FT on the aux cases always run
     "nbr8": Variant(settings=MU10, neighbours=sampled()),
     "nbr8-mu100": Variant(settings={"mu": 100.0}, neighbours=sampled()),
     "nbr8-syn": Variant(settings=MU10, neighbours=sampled(synonyms=True)),
