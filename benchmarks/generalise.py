@@ -257,6 +257,13 @@ def run_variant(name, seed, adapters, suite_cases, evaluations, fix_recipe, args
         "attack_in_recipe": by_source.get(fix_recipe),
         "attack_cross_recipe": float(np.mean([by_source[s] for s in cross])) if cross else None,
         "certs": summarise(list(outcome.certificates)) if outcome.certificates else None,
+        "gsn_ft": {  # the mean κ of the must_fix cases before GSN-FT and at the step it kept
+            "applied": result.gsn_ft.applied,
+            "chosen_step": result.gsn_ft.chosen_step,
+            "kappa": [result.gsn_ft.kappa_per_step[i] for i in (0, result.gsn_ft.chosen_step)]
+            if result.gsn_ft.kappa_per_step
+            else None,
+        },
         "loop_seconds": result.seconds,
         "seconds": seconds,
         "weight_change": float(np.linalg.norm(head.W - head0.W)),
