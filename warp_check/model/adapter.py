@@ -18,7 +18,7 @@ import numpy as np
 from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
-from warp_check.model.head import ROUNDING_ULPS, UNIT_ROUNDOFF, DenseHead
+from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
 from warp_check.model.loading import load_model_folder
 from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
 
@@ -441,8 +441,7 @@ class ClassifierAdapter:
         if not np.all(error <= allowed):
             # Plus ROUNDING_ULPS of the dtype's rounding of the terms summed (a repair may grow weights
             # that cancel to small logits), measured only here: every encoded batch passes this check.
-            unit = UNIT_ROUNDOFF.get(self.dtype, UNIT_ROUNDOFF["float32"])
-            allowed = allowed + ROUNDING_ULPS * unit * head.logits_scale(V)
+            allowed = allowed + ROUNDING_ULPS * unit_roundoff(self.dtype) * head.logits_scale(V)
         # A head that is not this model's is off by about the logits themselves.
         if not np.all(error <= allowed):
             raise ModelError(

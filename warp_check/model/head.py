@@ -20,6 +20,11 @@ ROUNDING_ULPS = 16.0
 ROWS_AT_ONCE = 4096
 
 
+def unit_roundoff(dtype: str) -> float:
+    """The unit roundoff of a dtype's name; float32's for one this table does not know."""
+    return UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float32"])
+
+
 @dataclass(frozen=True)
 class DenseHead:
     W: np.ndarray  # (d_out, d_in), the only weight repair changes
@@ -98,7 +103,7 @@ class DenseHead:
 
     @property
     def unit_roundoff(self) -> float:
-        return UNIT_ROUNDOFF.get(self.storage_dtype, UNIT_ROUNDOFF["float32"])
+        return unit_roundoff(self.storage_dtype)
 
     def gaps(self, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """gap = s_y − max_{c≠y} s_c and the strongest competing class ĉ, per row."""
