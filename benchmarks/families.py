@@ -10,6 +10,14 @@ the certificate counts and the perturbed copies certified beside the suite's cas
 why a repair may stall: how many times its weights the closest pair of cases with different
 labels makes the dense layer (×dense) or the final layer (×final) grow at least.
 ``tests/model/test_families.py`` runs the same builders at CI size.
+
+``--arithmetic default,avx2,jitter`` builds each family's model and suite once, then checks,
+repairs and audits copies of them under each perturbation of the arithmetic, each in a fresh
+process: ``default`` the CPU's own kernels, ``avx2`` torch's AVX2 kernels
+(``ATEN_CPU_CAPABILITY=avx2``), ``jitter`` every cached v (both heads' inputs) moved by up to
+``--jitter-ulps`` units of float32 at random (seeded) before the repair reads it. A row says
+whether the outcome (repaired or not, the form repaired, fallen back or not) is the same under all
+of them, and the iterations of each.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ import argparse
 import contextlib
 import io
 import json
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,14 +44,109 @@ from warp_check.runs.pipeline import FELL_BACK
 
 def measure(model_type: str, work: Path, neighbours: str | None = None) -> dict[str, Any]:
     """Build, check (must exit 1), repair (0), audit the repaired folder (0); the figures of each."""
+    row, model_dir, folder = _built(model_type, work)
+    if folder is None:
+        return row
+    return row | run_built(model_dir, folder, work / "repaired", neighbours)
+
+
+def _built(model_type: str, work: Path) -> tuple[dict[str, Any], Path, Path | None]:
     families = testkit("families")
     start = time.perf_counter()
     model_dir = families.build(model_type, work / "model")
     folder = families.suite(model_dir, work / "suite")
     row: dict[str, Any] = {"family": model_type, "build_seconds": round(time.perf_counter() - start, 2)}
     if folder is None:
-        return row | {"ok": False, "why": "the tiny model gets too few cases wrong or right"}
-    out = work / "repaired"
+        row |= {"ok": False, "why": "the tiny model gets too few cases wrong or right"}
+    return row, model_dir, folder
+
+
+# The perturbations of the arithmetic --arithmetic takes: the environment each process runs under.
+ARITHMETIC: dict[str, dict[str, str]] = {
+    "default": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2"},
+    "default-kernels": {"ATEN_CPU_CAPABILITY": "default"},  # torch's unvectorised kernels
+    "jitter": {},  # v moved in the cache (jitter_cache), under the default kernels
+}
+# What must be the same under every arithmetic for a family's repair to count as robust to ulps.
+OUTCOME = ("ok", "form", "fell_back")
+
+
+def measure_arithmetic(
+    model_type: str, work: Path, arithmetic: list[str], neighbours: str | None, ulps: int, seed: int
+) -> dict[str, Any]:
+    """One model and suite, built here; each arithmetic's check, repair and audit in a fresh process on
+    a fresh copy of the suite (its own cache)."""
+    row, model_dir, folder = _built(model_type, work)
+    if folder is None:
+        return row
+    runs: dict[str, Any] = {}
+    for name in arithmetic:
+        copy = work / f"suite-{name}"
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(".warp"))
+        command = [sys.executable, "-m", "benchmarks.families", "--run-built", str(model_dir), str(copy)]
+        command += ["--neighbours", neighbours] if neighbours is not None else []
+        command += ["--run-jitter", "--jitter-ulps", str(ulps), "--jitter-seed", str(seed)] if name == "jitter" else []
+        env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"} | ARITHMETIC[name]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=Path(__file__).parents[1])
+        try:
+            runs[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            runs[name] = {"ok": False, "why": f"exit {done.returncode}: {done.stderr[-800:]}"}
+    outcomes = {name: tuple(r.get(k) for k in OUTCOME) for name, r in runs.items()}
+    return row | {
+        "ok": all(r.get("ok") for r in runs.values()),
+        "same_outcome": len(set(outcomes.values())) == 1,
+        "arithmetic": runs,
+    }
+
+
+def jitter_cache(model_dir: Path, folder: Path, ulps: int, seed: int) -> int:
+    """Encode the suite at both heads the repair may use (the dense form and the final linear layer it
+    falls back to) into the suite's cache, then move every cached v by up to ``ulps`` units of float32,
+    seeded; returns the rows moved. The audit encodes v afresh: the repair's v and the audit's then
+    differ as another machine's would."""
+    import numpy as np
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.model.specs import HeadSpec
+    from warp_check.runs.evaluation import evaluate
+    from warp_check.runs.workdir import default_cache_dir
+    from warp_check.suite.loader import load_suite
+
+    suite = load_suite(folder)
+    cache = default_cache_dir(suite)
+    auto = ClassifierAdapter.from_pretrained(model_dir)
+    heads = [auto]
+    if auto.spec.classifier is not None:
+        heads.append(auto.with_spec(HeadSpec.final_linear(auto.spec.classifier)))
+    for adapter in heads:
+        evaluate(adapter, suite.cases, cache_dir=cache, progress=False)
+    rng, moved = np.random.default_rng(seed), 0
+    for shard in sorted(cache.rglob("*.safetensors")):
+        with safe_open(str(shard), framework="numpy") as f:
+            metadata = f.metadata()
+        v = load_file(str(shard))["v"]
+        steps = rng.integers(-ulps, ulps + 1, size=v.shape).astype(np.float32)
+        save_file({"v": (v + steps * np.spacing(np.abs(v))).astype(np.float32)}, str(shard), metadata=metadata)
+        moved += v.shape[0]
+    return moved
+
+
+def run_built(
+    model_dir: Path,
+    folder: Path,
+    out: Path,
+    neighbours: str | None = None,
+    jitter: tuple[int, int] | None = None,
+    *,
+    separation: bool = True,
+) -> dict[str, Any]:
+    """Check (must exit 1), repair (0) and audit (0) a built model's suite; with ``jitter`` (ulps,
+    seed), the cached v moved first; ``separation``: why a repair may stall, too."""
+    moved = jitter_cache(model_dir, folder, *jitter) if jitter else None
     codes = {}
     with contextlib.redirect_stdout(io.StringIO()) as said:
         codes["check"] = cli(["check", str(folder), "-q"])
@@ -49,8 +155,9 @@ def measure(model_type: str, work: Path, neighbours: str | None = None) -> dict[
         codes["audit"] = cli(["verify", str(out), "--suite", str(folder)]) if out.is_dir() else None
     summary = _certified(out / "warp_certificate.json") if out.is_dir() else {}
     ok = codes == {"check": 1, "repair": 0, "audit": 0}
-    why = _separation(model_dir, folder)
-    return row | {"ok": ok, "exit_codes": codes, **summary, **why, "output": None if ok else said.getvalue()[-2000:]}
+    why = _separation(model_dir, folder) if separation else {}
+    why |= {"jittered_rows": moved} if jitter else {}
+    return {"ok": ok, "exit_codes": codes, **summary, **why, "output": None if ok else said.getvalue()[-2000:]}
 
 
 def _separation(model_dir: Path, folder: Path) -> dict[str, Any]:
@@ -112,6 +219,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--neighbours", metavar="off|on|N|all", help="the repair's neighbourhood (default: the repair's own, off)"
     )
+    parser.add_argument(
+        "--arithmetic",
+        metavar="A,B,...",
+        help=f"build once, then repair under each of: {', '.join(ARITHMETIC)} (each in a fresh process)",
+    )
+    parser.add_argument("--jitter-ulps", type=int, default=4, help="jitter: the most units of float32 v moves by")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="jitter: the seed of the moves")
+    parser.add_argument("--run-built", nargs=2, metavar=("MODEL", "SUITE"), help=argparse.SUPPRESS)  # one process
+    parser.add_argument("--run-jitter", action="store_true", help=argparse.SUPPRESS)  # that process jitters v
     add_output_arguments(parser)
     return parser
 
@@ -119,16 +235,54 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.run_built:  # one arithmetic's run, in its own process: one JSON line
+        model_dir, folder = (Path(p) for p in args.run_built)
+        jitter = (args.jitter_ulps, args.jitter_seed) if args.run_jitter else None
+        out = folder.parent / f"{folder.name}-repaired"
+        with contextlib.redirect_stderr(io.StringIO()):
+            row = run_built(model_dir, folder, out, args.neighbours, jitter, separation=False)
+        print(json.dumps(row))
+        return 0
+    arithmetic = args.arithmetic.split(",") if args.arithmetic else None
+    unknown = sorted(set(arithmetic or ()) - set(ARITHMETIC))
+    if unknown:
+        parser.error(f"--arithmetic: unknown {', '.join(unknown)} (known: {', '.join(ARITHMETIC)})")
     rows = []
     for model_type in args.families.split(","):
         with tempfile.TemporaryDirectory() as work:
             try:
-                rows.append(measure(model_type, Path(work), args.neighbours))
+                if arithmetic:
+                    ulps, seed = args.jitter_ulps, args.jitter_seed
+                    rows.append(measure_arithmetic(model_type, Path(work), arithmetic, args.neighbours, ulps, seed))
+                else:
+                    rows.append(measure(model_type, Path(work), args.neighbours))
             except Exception as exc:  # noqa: BLE001 — one family's crash is that family's row
                 rows.append({"family": model_type, "ok": False, "why": f"{type(exc).__name__}: {exc}"[:500]})
     result = {"families": rows, "all_ok": all(r["ok"] for r in rows)}
-    report("families", parser, args, argv, result, _print_table)
+    if arithmetic:
+        result["arithmetic"] = arithmetic
+        result["all_same_outcome"] = all(r.get("same_outcome", False) for r in rows)
+    report("families", parser, args, argv, result, _print_arithmetic if arithmetic else _print_table)
     return 0 if result["all_ok"] else 1
+
+
+def _print_arithmetic(result: dict[str, Any]) -> None:
+    """A row a family: under each arithmetic, the form repaired (final: fell back or found so) and the
+    iterations, and whether the outcome is the same under all."""
+    names = result["arithmetic"]
+    print(f"{'family':<22} " + " ".join(f"{n:<22}" for n in names) + " same")
+    for r in result["families"]:
+        cells = []
+        for name in names:
+            run = r.get("arithmetic", {}).get(name, {})
+            form = {"dense": "dense", "final_linear": "final"}.get(run.get("form"), "-")
+            form += " (fell back)" if run.get("fell_back") else ""
+            cells.append(f"{form + ' ' + str(run.get('iterations', '-')) if run.get('ok') else 'FAILED':<22}")
+        print(f"{r['family']:<22} " + " ".join(cells) + f" {'yes' if r.get('same_outcome') else 'NO'}")
+        if not r["ok"]:
+            for name, run in r.get("arithmetic", {}).items():
+                if not run.get("ok"):
+                    print(f"    {name}: {(run.get('why') or run.get('output') or '')[-400:]}")
 
 
 def _certified(path: Path) -> dict[str, Any]:

@@ -109,3 +109,34 @@ def test_an_artefact_made_from_another_devices_representations_passes_the_cpu_au
     assert main(["verify", str(out), "--suite", str(suite)]) == 0
     audit = ["check", str(suite), "--model", str(out), "--cache", "none", "-q"]
     assert main(audit) == 0  # the gate on the CPU: every must_fix and must_keep case right
+
+
+def _other_kernels() -> tuple[str, str]:
+    """torch's CPU kernel set here, and another one this CPU can run (ATEN_CPU_CAPABILITY)."""
+    here = torch.backends.cpu.get_cpu_capability()
+    return here, "avx2" if here.lower() not in ("avx2", "default") else "default"
+
+
+def test_an_artefact_repaired_under_one_kernel_set_passes_the_audit_under_another(suite, tmp_path):
+    # What holds on every machine (README, "What is reproducible where"): not the bits of the
+    # weights, but the certificates' verdicts. Another kernel set sums in another order, so v and
+    # every gap move by ulps; the audit encodes v again under it and must still accept every claim.
+    here, other = _other_kernels()
+    out = tmp_path / "out"
+    assert main(["repair", str(suite), "--out", str(out), "--cache", "none", "-q"]) == 0
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    env |= {"ATEN_CPU_CAPABILITY": other, "OMP_NUM_THREADS": "1"}
+    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    ran = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert ran.stdout.strip() != here, (here, ran.stdout, ran.stderr)  # the audit really runs other kernels
+    audit = ["verify", str(out), "--suite", str(suite)]  # verify reads no cache unless told
+    gate = ["check", str(suite), "--model", str(out), "--cache", "none", "-q"]
+    for command in (audit, gate):
+        done = subprocess.run(
+            [sys.executable, "-m", "warp_check.cli", *command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr

@@ -111,6 +111,18 @@ def _gaps(logits: np.ndarray, labels) -> np.ndarray:
     return logits[np.arange(len(labels)), labels] - others.max(axis=1)
 
 
+def _certified_neighbourhood(repaired: Repaired) -> tuple[Case, ...]:
+    """The neighbourhood's copies the certificate covers: none where it was left out (then it says
+    why, naming how the repair with it ended), and never a copy it dropped."""
+    hood = repaired.outcome.neighbourhood
+    assert hood is not None and hood.perturbed > 0
+    if hood.left_out is not None:
+        assert hood.left_out.split(":")[0] in {"not_converged", "infeasible", "solver_failed"}, hood.left_out
+        return ()
+    assert not {c.id for c in hood.cases} & set(hood.dropped)
+    return hood.cases
+
+
 def test_the_suite_is_what_the_model_gets_wrong_and_right(repaired):
     fix = [c for c in repaired.cases if c.kind is Kind.MUST_FIX]
     keep = [c for c in repaired.cases if c.kind is Kind.MUST_KEEP]
@@ -129,9 +141,11 @@ def test_repair_converges_with_every_certificate_on_every_case(repaired):
     keep = [r for r in records if r.kind == "must_keep"]
     assert result.status.value == "converged" and not result.misses and not result.excluded_keep
     # The suite's cases, then the neighbourhood's: perturbed copies the model got wrong, repaired too.
-    hood = repaired.outcome.neighbourhood
-    assert hood is not None and hood.left_out is None
-    assert [r.id for r in records] == [c.id for c in repaired.cases] + [c.id for c in hood.cases]
+    # Which copies a repair can meet beside the suite's cases is not a promise (it turns on the tiny
+    # model's training, and so on the CPU's kernels): a copy in the way is dropped and named, and a
+    # neighbourhood that fails whole is left out saying why; the suite's own cases are certified always.
+    hood = _certified_neighbourhood(repaired)
+    assert [r.id for r in records] == [c.id for c in repaired.cases] + [c.id for c in hood]
     assert all(r.cert1 and r.gap_after >= SETTINGS.gamma_s for r in fix)
     assert all(r.cert2 and r.gap_after >= SETTINGS.gamma_h for r in keep)
     assert all(r.cert3 and r.eps_star > 0 for r in fix)
@@ -150,7 +164,7 @@ def test_repair_converges_with_every_certificate_on_every_case(repaired):
 def test_saved_folder_reloads_and_its_real_logits_give_the_certified_gaps(repaired):
     certificate = Certificate.read(repaired.artefact / CERTIFICATE_NAME)
     claims = {c.id: c for c in certificate.cases}
-    cases = [*repaired.cases, *repaired.outcome.neighbourhood.cases]  # the neighbourhood's claims too
+    cases = [*repaired.cases, *_certified_neighbourhood(repaired)]  # the neighbourhood's claims too
     labels = [c.label for c in cases]
     logits = _real_logits(repaired.artefact, cases)
     gaps = _gaps(logits, labels)

@@ -11,9 +11,19 @@ from collections.abc import Iterable, Mapping
 from warp_check.repair.settings import RepairSettings
 
 
-def after_no_convergence(settings: RepairSettings, missed_kinds: Iterable[str], *, stalled: bool) -> str:
-    """What to try when the loop ended with cases short of their margin ('try ...')."""
+def after_no_convergence(
+    settings: RepairSettings, missed_kinds: Iterable[str], *, stalled: bool, room: str | None = None
+) -> str:
+    """What to try when the loop ended with cases short of their margin ('try ...'). ``room``: the
+    half-precision dtype where every short case clears its margin in float64 and lacks only the room
+    that dtype's rounding asks above it."""
     kinds = set(missed_kinds)
+    if room is not None:
+        return (
+            f"a higher max_iter (now {settings.max_iter}), or repair a float32 copy of the model (every case "
+            f"clears its margin in float64; what is missing is the room {room} needs above it, so that an audit "
+            "that encodes v again on another device still certifies)"
+        )
     helps = []
     if "must_keep" in kinds:
         helps.append(f"lower gamma_h (now {settings.gamma_h:g}) or drop must_keep cases that cannot keep it")

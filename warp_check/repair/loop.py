@@ -293,6 +293,8 @@ class _Iterations:
             if self.converged(Z):
                 message = f"converged in {t} iteration{'s' if t > 1 else ''}"
                 return repair.finish(RepairStatus.CONVERGED, message, self.head.with_weight(self.W))
+            # converged() may have raised the aims (the saved arithmetic's room): both measured anew
+            merit_now, best_merit = self.merit(self.gap), self.merit(best_gap)
             if merit_now < best_merit * (1 - 1e-9):
                 best_merit, best_iteration, best_W, best_gap = merit_now, t, self.W, self.gap
             if self.ranks.after(shortfall_before, shortfall(self.gap, self.targets)):
@@ -406,16 +408,25 @@ class _Iterations:
         rounds each product), and in half precision with room for v rounded apart on another
         device, where an audit recomputes it (DenseHead.gap_rounding_reach; float32's reach, ~1e-6
         of a gap, is far inside aim_above). Where one does not, that case aims higher by what it
-        lacked, so the aim above γ is measured on the cases, not guessed."""
-        head = self.head.with_weight(self.W)
-        held = np.minimum(self.gap, head.gaps_as_stored(self.V, self.labels))
-        if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
-            held = held - head.gap_rounding_reach(self.V, self.labels)
-        short = np.maximum(self.targets - held, 0.0)
+        lacked, so the aim above γ is measured on the cases, not guessed; the merit then counts
+        that aim too, or a loop whose float64 gaps all clear γ would see nothing left to gain and
+        stall with the room still unmet."""
+        held, room = self.held(self.W, self.gap)
+        short = np.maximum(self.targets + room - held, 0.0)
         if not short.any():
             return True
         self.stored_aim += np.where(short > 0, short + self.settings.aim_above, 0.0)
+        self.merit = Merit(self.targets + self.stored_aim, self.settings.lam)
         return False
+
+    def held(self, W: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per case at W: the gap the stopping rule measures (the lower of the float64 ``gap`` and the
+        gap in the saved arithmetic) and the room a half-precision model needs above its margin."""
+        head = self.head.with_weight(W)
+        held = np.minimum(gap, head.gaps_as_stored(self.V, self.labels))
+        if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
+            return held, head.gap_rounding_reach(self.V, self.labels)
+        return held, np.zeros_like(held)
 
     def aim_past_rounding(self) -> bool:
         """After a step the storage dtype rounded away (bfloat16 holds ~3 digits): every case still
@@ -473,17 +484,44 @@ class _Iterations:
             for i in np.flatnonzero(gap < self.targets)
         ]
 
+    def room_misses(self, W: np.ndarray, gap: np.ndarray) -> list[Miss]:
+        """The cases at W that clear their margin in float64 but not in the saved arithmetic or not by
+        the room a half-precision model needs: the rest of what the stopping rule still waits for."""
+        held, room = self.held(W, gap)
+        dtype = self.head.storage_dtype
+        return [
+            Miss(
+                self.ids[i],
+                "must_fix" if i < self.n_fix else "must_keep",
+                float(held[i]),
+                float(self.targets[i]),
+                room=float(room[i]),
+                dtype=dtype if room[i] > 0 else None,
+            )
+            for i in np.flatnonzero((gap >= self.targets) & (held < self.targets + room))
+        ]
+
     def not_converged(self, W: np.ndarray, gap: np.ndarray, best_iteration: int, stalled: str) -> RepairResult:
-        misses = self.misses(gap)
-        worst = max(misses, key=lambda m: m.short_by)
+        misses = self.misses(gap) + self.room_misses(W, gap)
         why = f"stalled ({stalled})" if stalled else "not converged"
+        head = f"{why} after {len(self.repair.records)} iteration(s): at the best iterate ({best_iteration}), "
+        if not misses:  # cannot happen while the stopping rule and these two agree; never a traceback
+            return self.repair.finish(RepairStatus.NOT_CONVERGED, head + "no case is short", self.head.with_weight(W))
+        worst = max(misses, key=lambda m: m.short_by)
         message = (
-            f"{why} after {len(self.repair.records)} iteration(s): at the best iterate ({best_iteration}), "
-            f"{len(misses)} case(s) miss their margin, "
-            f"worst '{worst.id}' ({worst.kind}) has gap {worst.gap:.4g} < {worst.target:g}; try "
-            + advice.after_no_convergence(self.settings, (m.kind for m in misses), stalled=bool(stalled))
+            f"{head}{len(misses)} case(s) miss their margin, worst '{worst.id}' ({worst.kind}) has gap "
+            f"{worst.gap:.4g} < {worst.needs}; try "
+            + advice.after_no_convergence(
+                self.settings, (m.kind for m in misses), stalled=bool(stalled), room=_room_dtype(misses)
+            )
         )
         return self.repair.finish(RepairStatus.NOT_CONVERGED, message, self.head.with_weight(W), misses)
+
+
+def _room_dtype(misses: list[Miss]) -> str | None:
+    """The half-precision dtype whose room every miss lacks (None: some case misses its margin itself)."""
+    dtypes = {m.dtype for m in misses}
+    return dtypes.pop() if len(dtypes) == 1 and None not in dtypes else None
 
 
 def _named(misses: list[Miss], shown: int = 5) -> str:

@@ -93,16 +93,29 @@ class IterationRecord:
 
 @dataclass(frozen=True)
 class Miss:
-    """A case that misses its margin: what it needs and by how much it falls short."""
+    """A case that misses its margin: what it needs and by how much it falls short.
+
+    ``room``: what a half-precision model needs above the margin besides (the reach of v rounded
+    apart by its ``dtype`` on another device, DenseHead.gap_rounding_reach); ``gap`` is then the
+    lower of the float64 gap and the gap in the saved arithmetic, as the stopping rule measures it."""
 
     id: str
     kind: str
     gap: float
     target: float
+    room: float = 0.0
+    dtype: str | None = None  # the storage dtype that asks for ``room`` (None: no room asked)
 
     @property
     def short_by(self) -> float:
-        return self.target - self.gap
+        return self.target + self.room - self.gap
+
+    @property
+    def needs(self) -> str:
+        """What the case needs, in words: its margin, and the room above it where one is asked."""
+        if not self.room:
+            return f"{self.target:g}"
+        return f"{self.target:g} + {self.room:.3g} (room for v rounded apart in {self.dtype} on another device)"
 
 
 @dataclass(frozen=True)
