@@ -48,6 +48,52 @@ def gaps_after_step(head, Z, VB, U, fraction, labels) -> np.ndarray:
     return gap
 
 
+# Activations whose dead units a must_fix row may wake (wake_dead_units): σ(z) ≥ z everywhere with
+# σ' = 1 above 0, so z itself is a lower bound on a unit's output that a step can raise.
+WAKING = frozenset({"relu"})
+# A must_fix row is dead when its active units carry less than this share of ‖w_y − w_c‖²: the
+# linearisation then sees (almost) no way to lift it.
+DEAD_SHARE = 0.01
+
+
+def wake_dead_units(
+    slope: np.ndarray, Z: np.ndarray, towards: np.ndarray, wanted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For ReLU rows whose active units cannot lift the gap (a must_fix case whose pre-activations
+    are all or nearly all below 0): the slopes with some dead units counted as active, and how far
+    that lowers each row's margin.
+
+    A ReLU unit k with z_k < 0 and (w_y − w_c)_k > 0 adds (w_y − w_c)_k · max(0, z_k + Δz_k) ≥
+    (w_y − w_c)_k · (z_k + Δz_k) to the gap, so counting it with slope 1 and its margin lowered by
+    (w_y − w_c)_k · |z_k| keeps the row's linear model below the true gap: a step that meets it
+    meets the true margin too (as far as the other units keep their side of 0, the caveat of every
+    linearisation here). Plain linearisation gives such a row a zero gradient: the QP prices its
+    slack and takes no step for it, the loop stalls (a zero step), and whether a step taken for other
+    cases happens to wake one of its units decides the outcome (tiny DistilBERTs: must_fix cases
+    with 0 or 1 of 32 units active). The units are taken cheapest first, |z_k| / (w_y − w_c)_k,
+    while they lower the least squared step the row needs, (wanted + Σ (w_y − w_c)_k |z_k|)² /
+    Σ (w_y − w_c)_k²: a unit far below 0 costs more than it adds. ``wanted``: how far each row must
+    rise (0: a row that must not be woken, a must_keep case's)."""
+    slope = slope.copy()
+    lowered = np.zeros(slope.shape[0])
+    reach = np.sum(towards**2)
+    for i in np.flatnonzero(wanted > 0):
+        active = float(np.sum((slope[i] * towards) ** 2))
+        if active > DEAD_SHARE * reach:
+            continue
+        dead = np.flatnonzero((slope[i] == 0) & (towards > 0) & (Z[i] < 0))
+        need, room, woken = float(wanted[i]), active, []
+        for k in dead[np.argsort(-Z[i, dead] / towards[dead], kind="stable")]:
+            more, wider = need - towards[k] * Z[i, k], room + towards[k] ** 2
+            if room > 0 and more**2 / wider >= need**2 / room:
+                break
+            need, room = more, wider
+            woken.append(k)
+        slope[i, woken] = 1.0
+        lowered[i] = float(towards[woken] @ Z[i, woken])
+    return slope, lowered
+
+
 # A competing class enters the QP when its gap is within this much of the target: the
 # strongest competitor always does; others could overtake it within one step.
 COMPETITOR_WINDOW = 1.0
@@ -85,15 +131,25 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
         near[local, y] = False
         at, cls = np.nonzero(near)
         block_c = np.empty((at.size, U.shape[1]))
+        block_margin = per_class[at, cls]
+        wakes = head.activation.name in WAKING and not exact
         for label in range(C_classes):  # c_i = Uᵀ J_i (w_y − w_c): one product per (label, class) pair
             for other in range(C_classes):
                 pair = np.flatnonzero((y[at] == label) & (cls == other))
                 if pair.size:
-                    direction = (head.Wc[label] - head.Wc[other])[:, None] * U
-                    block_c[pair] = slope[at[pair]] @ direction
+                    towards = head.Wc[label] - head.Wc[other]
+                    row_slope = slope[at[pair]]
+                    cases = rows.start + at[pair]
+                    if wakes and np.any(cases < n_fix):
+                        wanted = targets[cases] + settings.aim_above + extra_aim[cases] - block_margin[pair]
+                        row_slope, lowered = wake_dead_units(
+                            row_slope, Z[rows][at[pair]], towards, np.where(cases < n_fix, wanted, 0.0)
+                        )
+                        block_margin[pair] += lowered
+                    block_c[pair] = row_slope @ (towards[:, None] * U)
         case_idx.append(rows.start + at)
         class_idx.append(cls)
-        margins.append(per_class[at, cls])
+        margins.append(block_margin)
         coefficients.append(block_c)
     case_idx, class_idx = np.concatenate(case_idx), np.concatenate(class_idx)
     margin, C = np.concatenate(margins), np.concatenate(coefficients)
