@@ -81,9 +81,12 @@ def test_non_convergence_names_the_cases_and_what_might_help():
 
 
 def test_unreachable_must_keep_margin_is_reported_and_says_what_helps():
-    # Every ReLU unit is dead near v = 0 (b = −100): no change of W moves any gap there, so
-    # a must_keep case sitting at gap 0.1 < γ_h can never reach its margin. Its row is
-    # elastic (it misses now), so the QP stays feasible and the loop reports the miss.
+    # Every ReLU unit is dead near v = 0 (b = −100): the must_keep case sits at gap 0.1 < γ_h, and
+    # its units could wake only by a change that moves the must_fix case's (v_f = −v_k) further
+    # down, so it can never reach its margin. Its row is elastic (it misses now), so the QP stays
+    # feasible and the loop reports the miss. (The must_fix case's units can be woken, by a change of
+    # W thousands of times its size: linearise.wake_dead_units; whether the loop gets there is not
+    # the point here.)
     rng = np.random.default_rng(0)
     head = DenseHead(
         rng.normal(size=(8, 8)), np.full(8, -100.0), rng.normal(size=(2, 8)), np.array([0.1, 0.0]), ACTIVATIONS["relu"]
@@ -93,7 +96,7 @@ def test_unreachable_must_keep_margin_is_reported_and_says_what_helps():
     result = repair_head(head, fix, keep)
     assert result.status is RepairStatus.NOT_CONVERGED
     assert not result.repaired
-    assert [(m.id, m.kind) for m in result.misses] == [("f", "must_fix"), ("k", "must_keep")]
+    assert ("k", "must_keep") in [(m.id, m.kind) for m in result.misses]
     assert "lower gamma_h (now 0.3)" in result.message
 
 
