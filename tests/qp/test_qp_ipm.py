@@ -15,10 +15,11 @@ from testkit.qp_problems import (
 )
 
 import warp_check.qp.ipm as qp_ipm
+import warp_check.qp.solve as qp_solve
 from warp_check.errors import SettingsError
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import OUTCOME_STATUS, Outcome, QPForm, QPStatus
+from warp_check.qp.solution import OUTCOME_STATUS, Backend, Outcome, QPForm, QPSolution, QPStatus
 from warp_check.qp.solve import pick_backend, solve
 
 IPM = SolverSettings(backend="ipm")
@@ -250,3 +251,29 @@ def test_start_rows_must_hold_every_soft_row():
     problem = random_problem(0, 3, 10, 1, 8)
     with pytest.raises(ValueError, match="soft row"):
         qp_ipm.run(problem, np.array([0, 1]), tolerance=1e-7, max_iter=10, time_limit_s=10.0)
+
+
+def test_a_qp_neither_osqp_nor_the_interior_point_decides_goes_on_to_the_augmented_lagrangian(monkeypatch):
+    # Which backend settles an ill-conditioned exact QP can turn on the last bits of v (a tiny
+    # MPNet's final layer: the interior point stalled under one CPU's kernels only). Under `auto` a
+    # stall of the second backend is not the end: the augmented Lagrangian gets the QP next.
+    problem = random_problem(3, 5, 40, 2, 16)
+    assert pick_backend(problem, SolverSettings(ipm_min_rows=1000)) == "osqp"
+
+    def stalls(problem, settings, warm):
+        planted = "planted: stalled"
+        return QPSolution(None, QPStatus.STALLED, QPForm.PRIMAL, float("nan"), 6, 0.0, planted, backend=Backend.IPM)
+
+    monkeypatch.setitem(qp_solve.BACKENDS, Backend.IPM, stalls)
+    # OSQP stopped after one iteration cannot decide it; the interior point (planted) stalls.
+    undecided = SolverSettings(ipm_min_rows=1000, max_iter=1, polishing=False, working_set=False)
+    result = solve(problem, undecided)
+    assert result.status.has_solution and result.backend == "alm" and result.handed_over_from == "osqp"
+    assert "OSQP's 'maximum iterations reached'" in result.solver_status and "planted: stalled" in result.solver_status
+    values = problem.constraint_values(result.B)
+    assert np.all(values[problem.n_fix :] >= problem.rhs[problem.n_fix :] - 1e-5 * (1 + np.abs(problem.rhs).max()))
+    exact = solve(problem, SolverSettings(backend="alm"))
+    assert result.objective == pytest.approx(exact.objective, rel=1e-6)
+    # Named, not auto: the backend's own answer, whatever it is.
+    named = solve(problem, SolverSettings(backend="osqp", max_iter=1, polishing=False, working_set=False))
+    assert not named.status.has_solution and named.handed_over_from is None

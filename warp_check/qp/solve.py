@@ -18,7 +18,8 @@ goes to OSQP's working set, started from its rows
 (:func:`warp_check.qp.osqp_backend.answer_or_hand_over`). The other way round, a QP ``auto`` gave
 OSQP that its ADMM cannot decide in ``max_iter`` (ill-conditioned: the exact final-layer problem
 of two must_fix cases 0.5 % apart needs a step ×100 the layer's norm) goes to the backend ``auto``
-picks past ``ipm_min_rows``, whose Newton steps do not slow with the conditioning.
+picks past ``ipm_min_rows``, whose Newton steps do not slow with the conditioning, and where
+that one stalls too, to the augmented Lagrangian (:func:`_after_osqp`).
 """
 
 from __future__ import annotations
@@ -69,15 +70,30 @@ def solve(
     settings = settings or SolverSettings()
     backend = pick_backend(problem, settings)
     solution = BACKENDS[backend](problem, settings, warm)
-    undecided = not solution.status.has_solution and not solution.status.infeasible
-    if backend is Backend.OSQP and undecided and settings.backend == "auto" and settings.form == "auto":
-        second = _newton_backend(problem, settings)
+    if backend is not Backend.OSQP or settings.backend != "auto" or settings.form != "auto":
+        return solution
+    tried, seconds = [f"OSQP's '{solution.solver_status}'"], solution.seconds
+    for second in _after_osqp(problem, settings):
+        if solution.status.has_solution or solution.status.infeasible:
+            break
         again = BACKENDS[second](problem, settings, warm)
+        seconds += again.seconds
         if again.status.has_solution or again.status.infeasible:
             return replace(
                 again,
-                solver_status=f"after OSQP's '{solution.solver_status}': {again.solver_status}",
-                seconds=solution.seconds + again.seconds,
+                solver_status=f"after {', then '.join(tried)}: {again.solver_status}",
+                seconds=seconds,
                 handed_over_from=Backend.OSQP,
             )
+        tried.append(f"the {again.backend}'s '{again.solver_status}'")
     return solution
+
+
+def _after_osqp(problem: LinearisedProblem, settings: SolverSettings) -> tuple[Backend, ...]:
+    """Where a QP ``auto`` gave OSQP goes when OSQP cannot decide it: the Newton backend for its size,
+    then the augmented Lagrangian. On an ill-conditioned exact problem which of them settles it turns
+    on the last bits of v (tiny MPNet's final layer, ×141 its norm: the interior point converged
+    on one CPU's kernels and stalled at residual 18 on another's, where the augmented Lagrangian
+    settles it in 71 iterations), so a repair must not end on the first one's stall."""
+    first = _newton_backend(problem, settings)
+    return (first,) if first is Backend.ALM else (first, Backend.ALM)
