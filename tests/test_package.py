@@ -111,3 +111,12 @@ def test_the_tests_and_the_runs_they_start_see_no_gpu_unless_asked():
     code = "import torch; print(torch.cuda.device_count())"
     started = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert torch.cuda.device_count() == 0 and started.stdout.strip() == "0"
+
+
+def test_is_decimal_takes_what_int_takes_and_nothing_else():
+    from warp_check.validation import MAX_DIGITS, is_decimal
+
+    for text in ("0", "7", "42", "9" * MAX_DIGITS):
+        assert is_decimal(text) and int(text) >= 0
+    for text in ("", "²", "١٢", "٣", "-1", "1.0", " 1", "1_000", "9" * (MAX_DIGITS + 1)):
+        assert not is_decimal(text), text

@@ -10,6 +10,16 @@ import math
 
 from warp_check.errors import SettingsError
 
+# The most digits a count, class id or index given as text may have: int() refuses a string of
+# more than 4,300 digits with a ValueError, and no real count comes near this.
+MAX_DIGITS = 18
+
+
+def is_decimal(text: str) -> bool:
+    """Digits 0-9 only, at most MAX_DIGITS of them: what int() takes. ``str.isdigit`` also accepts
+    '²' and other Unicode digits that int() refuses with a traceback."""
+    return 0 < len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()
+
 
 def is_integer(value: object, minimum: int) -> bool:
     """An int (a bool is not one) that is at least ``minimum``."""

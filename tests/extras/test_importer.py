@@ -80,6 +80,17 @@ def test_a_label_the_model_does_not_have_names_file_line_and_the_labels(suite, t
         import_cases(suite, source, tmp_path / "out.jsonl", ImportSettings(format="tsv"))
 
 
+@pytest.mark.parametrize("label", ["²", "١", "-²", "9" * 5000, "1" * 19])
+def test_a_label_of_digits_int_refuses_is_named_not_a_traceback(suite, tmp_path, label):
+    # str.isdigit takes '²' and Arabic-Indic digits, which int() refuses; int() also refuses a string
+    # of more than 4,300 digits: each is a label the model does not have, said with file and line.
+    source = tmp_path / "cases.jsonl"
+    source.write_text(json.dumps({"text": "it was odd", "label": label}) + "\n", encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"cases.jsonl:1: field 'label': label '.*? is not a label of this suite"):
+        import_cases(suite, source, tmp_path / "out.jsonl", ImportSettings(format="jsonl"))
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [

@@ -66,8 +66,9 @@ def test_settings_are_validated_and_read_as_toml_spells_them():
     assert NeighbourSettings().overridden("all") == replace(measured, keep_cases=None)
     assert NeighbourSettings.off().overridden("40") == replace(measured, keep_cases=40)
     assert NeighbourSettings(per_case=3).overridden("40") == NeighbourSettings(per_case=3, keep_cases=40)
-    with pytest.raises(SettingsError, match="neighbours='-3': must be off, on, all, or how many"):
-        NeighbourSettings().overridden("-3")
+    for word in ("-3", "²", "٣", "9" * 5000):  # isdigit() takes the two in the middle; int() refuses them
+        with pytest.raises(SettingsError, match="must be off, on, all, or how many"):
+            NeighbourSettings().overridden(word)
     old = {k: v for k, v in RepairSettings().to_dict().items() if k != "neighbours"}
     assert RepairSettings.from_dict(old).neighbours == NeighbourSettings.off()  # recorded before neighbourhoods
     assert NeighbourSettings(synonyms="auto").synonyms is None and NeighbourSettings().synonyms is None

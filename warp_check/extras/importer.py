@@ -23,6 +23,7 @@ from warp_check.cases import Kind, text_problem
 from warp_check.errors import SettingsError, SuiteError, reraise_interrupt
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases
 from warp_check.suite.loader import Suite
+from warp_check.validation import is_decimal
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "advglue")
 # AdvGLUE dev.json: {task: [{"idx", "label", <text fields>}]}; the fields of each task, in order.
@@ -198,7 +199,7 @@ def _label(suite: Suite, value: Any, error, column: str) -> int:
     if isinstance(value, str) and value in suite.labels:
         return suite.labels[value]
     number = value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and is_decimal(value.strip().removeprefix("-")):
         number = int(value)
     if isinstance(number, float) and number.is_integer():
         number = int(number)
@@ -206,7 +207,8 @@ def _label(suite: Suite, value: Any, error, column: str) -> int:
     if isinstance(number, int) and not isinstance(number, bool) and number in known:
         return number
     names = ", ".join(f"{name!r} ({index})" for name, index in suite.labels.items())
-    raise error(column, f"label {value!r} is not a label of this suite's model: use one of {names}")
+    shown = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:50]}… ({len(str(value)):,} characters)"
+    raise error(column, f"label {shown} is not a label of this suite's model: use one of {names}")
 
 
 def _utf8_text(path: Path) -> str:

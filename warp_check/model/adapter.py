@@ -21,6 +21,7 @@ from warp_check.model.discovery import find_head, pooled_positions
 from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
 from warp_check.model.loading import load_model_folder
 from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
+from warp_check.validation import is_decimal
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -89,7 +90,7 @@ def resolve_device(device: str) -> str:
         return device
     if device == "cuda" or device.startswith("cuda:"):
         index = device.partition(":")[2]
-        if index and not index.isdigit():
+        if index and not is_decimal(index):
             raise ModelError(f"device={device!r}: give 'auto', 'cpu', 'cuda' or 'cuda:N'")
         if not torch.cuda.is_available():
             raise ModelError(f"device={device!r}: torch sees no CUDA device here; use 'cpu' or 'auto'")

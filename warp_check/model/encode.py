@@ -20,6 +20,7 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError, TokenizerFailure
 from warp_check.model.hashing import input_sha256, upstream_sha256
 from warp_check.model.threads import torch_threads
+from warp_check.validation import is_decimal
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
@@ -175,7 +176,7 @@ def check_no_conflicts(cases: Sequence[Case], input_keys: Sequence[str], max_len
 
 def _case_error(case: Case, field: str, message: str) -> SuiteError:
     path, _, line = (case.origin or "").rpartition(":")
-    if not line.isdigit():
+    if not is_decimal(line):
         return SuiteError(f"case {case.id!r}: {message}", field=field)
     return SuiteError(message, path=path, line=int(line), field=field)
 

@@ -13,6 +13,8 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from warp_check.validation import is_decimal
+
 
 def available_cores() -> int:
     """The CPUs this process may run on (its affinity, where the system says), at least 1."""
@@ -25,7 +27,7 @@ def available_cores() -> int:
 def default_threads() -> int:
     """The available cores, divided among pytest-xdist's workers when this is one of them."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    share = int(workers) if workers.isdigit() and int(workers) > 0 else 1
+    share = int(workers) if is_decimal(workers) and int(workers) > 0 else 1
     return max(available_cores() // share, 1)
 
 

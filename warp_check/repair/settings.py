@@ -16,7 +16,7 @@ from enum import Enum
 
 from warp_check.errors import SettingsError
 from warp_check.qp.settings import SolverSettings
-from warp_check.validation import require_integer, require_number
+from warp_check.validation import is_decimal, require_integer, require_number
 
 
 class SynonymUse(Enum):
@@ -115,7 +115,7 @@ class NeighbourSettings:
             return base
         if word == "all":
             return replace(base, keep_cases=None)
-        if not word.isdigit():
+        if not is_decimal(word):
             raise SettingsError("neighbours", option, "must be off, on, all, or how many must_keep cases to perturb")
         return replace(base, keep_cases=int(word))
 
