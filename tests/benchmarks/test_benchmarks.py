@@ -299,7 +299,7 @@ def test_the_results_document_cites_every_result_file_and_its_commands_run():
     assert {results.split_command(command)[0] for command in commands} == set(SCRIPTS)
     for command in commands:
         _parses(command)
-    assert len(document.splitlines()) <= 150
+    assert len(document.splitlines()) <= 160  # one readable page (the families' arithmetic table: 8 lines)
 
 
 def test_generalise_averages_each_variant_over_its_seeds():
