@@ -17,6 +17,7 @@ from warp_check.repair.loop import repair_head
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
+from warp_check.runs import pipeline
 
 
 @pytest.mark.parametrize(("activation", "classes"), [("relu", 2), ("tanh", 2), ("gelu", 2), ("relu", 3)])
@@ -358,4 +359,7 @@ def test_a_half_precision_repair_short_of_its_room_says_so_and_never_raises(dtyp
             needs = f"{worst.target:g} + {worst.room:.3g} (room for v rounded apart in {dtype}"
             assert f"has gap {worst.gap:.4g} < {needs}" in result.message
             assert f"a higher max_iter (now {max_iter}), or repair a float32 copy" in result.message
+            # Where the dense form is given up for the final layer, the clause that says how it ended
+            # names the room too (a bare "gap 1.0003 < 1" would read as a contradiction).
+            assert f"gap {worst.gap:.4g} < {needs}" in pipeline._how_it_ended(result)
     assert room_only > 0, "no stop of these repairs met every margin in float64 while lacking the room"

@@ -70,12 +70,11 @@ def solve(
     settings = settings or SolverSettings()
     backend = pick_backend(problem, settings)
     solution = BACKENDS[backend](problem, settings, warm)
-    if backend is not Backend.OSQP or settings.backend != "auto" or settings.form != "auto":
+    decided = solution.status.has_solution or solution.status.infeasible
+    if decided or backend is not Backend.OSQP or settings.backend != "auto" or settings.form != "auto":
         return solution
     tried, seconds = [f"OSQP's '{solution.solver_status}'"], solution.seconds
     for second in _after_osqp(problem, settings):
-        if solution.status.has_solution or solution.status.infeasible:
-            break
         again = BACKENDS[second](problem, settings, warm)
         seconds += again.seconds
         if again.status.has_solution or again.status.infeasible:

@@ -117,6 +117,7 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     and the loop would then take more QPs to the same answer).
     """
     n, C_classes = V.shape[0], head.num_classes
+    aim = targets + settings.aim_above + extra_aim  # per case: the gap its rows ask for
     # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).
     case_idx, class_idx, margins, coefficients = [], [], [], []
     for rows in blocks(n):
@@ -141,7 +142,7 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
                     row_slope = slope[at[pair]]
                     cases = rows.start + at[pair]
                     if wakes and np.any(cases < n_fix):
-                        wanted = targets[cases] + settings.aim_above + extra_aim[cases] - block_margin[pair]
+                        wanted = aim[cases] - block_margin[pair]
                         row_slope, lowered = wake_dead_units(
                             row_slope, Z[rows][at[pair]], towards, np.where(cases < n_fix, wanted, 0.0)
                         )
@@ -153,7 +154,7 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
         coefficients.append(block_c)
     case_idx, class_idx = np.concatenate(case_idx), np.concatenate(class_idx)
     margin, C = np.concatenate(margins), np.concatenate(coefficients)
-    rhs = targets[case_idx] + settings.aim_above + extra_aim[case_idx] - margin
+    rhs = aim[case_idx] - margin
     soft = np.zeros(case_idx.size, dtype=bool) if exact else (case_idx < n_fix) | (rhs > 0)
     order = np.concatenate([np.flatnonzero(soft), np.flatnonzero(~soft)])
     case_idx, rhs, C, margin = case_idx[order], rhs[order], C[order], margin[order]

@@ -276,7 +276,7 @@ def _how_it_ended(result: RepairResult) -> str:
     worst = max(result.misses, key=lambda m: m.short_by)
     return (
         f"{ended}, {len(result.misses)} case(s) short of their margin, worst '{worst.id}' "
-        f"gap {worst.gap:.4g} < {worst.target:g}"
+        f"gap {worst.gap:.4g} < {worst.needs}"
     )
 
 

@@ -206,19 +206,13 @@ def _excluded(suite: Suite, case: Case, result: RepairResult) -> str:
     )
 
 
-def _needs(miss: Miss) -> str:
-    if not miss.room:
-        return num(miss.target)
-    return f"{num(miss.target)} + {num(miss.room)}, the room {miss.dtype} needs for v rounded apart on another device,"
-
-
 def _not_repaired(case: Case, result: RepairResult, miss: Miss | None, flags: Mapping[str, str]) -> str:
     status = result.status.value
     margin = "γ_s" if case.kind is Kind.MUST_FIX else "γ_h"
     if miss is not None:
         return (
             f"repair failed ({status}), nothing was written: this {case.kind.value} case's gap "
-            f"{num(miss.gap)} misses its margin {margin} = {_needs(miss)} by {num(miss.short_by)}; "
+            f"{num(miss.gap)} misses its margin {margin} = {miss.needs} by {num(miss.short_by)}; "
             + advice.for_failed_case(result.settings, case.kind.value, status, flags)
         )
     return (
