@@ -8,7 +8,7 @@ by, and nothing a float32 model's audit would not have accepted before.
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from warp_check.certify.verify import GAP_TOLERANCE, gap_tolerances
@@ -49,6 +49,7 @@ def test_v_rounded_apart_by_its_dtype_moves_no_gap_past_its_tolerance(seed, acti
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**16), activation=st.sampled_from(["relu", "tanh"]), classes=st.integers(2, 4))
+@example(seed=242, activation="tanh", classes=2)
 def test_a_float32_head_keeps_the_fixed_tolerance_and_half_precision_widens_it(seed, activation, classes):
     rng = np.random.default_rng(seed)
     V = rng.normal(size=(8, 16))
@@ -56,6 +57,12 @@ def test_a_float32_head_keeps_the_fixed_tolerance_and_half_precision_widens_it(s
     single = gap_tolerances(_head(seed, activation, "float32", classes), V, labels)
     gaps = _head(seed, activation, "float32", classes).gaps(V, labels)[0]
     np.testing.assert_array_equal(single, GAP_TOLERANCE * np.maximum(1.0, np.abs(gaps)))
+    # Half precision widens the tolerance by what its rounding can move a gap, and never narrows it:
+    # a gap a saturated tanh barely feels keeps the fixed tolerance (seed 242: 4.5, moved 0.004).
+    for dtype in ("float16", "bfloat16"):
+        head = _head(seed, activation, dtype, classes)
+        widened = gap_tolerances(head, V, labels)
+        np.testing.assert_array_equal(widened, np.maximum(single, head.gap_rounding_reach(V, labels)))
     half = gap_tolerances(_head(seed, activation, "float16", classes), V, labels)
     brain = gap_tolerances(_head(seed, activation, "bfloat16", classes), V, labels)
-    assert (half > single).all() and (brain > half).all()
+    assert (half >= single).all() and (brain >= half).all() and (brain > single).any()
