@@ -164,21 +164,11 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
 
 def test_auto_picks_the_augmented_lagrangian_past_ipm_max_unknowns():
     problem = random_problem(0, 5, 50, 2, 16)  # 55 rows, p = 32
-    assert (
-        pick_backend(problem, SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=31),)))
-        == "alm"
-    )
-    assert (
-        pick_backend(problem, SolverSettings(newton_min_rows=56, backend_settings=(IpmSettings(max_unknowns=31),)))
-        == "osqp"
-    )
-    assert (
-        pick_backend(
-            problem, SolverSettings(newton_min_rows=55, form="dual", backend_settings=(IpmSettings(max_unknowns=31),))
-        )
-        == "osqp"
-    )
-    result = solve(problem, SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=31),)))
+    past = SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=31),))
+    assert pick_backend(problem, past) == "alm"
+    assert pick_backend(problem, replace(past, newton_min_rows=56)) == "osqp"
+    assert pick_backend(problem, replace(past, form="dual")) == "osqp"
+    result = solve(problem, past)
     assert result.backend == "alm" and result.status is QPStatus.SOLVED
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -222,24 +224,13 @@ def test_auto_picks_the_ipm_from_ipm_min_rows_rows_up_to_ipm_max_unknowns():
     assert pick_backend(problem, SolverSettings(newton_min_rows=55, form="dual")) == "osqp"  # only OSQP has it
     # ... and only while β (r·d_in = 2·16 unknowns here) keeps the IPM's p×p normal matrix small.
     assert problem.rank * problem.d_in == 32
-    assert (
-        pick_backend(problem, SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=32),)))
-        == "ipm"
-    )
+    within = SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=32),))
+    assert pick_backend(problem, within) == "ipm"
     # Past it, the augmented Lagrangian (unless a form is named: the IPM's is the primal).
-    assert (
-        pick_backend(problem, SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=31),)))
-        == "alm"
-    )
-    assert (
-        pick_backend(
-            problem, SolverSettings(newton_min_rows=55, form="primal", backend_settings=(IpmSettings(max_unknowns=31),))
-        )
-        == "osqp"
-    )
-    assert (
-        pick_backend(problem, SolverSettings(backend="ipm", backend_settings=(IpmSettings(max_unknowns=1),))) == "ipm"
-    )  # asked for
+    past = replace(within, backend_settings=(IpmSettings(max_unknowns=31),))
+    assert pick_backend(problem, past) == "alm"
+    assert pick_backend(problem, replace(past, form="primal")) == "osqp"
+    assert pick_backend(problem, replace(past, backend="ipm")) == "ipm"  # asked for
 
 
 @pytest.mark.parametrize(

@@ -141,6 +141,15 @@ def hand_over_advice(settings: SolverSettings) -> str:
     return taker.decides.advice(settings.of(taker.settings))  # type: ignore[union-attr]
 
 
+def limits_advice(name: str, own: Any, settings: SolverSettings, *, instead: str) -> str:
+    """The advice of a backend whose own settings are ``max_iter`` and ``tolerance`` and whose undecided
+    runs go to the decider: raise both limits, loosen its tolerance, or name another backend."""
+    return (
+        f"raise solver {name}_max_iter (now {own.max_iter}) and {hand_over_advice(settings)}, or loosen "
+        f"{name}_tolerance (now {own.tolerance:g}), or set solver backend '{instead}'"
+    )
+
+
 def _ranked(form: str) -> list[QPBackend]:
     placed = [b for b in _REGISTERED.values() if b.auto is not None and (form == "auto" or form in b.forms)]
     return sorted(placed, key=lambda b: b.auto.rank)  # type: ignore[union-attr]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from warp_check.qp.registry import AutoPlace, hand_over_advice, register_backend
+from warp_check.qp.registry import AutoPlace, limits_advice, register_backend
 from warp_check.validation import require_fraction, require_integer
 
 if TYPE_CHECKING:
@@ -40,10 +40,7 @@ def fits(problem: LinearisedProblem, own: AlmSettings) -> bool:
 
 
 def advice(own: AlmSettings, solver: SolverSettings) -> str:
-    return (
-        f"raise solver alm_max_iter (now {own.max_iter}) and {hand_over_advice(solver)}, or loosen alm_tolerance "
-        f"(now {own.tolerance:g}), or set solver backend 'ipm'"
-    )
+    return limits_advice("alm", own, solver, instead="ipm")
 
 
 ALM = register_backend(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from warp_check.qp.registry import AutoPlace, hand_over_advice, register_backend
+from warp_check.qp.registry import AutoPlace, limits_advice, register_backend
 from warp_check.validation import require_fraction, require_integer
 
 if TYPE_CHECKING:
@@ -47,10 +47,7 @@ def fits(problem: LinearisedProblem, own: IpmSettings) -> bool:
 
 
 def advice(own: IpmSettings, solver: SolverSettings) -> str:
-    return (
-        f"raise solver ipm_max_iter (now {own.max_iter}) and {hand_over_advice(solver)}, or loosen ipm_tolerance "
-        f"(now {own.tolerance:g}), or set solver backend 'osqp'"
-    )
+    return limits_advice("ipm", own, solver, instead="osqp")
 
 
 IPM = register_backend(
