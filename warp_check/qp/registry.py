@@ -125,11 +125,6 @@ def backend(name: str) -> QPBackend:
     return _REGISTERED[name]
 
 
-def of_settings(settings_type: type) -> QPBackend | None:
-    """The backend whose settings record is ``settings_type``; None if none registered it."""
-    return next((b for b in _REGISTERED.values() if b.settings is settings_type), None)
-
-
 def decider() -> QPBackend:
     """The backend that decides what the others cannot (OSQP: it decides infeasibility directly)."""
     return next(b for b in _REGISTERED.values() if b.decides is not None)
