@@ -51,7 +51,7 @@ from benchmarks import REPO, sst2_problem, synthetic
 from benchmarks.certificates import recomputed_certificates
 from benchmarks.measure import peak_rss_mb
 from benchmarks.results import add_output_arguments, report
-from warp_check.qp.settings import BACKEND_NAMES
+from warp_check.qp import registry
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import RepairStatus
 from warp_check.repair.settings import RepairSettings
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
     parser.add_argument(
         "--backend",
-        choices=BACKEND_NAMES,
+        choices=("auto", *(backend.name for backend in registry.registered())),
         default="auto",
         help="QP solver (SolverSettings.backend; auto from 1,000 must_keep rows: the interior-point method "
         "while rank·d_in <= 2048, else the augmented Lagrangian method)",

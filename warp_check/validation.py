@@ -37,3 +37,10 @@ def require_number(name: str, value: object, *, allow_zero: bool = False) -> Non
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):  # type: ignore[operator]
         raise SettingsError(name, value, "must be a finite number " + (">= 0" if allow_zero else "> 0"))
+
+
+def require_fraction(name: str, value: object) -> None:
+    """A tolerance: a finite number strictly between 0 and 1 (not a bool); the error names the field."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not 0 < value < 1:  # type: ignore[operator]
+        raise SettingsError(name, value, "must be a number in (0, 1)")

@@ -17,6 +17,7 @@ from testkit.qp_problems import (
 
 import warp_check.qp.active_set as qp_active_set
 from warp_check.errors import SettingsError
+from warp_check.qp.backends.active_set import ActiveSetSettings
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
 from warp_check.qp.solution import Outcome, QPForm, QPStatus
@@ -119,13 +120,13 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
     import warp_check.qp.osqp_backend as qp_module
 
     problem = random_problem(1, 30, 200, 2, 50)
-    starved = solve(problem, SolverSettings(backend="active_set", active_set_max_iter=1))
+    starved = solve(problem, SolverSettings(backend="active_set", backend_settings=(ActiveSetSettings(max_iter=1),)))
     assert starved.status is QPStatus.SOLVED and starved.backend == "osqp"
     assert "active set: iteration limit" in starved.solver_status
     out_of_time = qp_active_set.run(problem, tolerance=1e-9, max_iter=100, time_limit_s=1e-12)
     assert out_of_time.outcome is Outcome.TIME_LIMIT and out_of_time.iterations == 0
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
-    alone = solve(problem, SolverSettings(backend="active_set", active_set_max_iter=1))
+    alone = solve(problem, SolverSettings(backend="active_set", backend_settings=(ActiveSetSettings(max_iter=1),)))
     assert alone.status is QPStatus.MAX_ITER and alone.B is None and alone.backend == "active_set"
 
 
@@ -135,7 +136,7 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
 )
 def test_active_set_settings_name_the_bad_field(field, value):
     with pytest.raises(SettingsError, match=field):
-        SolverSettings(**{field: value})
+        SolverSettings.from_json({field: value})
 
 
 def test_the_active_set_cannot_be_asked_for_the_primal_form():

@@ -20,6 +20,8 @@ from testkit.qp_problems import (
 
 import warp_check.qp.alm as qp_alm
 from warp_check.errors import SettingsError
+from warp_check.qp.backends.alm import AlmSettings
+from warp_check.qp.backends.ipm import IpmSettings
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
 from warp_check.qp.solution import QPForm, QPStatus
@@ -27,7 +29,7 @@ from warp_check.qp.solve import pick_backend, solve
 
 ALM = SolverSettings(backend="alm")
 OSQP_ALL_ROWS = SolverSettings(backend="osqp", working_set=False)
-IPM_TIGHT = SolverSettings(backend="ipm", ipm_tolerance=1e-10)
+IPM_TIGHT = SolverSettings(backend="ipm", backend_settings=(IpmSettings(tolerance=1e-10),))
 
 
 def reference_answer(problem: LinearisedProblem):
@@ -149,11 +151,11 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
     import warp_check.qp.osqp_backend as qp_module
 
     problem = random_problem(1, 30, 200, 2, 50)
-    starved = solve(problem, SolverSettings(backend="alm", alm_max_iter=1))
+    starved = solve(problem, SolverSettings(backend="alm", backend_settings=(AlmSettings(max_iter=1),)))
     assert starved.status is QPStatus.SOLVED and starved.backend == "osqp"
     assert starved.handed_over_from == "alm" and "augmented Lagrangian: iteration limit" in starved.solver_status
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
-    alone = solve(problem, SolverSettings(backend="alm", alm_max_iter=1))
+    alone = solve(problem, SolverSettings(backend="alm", backend_settings=(AlmSettings(max_iter=1),)))
     assert alone.status is QPStatus.MAX_ITER and alone.B is None and alone.backend == "alm"
     monkeypatch.setattr(qp_alm, "MAX_ROWS", problem.n_fix + 1)  # no room for the rows that must join
     crowded = solve(problem, SolverSettings(backend="alm", working_set_window=0.0))
@@ -162,10 +164,11 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
 
 def test_auto_picks_the_augmented_lagrangian_past_ipm_max_unknowns():
     problem = random_problem(0, 5, 50, 2, 16)  # 55 rows, p = 32
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31)) == "alm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=56, ipm_max_unknowns=31)) == "osqp"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31, form="dual")) == "osqp"
-    result = solve(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31))
+    past = SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=31),))
+    assert pick_backend(problem, past) == "alm"
+    assert pick_backend(problem, replace(past, newton_min_rows=56)) == "osqp"
+    assert pick_backend(problem, replace(past, form="dual")) == "osqp"
+    result = solve(problem, past)
     assert result.backend == "alm" and result.status is QPStatus.SOLVED
 
 
@@ -175,6 +178,6 @@ def test_auto_picks_the_augmented_lagrangian_past_ipm_max_unknowns():
 )
 def test_its_settings_are_validated_naming_field_and_value(field, value):
     with pytest.raises(SettingsError, match=field):
-        SolverSettings(**{field: value})
+        SolverSettings.from_json({field: value})
     with pytest.raises(SettingsError, match="form"):
         SolverSettings(backend="alm", form="primal")

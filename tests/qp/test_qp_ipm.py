@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,11 +17,13 @@ from testkit.qp_problems import (
 )
 
 import warp_check.qp.ipm as qp_ipm
-import warp_check.qp.solve as qp_solve
 from warp_check.errors import SettingsError
+from warp_check.qp.backends.ipm import IpmSettings
+from warp_check.qp.backends.osqp import OsqpSettings
 from warp_check.qp.problem import LinearisedProblem
+from warp_check.qp.registry import Backend
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import OUTCOME_STATUS, Backend, Outcome, QPForm, QPSolution, QPStatus
+from warp_check.qp.solution import OUTCOME_STATUS, Outcome, QPForm, QPSolution, QPStatus
 from warp_check.qp.solve import pick_backend, solve
 
 IPM = SolverSettings(backend="ipm")
@@ -160,12 +164,12 @@ def test_iteration_limit_is_its_own_outcome_and_near_misses_are_inaccurate(monke
 
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the IPM's own outcome
     problem = random_problem(1, 30, 200, 2, 50)
-    starved = solve(problem, SolverSettings(backend="ipm", ipm_max_iter=2))
+    starved = solve(problem, SolverSettings(backend="ipm", backend_settings=(IpmSettings(max_iter=2),)))
     assert starved.status is QPStatus.MAX_ITER and starved.B is None
     assert "iteration limit" in starved.solver_status
     # Stopped one iteration short, the best iterate meets the tolerance only 10× looser.
     full = solve(problem, IPM)
-    near = solve(problem, SolverSettings(backend="ipm", ipm_max_iter=full.iterations - 1))
+    near = solve(problem, SolverSettings(backend="ipm", backend_settings=(IpmSettings(max_iter=full.iterations - 1),)))
     assert near.status is QPStatus.SOLVED_INACCURATE, near.solver_status
     values = problem.constraint_values(near.B)
     assert np.all(values[problem.n_fix :] >= problem.rhs[problem.n_fix :] - 1e-5 * (1 + np.abs(problem.rhs).max()))
@@ -211,20 +215,22 @@ def test_every_method_outcome_has_a_status():
 
 def test_auto_picks_the_ipm_from_ipm_min_rows_rows_up_to_ipm_max_unknowns():
     problem = random_problem(0, 5, 50, 2, 16)  # 5 soft rows and 50 hard: every row counts
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=56)) == "osqp"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=55)) == "ipm"
+    assert pick_backend(problem, SolverSettings(newton_min_rows=56)) == "osqp"
+    assert pick_backend(problem, SolverSettings(newton_min_rows=55)) == "ipm"
     # Soft rows count as much as hard ones (a neighbourhood brings a thousand must_fix rows).
-    assert pick_backend(random_problem(0, 50, 5, 2, 16), SolverSettings(ipm_min_rows=55)) == "ipm"
+    assert pick_backend(random_problem(0, 50, 5, 2, 16), SolverSettings(newton_min_rows=55)) == "ipm"
     assert pick_backend(problem, SolverSettings(backend="ipm")) == "ipm"
-    assert solve(problem, SolverSettings(ipm_min_rows=55)).backend == "ipm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, form="dual")) == "osqp"  # only OSQP has it
+    assert solve(problem, SolverSettings(newton_min_rows=55)).backend == "ipm"
+    assert pick_backend(problem, SolverSettings(newton_min_rows=55, form="dual")) == "osqp"  # only OSQP has it
     # ... and only while β (r·d_in = 2·16 unknowns here) keeps the IPM's p×p normal matrix small.
     assert problem.rank * problem.d_in == 32
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=32)) == "ipm"
+    within = SolverSettings(newton_min_rows=55, backend_settings=(IpmSettings(max_unknowns=32),))
+    assert pick_backend(problem, within) == "ipm"
     # Past it, the augmented Lagrangian (unless a form is named: the IPM's is the primal).
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31)) == "alm"
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=55, ipm_max_unknowns=31, form="primal")) == "osqp"
-    assert pick_backend(problem, SolverSettings(ipm_max_unknowns=1, backend="ipm")) == "ipm"  # asked for
+    past = replace(within, backend_settings=(IpmSettings(max_unknowns=31),))
+    assert pick_backend(problem, past) == "alm"
+    assert pick_backend(problem, replace(past, form="primal")) == "osqp"
+    assert pick_backend(problem, replace(past, backend="ipm")) == "ipm"  # asked for
 
 
 @pytest.mark.parametrize(
@@ -239,7 +245,7 @@ def test_auto_picks_the_ipm_from_ipm_min_rows_rows_up_to_ipm_max_unknowns():
 )
 def test_ipm_settings_name_the_bad_field(field, value):
     with pytest.raises(SettingsError, match=field):
-        SolverSettings(**{field: value})
+        SolverSettings.from_json({field: value})
 
 
 def test_the_ipm_cannot_be_asked_for_the_dual_form():
@@ -258,15 +264,17 @@ def test_a_qp_neither_osqp_nor_the_interior_point_decides_goes_on_to_the_augment
     # MPNet's final layer: the interior point stalled under one CPU's kernels only). Under `auto` a
     # stall of the second backend is not the end: the augmented Lagrangian gets the QP next.
     problem = random_problem(3, 5, 40, 2, 16)
-    assert pick_backend(problem, SolverSettings(ipm_min_rows=1000)) == "osqp"
+    assert pick_backend(problem, SolverSettings(newton_min_rows=1000)) == "osqp"
 
     def stalls(problem, settings, warm):
         planted = "planted: stalled"
-        return QPSolution(None, QPStatus.STALLED, QPForm.PRIMAL, float("nan"), 6, 0.0, planted, backend=Backend.IPM)
+        return QPSolution(None, QPStatus.STALLED, QPForm.PRIMAL, float("nan"), 6, 0.0, planted, backend=Backend("ipm"))
 
-    monkeypatch.setitem(qp_solve.BACKENDS, Backend.IPM, stalls)
+    monkeypatch.setattr(qp_ipm, "solve", stalls)  # what the registered backend's solve runs
     # OSQP stopped after one iteration cannot decide it; the interior point (planted) stalls.
-    undecided = SolverSettings(ipm_min_rows=1000, max_iter=1, polishing=False, working_set=False)
+    undecided = SolverSettings(
+        newton_min_rows=1000, working_set=False, backend_settings=(OsqpSettings(max_iter=1, polishing=False),)
+    )
     result = solve(problem, undecided)
     assert result.status.has_solution and result.backend == "alm" and result.handed_over_from == "osqp"
     assert "OSQP's 'maximum iterations reached'" in result.solver_status and "planted: stalled" in result.solver_status
@@ -275,5 +283,10 @@ def test_a_qp_neither_osqp_nor_the_interior_point_decides_goes_on_to_the_augment
     exact = solve(problem, SolverSettings(backend="alm"))
     assert result.objective == pytest.approx(exact.objective, rel=1e-6)
     # Named, not auto: the backend's own answer, whatever it is.
-    named = solve(problem, SolverSettings(backend="osqp", max_iter=1, polishing=False, working_set=False))
+    named = solve(
+        problem,
+        SolverSettings(
+            backend="osqp", working_set=False, backend_settings=(OsqpSettings(max_iter=1, polishing=False),)
+        ),
+    )
     assert not named.status.has_solution and named.handed_over_from is None

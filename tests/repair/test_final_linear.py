@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from warp_check.model.activations import get_activation
 from warp_check.model.head import DenseHead
+from warp_check.qp.backends.osqp import OsqpSettings
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import Backend
 from warp_check.qp.solve import solve
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet, RepairStatus
@@ -110,9 +110,11 @@ def test_a_qp_osqp_cannot_decide_in_its_iterations_goes_to_the_newton_backend():
     rng = np.random.default_rng(3)
     n, r, d = 40, 2, 6
     problem = LinearisedProblem(rng.normal(size=(n, r)), rng.normal(size=(n, d)), rng.normal(size=n) - 2, 0, 1.0, 50.0)
-    starved = SolverSettings(max_iter=1, working_set=False)
+    starved = SolverSettings(working_set=False, backend_settings=(OsqpSettings(max_iter=1),))
     solution = solve(problem, starved)
-    assert solution.status.has_solution and solution.backend is Backend.IPM
-    assert solution.handed_over_from is Backend.OSQP and "after OSQP's" in solution.solver_status
-    named = solve(problem, SolverSettings(max_iter=1, working_set=False, backend="osqp"))
+    assert solution.status.has_solution and solution.backend == "ipm"
+    assert solution.handed_over_from == "osqp" and "after OSQP's" in solution.solver_status
+    named = solve(
+        problem, SolverSettings(working_set=False, backend="osqp", backend_settings=(OsqpSettings(max_iter=1),))
+    )
     assert not named.status.has_solution  # a backend the user names is the one that answers

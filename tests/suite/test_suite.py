@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from warp_check.cases import Kind
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.specs import HeadSpec
+from warp_check.qp.backends.osqp import OsqpSettings
 from warp_check.qp.settings import SolverSettings
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
 from warp_check.suite.loader import load_suite
@@ -99,7 +100,7 @@ keep_choice = "random"
     neighbours = NeighbourSettings(keep_cases=None, keep_choice=KeepChoice.RANDOM)
     assert suite.cases[0].label == 1 and suite.labels == {"bad": 0, "good": 1}
     assert suite.layer == HeadSpec(repair_layer="pre_classifier", activation="relu", classifier="classifier")
-    solver = SolverSettings(max_iter=100)
+    solver = SolverSettings(backend_settings=(OsqpSettings(max_iter=100),))
     assert suite.repair == RepairSettings(rank=4, lam=5000.0, solver=solver, neighbours=neighbours)
     assert suite.settings(rank=8, gamma_h=0.1) == RepairSettings(
         rank=8, lam=5000.0, gamma_h=0.1, solver=solver, neighbours=neighbours
@@ -154,7 +155,7 @@ def test_the_model_override_and_a_factory_give_the_model_folder(tmp_path, model)
         ),
         (("", "[repair]\npolish = true\n"), {}, "field 'repair.polish': unknown key 'polish' in [repair]"),
         (
-            ("", "[repair.neighbours]\nkeep_choice = \"closest\"\n"),
+            ("", '[repair.neighbours]\nkeep_choice = "closest"\n'),
             {},
             "warp.toml:13: field 'repair.neighbours.keep_choice': 'closest': must be one of nearest, random",
         ),

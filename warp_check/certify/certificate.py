@@ -25,7 +25,7 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import CertificateError, SettingsError
 from warp_check.files import write_text_atomically
 from warp_check.model.specs import HeadForm
-from warp_check.qp.settings import SolverSettings
+from warp_check.qp.settings import FLAT_KEYS, SolverSettings
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -602,7 +602,16 @@ def read_json(path: str | Path) -> Any:
 
 def _settings(data: _Object) -> RepairSettings:
     data.exactly(RepairSettings, since=("neighbours",))
-    solver = data.object("solver").settings(SolverSettings)
+    written = data.object("solver")
+    # Every flat key a certificate holds, and nothing else: no default stands in for a missing setting.
+    missing = [key for key in FLAT_KEYS if key not in written.data]
+    unknown = [key for key in written.data if key not in SolverSettings.keys()]
+    if missing or unknown:
+        raise written.fail(missing[0], "is missing") if missing else written.fail(unknown[0], "is not a setting")
+    try:
+        solver = SolverSettings.from_json(written.data)
+    except SettingsError as exc:
+        raise CertificateError(f"{data.path}: {written._key(str(exc))}") from None
     # A certificate written before neighbourhoods existed: its repair drew none.
     neighbours = NeighbourSettings.off()
     if "neighbours" in data.data:

@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from warp_check.qp.backends.active_set import ACTIVE_SET, ActiveSetSettings
 from warp_check.qp.linalg import (
     FARKAS_INFEASIBLE,
     FARKAS_INFEASIBLE_INACCURATE,
@@ -42,10 +43,9 @@ from warp_check.qp.linalg import (
     hard_rows_farkas_ratio,
     shifted_cholesky,
 )
-from warp_check.qp.osqp_backend import answer_or_hand_over
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution, WarmStart
+from warp_check.qp.solution import BackendRun, Outcome, QPForm, QPSolution, WarmStart, answer_or_hand_over
 
 # Rows that join per iteration at most, the most violated first. At 100k must_keep the first
 # iterations find tens of thousands violated, most of which the next step satisfies anyway,
@@ -75,16 +75,17 @@ def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart 
     ones the method could not place (real SST-2 45k: from them OSQP took 65 s, from the rows
     holding multipliers 15 s)."""
     start = time.perf_counter()
+    own = settings.of(ActiveSetSettings)
     result = run(
         problem,
-        tolerance=settings.active_set_tolerance,
-        max_iter=settings.active_set_max_iter,
+        tolerance=own.tolerance,
+        max_iter=own.max_iter,
         time_limit_s=settings.time_limit_s,
         join_at_most=JOIN_AT_MOST if settings.working_set else None,
         stall_after=STALL_ITERATIONS,
     )
     return answer_or_hand_over(
-        problem, settings, start, result, backend=Backend.ACTIVE_SET, words="active set", form=QPForm.DUAL
+        problem, settings, start, result, backend=ACTIVE_SET.name, words="active set", form=QPForm.DUAL
     )
 
 

@@ -38,16 +38,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from warp_check.qp.backends.alm import ALM, AlmSettings
 from warp_check.qp.linalg import (
     FARKAS_INFEASIBLE,
     FARKAS_INFEASIBLE_INACCURATE,
     SubsetFactor,
     hard_rows_farkas_ratio,
 )
-from warp_check.qp.osqp_backend import answer_or_hand_over
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution, WarmStart
+from warp_check.qp.solution import BackendRun, Outcome, QPForm, QPSolution, WarmStart, answer_or_hand_over
 
 # The penalty σ starts at this many times ρ / (median ‖a_i‖²) and grows ×SIGMA_GROWTH an outer
 # iteration. A small σ keeps the first subproblems easy for Newton (few rows inside the box
@@ -76,9 +76,9 @@ def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart 
     solver = _WorkingSet(problem, settings, warm, start)
     result = solver.run()
     solution = answer_or_hand_over(
-        problem, settings, start, result, backend=Backend.ALM, words="augmented Lagrangian", form=QPForm.DUAL
+        problem, settings, start, result, backend=ALM.name, words="augmented Lagrangian", form=QPForm.DUAL
     )
-    if solution.backend is Backend.ALM and solution.status.has_solution:
+    if solution.backend == ALM.name and solution.status.has_solution:
         warm = WarmStart(problem, solver.rows, solver.z_rows, solver.gram)
         return replace(solution, warm=warm, rounds=solver.rounds, rows=warm.rows)
     return solution
@@ -91,7 +91,7 @@ class _WorkingSet:
         self.problem, self.settings, self.start = problem, settings, start
         self.upper = np.full(problem.n, np.inf)
         self.upper[: problem.n_fix] = problem.prices()
-        self.limit = settings.alm_tolerance * (1.0 + float(np.max(np.abs(problem.rhs), initial=0.0)))
+        self.limit = settings.of(AlmSettings).tolerance * (1.0 + float(np.max(np.abs(problem.rhs), initial=0.0)))
         self.newton = 0
         self.rounds = 0
         if warm is not None and warm.reusable_for(problem):
@@ -147,7 +147,7 @@ class _WorkingSet:
 
     def _budget(self) -> _Budget:
         return _Budget(
-            newton_left=self.settings.alm_max_iter - self.newton,
+            newton_left=self.settings.of(AlmSettings).max_iter - self.newton,
             deadline=self.start + self.settings.time_limit_s,
         )
 

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from warp_check.qp.backends.ipm import IPM, IpmSettings
 from warp_check.qp.linalg import FARKAS_INFEASIBLE, farkas_ratio, shifted_cholesky
-from warp_check.qp.osqp_backend import answer_or_hand_over
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import Backend, BackendRun, Outcome, QPForm, QPSolution, WarmStart
+from warp_check.qp.solution import BackendRun, Outcome, QPForm, QPSolution, WarmStart, answer_or_hand_over
 
 # Mehrotra's step back from the boundary.
 STEP_TO_BOUNDARY = 0.995
@@ -266,15 +266,16 @@ def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart 
     an undecided run goes to OSQP's working set, started from its rows."""
     start = time.perf_counter()
     rows = problem.rows_near_bound(settings.working_set_window) if settings.working_set else np.arange(problem.n)
+    own = settings.of(IpmSettings)
     result = run(
         problem,
         rows,
-        tolerance=settings.ipm_tolerance,
-        max_iter=settings.ipm_max_iter,
+        tolerance=own.tolerance,
+        max_iter=own.max_iter,
         time_limit_s=settings.time_limit_s,
     )
     return answer_or_hand_over(
-        problem, settings, start, result, backend=Backend.IPM, words="interior point", form=QPForm.PRIMAL
+        problem, settings, start, result, backend=IPM.name, words="interior point", form=QPForm.PRIMAL
     )
 
 

@@ -5,9 +5,9 @@ their bound, check every hard row in closed form at the answer, add the violated
 A relaxation whose optimum satisfies every row is the whole problem's optimum, and β is unique
 (the objective is strictly convex in β), so the answer is the same as with every row.
 
-OSQP also decides what the interior-point and the active-set methods cannot
-(:func:`answer_or_hand_over`): it decides infeasibility directly, and its working set adds any
-row their last iterate's rows miss."""
+OSQP also decides what the other backends cannot (:func:`solve_from_rows`, the decider's entry in
+warp_check.qp.backends.osqp): it decides infeasibility directly, and its working set adds any row
+their last iterate's rows miss."""
 
 from __future__ import annotations
 
@@ -22,19 +22,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from warp_check.qp.backends.osqp import OSQP, OsqpSettings
 from warp_check.qp.linalg import upper_csc
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import (
-    OUTCOME_STATUS,
-    UNDECIDED,
-    Backend,
-    BackendRun,
-    QPForm,
-    QPSolution,
-    QPStatus,
-    WarmStart,
-)
+from warp_check.qp.solution import QPForm, QPSolution, QPStatus, WarmStart
 
 # osqp.SolverStatus by name → our meaning, per form. In the dual form the QP handed to OSQP is
 # the Lagrange dual: its *dual* infeasibility (unbounded below) is what certifies that the
@@ -139,20 +131,14 @@ def solve_working_set(
 
 def row_tolerance(problem: LinearisedProblem, settings: SolverSettings) -> float:
     """How far below its bound a row may sit at OSQP's answer and still count as held."""
-    return 10 * settings.eps_abs * max(1.0, float(np.max(np.abs(problem.rhs))))
+    return 10 * settings.of(OsqpSettings).eps_abs * max(1.0, float(np.max(np.abs(problem.rhs))))
 
 
-def _osqp_on_rows_in_play(
-    problem: LinearisedProblem,
-    settings: SolverSettings,
-    rows: np.ndarray,
-    status: QPStatus,
-    detail: str,
-    start: float,
-    backend: Backend,
-) -> QPSolution | tuple[QPStatus, str]:
-    """OSQP's working set, started from the rows an undecided backend had in play and the rows
-    OSQP starts from itself: its answer, or (status, detail) to report.
+def solve_from_rows(
+    problem: LinearisedProblem, settings: SolverSettings, rows: np.ndarray, start: float, detail: str
+) -> QPSolution | None:
+    """OSQP's working set, started from the rows an undecided backend had in play and the rows OSQP
+    starts from itself: its answer, or None where it does not decide the QP either.
 
     On an infeasible problem the iterates diverge and a backend may stall before its Farkas
     test fires, and on a rare feasible one (or, for the active-set method, one with rows in
@@ -160,49 +146,16 @@ def _osqp_on_rows_in_play(
     and its working set adds any row the answer on those rows violates.
     """
     if rows.size > FULL_SOLVE_MAX_ROWS:
-        return status, detail
+        return None
     if settings.working_set:  # and the rows OSQP would have started from itself
         rows = np.union1d(rows, problem.rows_near_bound(settings.working_set_window))
     else:
         rows = np.arange(problem.n)
-    check = solve_working_set(problem, replace(settings, backend="osqp"), rows, start)
+    check = solve_working_set(problem, replace(settings, backend=OSQP.name), rows, start)
     if check.status.has_solution or check.status.infeasible:
         after = f"OSQP from the {rows.size} rows in play, after the {detail}"
-        return replace(check, solver_status=f"{after}: {check.solver_status}", handed_over_from=backend)
-    return status, detail
-
-
-def answer_or_hand_over(
-    problem: LinearisedProblem,
-    settings: SolverSettings,
-    start: float,
-    result: BackendRun,
-    *,
-    backend: Backend,
-    words: str,
-    form: QPForm,
-) -> QPSolution:
-    """The QPSolution of the interior-point or the active-set method's result: its outcome through
-    OUTCOME_STATUS; an undecided one goes to OSQP's working set, started from the rows it had in play."""
-    status = OUTCOME_STATUS[result.outcome]
-    detail = f"{words}: {result.outcome.value} ({result.detail})"
-    if result.outcome in UNDECIDED:
-        checked = _osqp_on_rows_in_play(problem, settings, result.rows, status, detail, start, backend)
-        if isinstance(checked, QPSolution):
-            return checked
-        status, detail = checked
-    B = result.B if status.has_solution else None
-    return QPSolution(
-        B,
-        status,
-        form,
-        problem.primal_objective(B) if B is not None else math.nan,
-        result.iterations,
-        time.perf_counter() - start,
-        detail,
-        rows=result.rows if result.rows.size < problem.n else None,
-        backend=backend,
-    )
+        return replace(check, solver_status=f"{after}: {check.solver_status}")
+    return None
 
 
 def solve_once(problem: LinearisedProblem, settings: SolverSettings) -> QPSolution:
@@ -279,7 +232,7 @@ def _solve_dual(problem: LinearisedProblem, settings: SolverSettings):
         A=sp.identity(n, format="csc"),
         l=np.zeros(n),
         u=upper,
-        **settings.osqp_kwargs(),
+        **settings.of(OsqpSettings).osqp_kwargs(settings.time_limit_s),
     )
     result = _run(solver)
     if result.x is None or result.x.shape != (n,) or not np.all(np.isfinite(result.x)):
@@ -300,7 +253,14 @@ def _solve_primal(problem: LinearisedProblem, settings: SolverSettings):
     q = np.concatenate([np.zeros(r * d), problem.prices()])
     lower = np.concatenate([problem.rhs, np.zeros(n_fix)])
     solver = osqp.OSQP()
-    solver.setup(P=P, q=q, A=A, l=lower, u=np.full(n + n_fix, np.inf), **settings.osqp_kwargs())
+    solver.setup(
+        P=P,
+        q=q,
+        A=A,
+        l=lower,
+        u=np.full(n + n_fix, np.inf),
+        **settings.of(OsqpSettings).osqp_kwargs(settings.time_limit_s),
+    )
     result = _run(solver)
     if result.x is None or not np.all(np.isfinite(result.x)):
         return None, result

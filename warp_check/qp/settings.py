@@ -1,14 +1,54 @@
-"""The QP solver's settings, every tolerance and limit spelled out (no solver default is trusted)."""
+"""The QP solver's settings: the ones every backend shares here, each backend's own in its record
+(warp_check.qp.backends), every tolerance and limit spelled out (no solver default is trusted).
+
+On disk (``[repair.solver]`` in warp.toml, ``"solver"`` in a certificate) a backend's settings are
+a table under its name, ``[repair.solver.ipm]`` ``tolerance = 1e-6``, or the flat keys every
+certificate holds and older suites wrote, ``ipm_tolerance = 1e-6`` (:data:`FLAT_KEYS`);
+:meth:`SolverSettings.to_json` and :meth:`SolverSettings.from_json` are that form's one pair.
+"""
 
 from __future__ import annotations
 
-import math
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from warp_check.errors import SettingsError
+from warp_check.qp import backends as _built_in  # noqa: F401  (the built-in backends register themselves)
+from warp_check.qp import registry
+from warp_check.qp.registry import FORM_WORDS
 from warp_check.validation import require_integer, require_number
 
-BACKEND_NAMES = ("auto", "osqp", "ipm", "active_set", "alm")
+T = TypeVar("T")
+
+# The flat keys of [repair.solver] and a certificate's "solver", in the order certificates write
+# them: key → (the backend whose setting it is, None for a shared one; the field it sets).
+FLAT_KEYS: dict[str, tuple[str | None, str]] = {
+    "form": (None, "form"),
+    "eps_abs": ("osqp", "eps_abs"),
+    "eps_rel": ("osqp", "eps_rel"),
+    "eps_infeasible": ("osqp", "eps_infeasible"),
+    "max_iter": ("osqp", "max_iter"),
+    "time_limit_s": (None, "time_limit_s"),
+    "polishing": ("osqp", "polishing"),
+    "polish_refine_iter": ("osqp", "polish_refine_iter"),
+    "scaling": ("osqp", "scaling"),
+    "sigma": ("osqp", "sigma"),
+    "working_set": (None, "working_set"),
+    "working_set_rounds": (None, "working_set_rounds"),
+    "working_set_window": (None, "working_set_window"),
+    "working_set_batch": (None, "working_set_batch"),
+    "backend": (None, "backend"),
+    "ipm_min_rows": (None, "newton_min_rows"),
+    "ipm_max_unknowns": ("ipm", "max_unknowns"),
+    "ipm_tolerance": ("ipm", "tolerance"),
+    "ipm_max_iter": ("ipm", "max_iter"),
+    "active_set_tolerance": ("active_set", "tolerance"),
+    "active_set_max_iter": ("active_set", "max_iter"),
+    "alm_tolerance": ("alm", "tolerance"),
+    "alm_max_iter": ("alm", "max_iter"),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,15 +56,7 @@ class SolverSettings:
     """QP solver settings, all spelled out (OSQP's defaults, eps 1e-3, are far too loose here)."""
 
     form: str = "auto"  # "auto" | "primal" | "dual"
-    eps_abs: float = 1e-7
-    eps_rel: float = 1e-7
-    eps_infeasible: float = 1e-7
-    max_iter: int = 20_000
     time_limit_s: float = 600.0  # per solve; a backstop, not a tuning knob
-    polishing: bool = True
-    polish_refine_iter: int = 10
-    scaling: int = 10
-    sigma: float = 1e-6
     # Lazy must_keep constraints (cutting planes): solve with the must_fix rows and the
     # must_keep rows that are violated or near-active now, add every row the solution
     # violates, repeat. The final answer is the optimum of the full problem; most must_keep
@@ -37,80 +69,123 @@ class SolverSettings:
     # set with rows that later rows make slack, and a dense QP's cost grows as rows³ (10k
     # must_keep, first QP: 8.5 s at 300 a round, 24 s with every violated row at once).
     working_set_batch: int = 300
-    # Which solver (warp_check.qp.solve.BACKENDS). "auto": OSQP below ``ipm_min_rows`` rows;
-    # from there the β-space interior point while β is small, else the augmented Lagrangian.
-    # OSQP factors the working set's dense dual without BLAS: on real SST-2 repairs (MiniLM,
-    # d_in 384, 1 BLAS thread) the whole loop took 2.4 s against 0.9 s at 2,000 must_keep rows
-    # (ReLU head) and 8.1 s against 1.3 s (tanh head); at 500, 0.3–0.5 s against 0.6–0.7 s.
-    backend: str = "auto"  # "auto" | "osqp" | "ipm" | "active_set" | "alm"
-    ipm_min_rows: int = 1_000
-    # The IPM only while β has at most this many unknowns (p = r·d_in): its normal matrix is
-    # p×p. Past it the augmented Lagrangian, whose matrices are over the working set's rows.
-    # Measured, one QP (1 BLAS thread): real SST-2 at rank 2 (p 768), IPM 0.5 s at 10k rows and
-    # 1.1–1.7 s at 52k; at rank 8 (p 3,072), 10k: IPM 9.1 s, augmented Lagrangian 0.3 s.
-    ipm_max_unknowns: int = 2048
-    # Relative residuals (qp.ipm). Not OSQP's 1e-7: the reduced normal equations run out
-    # of digits for the dual residual near 1e-7 (the 100k first QP bottoms out at 1.5e-7); the
-    # objective is then within ~1e-10 of its optimum and every row holds to 1e-6·(1 + max |h|),
-    # far inside the loop's aim_above.
-    ipm_tolerance: float = 1e-6
-    ipm_max_iter: int = 200
-    # The active-set method (qp.active_set): every row's optimality condition to this,
-    # relative to 1 + max |h|. It ends exactly on the optimum's face, so round-off (~1e-15)
-    # is what it reaches; 1e-9 leaves room for ill-conditioned rows in play.
-    active_set_tolerance: float = 1e-9
-    active_set_max_iter: int = 100
-    # The augmented-Lagrangian method (qp.alm): every row's optimality condition to this, relative
-    # to 1 + max |h| (it ends on the optimum's face: round-off is what it reaches), and its Newton
-    # steps (face solves included) over all rounds of one QP.
-    alm_tolerance: float = 1e-9
-    alm_max_iter: int = 2000
+    # Which solver, by its registered name (warp_check.qp.registry). "auto": OSQP below
+    # ``newton_min_rows`` rows; from there the β-space interior point while β is small, else the
+    # augmented Lagrangian. OSQP factors the working set's dense dual without BLAS: on real SST-2
+    # repairs (MiniLM, d_in 384, 1 BLAS thread) the whole loop took 2.4 s against 0.9 s at 2,000
+    # must_keep rows (ReLU head) and 8.1 s against 1.3 s (tanh head); at 500, 0.3–0.5 s against 0.6–0.7 s.
+    backend: str = "auto"
+    newton_min_rows: int = 1_000  # ``ipm_min_rows`` in the flat form
+    # Each backend's own settings record where it differs from its defaults (SolverSettings.of reads
+    # one); kept in registration order, defaults dropped, so equal settings compare equal.
+    backend_settings: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.form not in ("auto", "primal", "dual"):
+        if self.form not in ("auto", *FORM_WORDS):
             raise SettingsError("form", self.form, "must be 'auto', 'primal' or 'dual'")
-        if self.backend not in BACKEND_NAMES:
-            names = [f"'{name}'" for name in BACKEND_NAMES]
-            raise SettingsError("backend", self.backend, f"must be {', '.join(names[:-1])} or {names[-1]}")
-        if self.backend == "ipm" and self.form == "dual":
-            raise SettingsError("form", self.form, "the 'ipm' backend solves in β space: use form 'auto' or 'primal'")
-        if self.backend in ("active_set", "alm") and self.form == "primal":
-            raise SettingsError(
-                "form", self.form, f"the '{self.backend}' backend solves the dual: use form 'auto' or 'dual'"
-            )
-        for name, minimum in (
-            ("max_iter", 1),
-            ("polish_refine_iter", 0),
-            ("scaling", 0),
-            ("working_set_rounds", 1),
-            ("working_set_batch", 1),
-            ("ipm_min_rows", 1),
-            ("ipm_max_unknowns", 1),
-            ("ipm_max_iter", 1),
-            ("active_set_max_iter", 1),
-            ("alm_max_iter", 1),
-        ):
-            require_integer(name, getattr(self, name), minimum)
-        tolerances = ("eps_abs", "eps_rel", "eps_infeasible", "sigma", "ipm_tolerance", "active_set_tolerance")
-        for name in (*tolerances, "alm_tolerance"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1):
-                raise SettingsError(name, value, "must be a number in (0, 1)")
+        if self.backend != "auto":
+            named = registry.backend(self.backend)
+            if self.form != "auto" and self.form not in named.forms:
+                own = named.forms[0]
+                why = f"the '{named.name}' backend solves {FORM_WORDS[own]}: use form 'auto' or '{own}'"
+                raise SettingsError("form", self.form, why)
+        for name in ("working_set_rounds", "working_set_batch", "newton_min_rows"):
+            require_integer(name, getattr(self, name), 1)
         require_number("time_limit_s", self.time_limit_s)
         require_number("working_set_window", self.working_set_window, allow_zero=True)
+        object.__setattr__(self, "backend_settings", _canonical(self.backend_settings))
 
-    def osqp_kwargs(self) -> dict[str, object]:
-        return {
-            "verbose": False,
-            "eps_abs": self.eps_abs,
-            "eps_rel": self.eps_rel,
-            "eps_prim_inf": self.eps_infeasible,
-            "eps_dual_inf": self.eps_infeasible,
-            "max_iter": self.max_iter,
-            "time_limit": self.time_limit_s,
-            "polishing": self.polishing,
-            "polish_refine_iter": self.polish_refine_iter,
-            "scaling": self.scaling,
-            "sigma": self.sigma,
-            "warm_starting": False,
-        }
+    def of(self, settings_type: type[T]) -> T:
+        """The settings of the backend whose record is ``settings_type`` (its defaults unless given)."""
+        return next((s for s in self.backend_settings if type(s) is settings_type), None) or settings_type()
+
+    def to_json(self) -> dict[str, object]:
+        """The on-disk form: the flat keys (FLAT_KEYS, in its order), then each registered backend
+        outside that table as an object under its name."""
+        values: dict[str, object] = {}
+        for key, (name, field) in FLAT_KEYS.items():
+            values[key] = getattr(self if name is None else self.of(registry.backend(name).settings), field)
+        flat = {name for name, _ in FLAT_KEYS.values()}
+        for backend in registry.registered():
+            if backend.name not in flat:
+                values[backend.name] = dataclasses.asdict(self.of(backend.settings))
+        return values
+
+    @classmethod
+    def from_json(cls, values: Mapping[str, Any]) -> SolverSettings:
+        """Settings from their on-disk form: a shared setting, a flat key (``ipm_tolerance``) or a
+        backend's name holding a table of its settings (``ipm = {tolerance = 1e-6}``). A SettingsError
+        names the key as written (``ipm_tolerance``, ``ipm.tolerance``)."""
+        shared: dict[str, Any] = {}
+        own: dict[str, dict[str, Any]] = {}  # backend → its fields
+        written: dict[tuple[str, str], str] = {}  # (backend, "" for shared; field) → the key that set it
+
+        def put(name: str, field: str, value: Any, key: str) -> None:
+            if (name, field) in written:
+                raise SettingsError(key, value, f"'{written[name, field]}' sets it already")
+            if name:
+                own.setdefault(name, {})[field] = value
+            else:
+                shared[field] = value
+            written[name, field] = key
+
+        for key, value in values.items():
+            if key in FLAT_KEYS:
+                name, field = FLAT_KEYS[key]
+                put(name or "", field, value, key)
+            elif key in SHARED:
+                put("", key, value, key)
+            elif key in {b.name for b in registry.registered()}:
+                if not isinstance(value, Mapping):
+                    raise SettingsError(key, value, f"must be a table of the '{key}' backend's settings")
+                for field, one in value.items():
+                    put(key, field, one, f"{key}.{field}")
+            else:
+                raise SettingsError(key, value, "is not a solver setting")
+        records = []
+        for name, fields in own.items():
+            settings_type = registry.backend(name).settings
+            names = {f.name for f in dataclasses.fields(settings_type)}
+            for field, value in fields.items():
+                if field not in names:
+                    raise SettingsError(written[name, field], value, f"is not a setting of the '{name}' backend")
+            try:
+                records.append(settings_type(**fields))
+            except SettingsError as exc:
+                raise SettingsError(written.get((name, exc.field), exc.field), exc.value, exc.why) from None
+        try:
+            return cls(**shared, backend_settings=tuple(records))
+        except SettingsError as exc:
+            raise SettingsError(written.get(("", exc.field), exc.field), exc.value, exc.why) from None
+
+    @staticmethod
+    def keys() -> tuple[str, ...]:
+        """Every key [repair.solver] takes: the flat ones, the shared settings named otherwise, and
+        each backend's name (a table of its settings)."""
+        return (*FLAT_KEYS, *(k for k in SHARED if k not in FLAT_KEYS), *(b.name for b in registry.registered()))
+
+    @staticmethod
+    def key_type(key: str) -> type | str:
+        """What a [repair.solver] key holds: a backend's settings record for its name, else its field's type."""
+        name, field = FLAT_KEYS.get(key, (None, key))
+        if name is None and key not in SHARED:
+            return registry.backend(key).settings
+        owner = SolverSettings if name is None else registry.backend(name).settings
+        return next(str(f.type) for f in dataclasses.fields(owner) if f.name == field)
+
+
+# The shared settings as a key names them (each backend's record is under its own name).
+SHARED = tuple(f.name for f in dataclasses.fields(SolverSettings) if f.name != "backend_settings")
+
+
+def _canonical(given: Any) -> tuple[Any, ...]:
+    """``backend_settings`` checked (registered records, one each) in registration order, defaults dropped."""
+    if not isinstance(given, tuple):
+        raise SettingsError("backend_settings", given, "must be a tuple of backends' settings records")
+    order = {b.settings: i for i, b in enumerate(registry.registered())}
+    for record in given:
+        if type(record) not in order:
+            raise SettingsError("backend_settings", record, "is not the settings record of a registered backend")
+    if len({type(record) for record in given}) < len(given):
+        raise SettingsError("backend_settings", given, "holds one backend's settings twice")
+    return tuple(sorted((r for r in given if r != type(r)()), key=lambda r: order[type(r)]))

@@ -7,11 +7,19 @@ the repair loop reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from warp_check.qp import registry
 from warp_check.qp.problem import LinearisedProblem, Named, QPForm
+from warp_check.qp.registry import Backend
+
+if TYPE_CHECKING:
+    from warp_check.qp.settings import SolverSettings
 
 
 class QPStatus(Named):
@@ -34,15 +42,6 @@ class QPStatus(Named):
     @property
     def infeasible(self) -> bool:
         return self in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE)
-
-
-class Backend(Named):
-    """The solvers behind :func:`warp_check.qp.solve.solve` (SolverSettings.backend names them)."""
-
-    OSQP = "osqp"
-    IPM = "ipm"  # β-space interior point (warp_check.qp.ipm)
-    ACTIVE_SET = "active_set"  # dual active set (warp_check.qp.active_set)
-    ALM = "alm"  # augmented Lagrangian on a working set's dual (warp_check.qp.alm)
 
 
 class Outcome(Named):
@@ -68,7 +67,7 @@ OUTCOME_STATUS: dict[Outcome, QPStatus] = {
 }
 
 # Outcomes that may hide an infeasible problem, or a feasible one the method could not settle:
-# OSQP's working set decides them (warp_check.qp.working_set.hand_over).
+# the decider decides them (answer_or_hand_over).
 UNDECIDED = frozenset({Outcome.STALLED, Outcome.MAX_ITER, Outcome.TIME_LIMIT})
 
 
@@ -114,7 +113,7 @@ class QPSolution:
     # rows; None when every row was in it.
     rows: np.ndarray | None = field(default=None, repr=False)
     rounds: int = 1  # QPs solved: 1 + working-set rounds that added rows
-    backend: Backend = Backend.OSQP
+    backend: Backend = Backend("osqp")
     handed_over_from: Backend | None = None  # the backend that could not decide and passed the QP on (qp.solve)
     unsettled: bool = False  # OSQP's working set found no fixed point in its rounds (a limit, not infeasibility)
     # Where a re-solve of this problem with moved bounds may start (warp_check.qp.alm.WarmStart);
@@ -124,3 +123,35 @@ class QPSolution:
     @property
     def working_set_size(self) -> int | None:
         return None if self.rows is None else int(self.rows.size)
+
+
+def answer_or_hand_over(
+    problem: LinearisedProblem,
+    settings: SolverSettings,
+    start: float,
+    result: BackendRun,
+    *,
+    backend: Backend,
+    words: str,
+    form: QPForm,
+) -> QPSolution:
+    """The QPSolution of a backend's run: its outcome through OUTCOME_STATUS; an undecided one goes to
+    the decider (warp_check.qp.registry.decider), started from the rows the run had in play."""
+    status = OUTCOME_STATUS[result.outcome]
+    detail = f"{words}: {result.outcome.value} ({result.detail})"
+    if result.outcome in UNDECIDED:
+        answer = registry.decider().decides.solve_from(problem, settings, result.rows, start, detail)  # type: ignore[union-attr]
+        if answer is not None:
+            return replace(answer, handed_over_from=backend)
+    B = result.B if status.has_solution else None
+    return QPSolution(
+        B,
+        status,
+        form,
+        problem.primal_objective(B) if B is not None else math.nan,
+        result.iterations,
+        time.perf_counter() - start,
+        detail,
+        rows=result.rows if result.rows.size < problem.n else None,
+        backend=backend,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from warp_check.qp import registry
 from warp_check.repair.settings import RepairSettings
 
 
@@ -50,23 +51,9 @@ def after_unsettled_working_set(settings: RepairSettings) -> str:
 
 
 def after_solver_failure(settings: RepairSettings, backend: str) -> str:
-    """What to try when a QP backend ended with no usable solution."""
-    solver = settings.solver
-    # The interior-point and augmented Lagrangian methods hand an undecided QP over to OSQP.
-    osqp = f"and max_iter (now {solver.max_iter}; OSQP's, which takes over an undecided QP)"
-    if backend == "ipm":
-        return (
-            f"raise solver ipm_max_iter (now {solver.ipm_max_iter}) {osqp}, or loosen ipm_tolerance "
-            f"(now {solver.ipm_tolerance:g}), or set solver backend 'osqp'"
-        )
-    if backend == "alm":
-        return (
-            f"raise solver alm_max_iter (now {solver.alm_max_iter}) {osqp}, or loosen alm_tolerance "
-            f"(now {solver.alm_tolerance:g}), or set solver backend 'ipm'"
-        )
-    if backend == "active_set":
-        return f"raise solver active_set_max_iter (now {solver.active_set_max_iter}), or set solver backend 'osqp'"
-    return f"raise solver max_iter (now {solver.max_iter}) or loosen eps_abs/eps_rel"
+    """What to try when a QP backend ended with no usable solution: the backend's own advice."""
+    failed = registry.backend(backend)
+    return failed.advice(settings.solver.of(failed.settings), settings.solver)
 
 
 def for_failed_case(settings: RepairSettings, kind: str, status: str, flags: Mapping[str, str]) -> str:

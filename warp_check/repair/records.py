@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from warp_check.model.head import DenseHead
-from warp_check.qp.solution import Backend, QPForm, QPStatus
+from warp_check.qp.registry import Backend
+from warp_check.qp.solution import QPForm, QPStatus
 from warp_check.repair.settings import RepairSettings
 
 
@@ -75,7 +76,7 @@ class IterationRecord:
     step_fraction: float = 1.0  # of the QP step taken (< 1: backtracked)
     qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
     qp_rounds: int = 1  # QPs solved this iteration (working-set rounds, trust-region re-solves)
-    qp_backend: Backend = Backend.OSQP
+    qp_backend: Backend = Backend("osqp")
     qp_seconds: float = 0.0  # the QP solves alone (within ``seconds``)
     qp_iterations: int = 0  # the backend's own iterations (ADMM, Newton), summed over rounds
     rank: int = 0  # r of this iteration's step (the loop grows it when it stalls)

@@ -199,14 +199,16 @@ class RepairSettings:
         return max(self.rank, self.max_rank)
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self, dict_factory=lambda items: {k: v.value if isinstance(v, Enum) else v for k, v in items})
+        values = asdict(self, dict_factory=lambda items: {k: v.value if isinstance(v, Enum) else v for k, v in items})
+        values["solver"] = self.solver.to_json()  # its on-disk form, as certificates hold it
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, object]) -> RepairSettings:
         values = dict(values)
         solver = values.pop("solver", None)
         if isinstance(solver, dict):
-            values["solver"] = SolverSettings(**solver)
+            values["solver"] = SolverSettings.from_json(solver)
         elif solver is not None:
             values["solver"] = solver
         # Settings recorded before neighbourhoods existed had none.

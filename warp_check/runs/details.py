@@ -198,6 +198,7 @@ class RepairDetails(RunDetails):
     _WRITE: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
         "certs": lambda s: {} if s is None else _plain(s),
         "neighbourhood": lambda n: {} if n is None else _plain(n),
+        "settings": RepairSettings.to_dict,  # the solver's on-disk form, as certificates hold it
     }
 
 

@@ -23,6 +23,10 @@ Layout (paths are relative to the folder that holds ``warp.toml``)::
     kind = "must_keep"                     # must_fix | must_keep | aux (a line may override)
     [repair]                               # RepairSettings fields; [repair.solver]: SolverSettings
     rank = 2
+    [repair.solver]                        # the settings every QP backend shares
+    backend = "auto"                       # or a registered backend's name (warp_check.qp.registry)
+    [repair.solver.ipm]                    # a backend's own settings, under its name
+    tolerance = 1e-6                       # (the flat keys, ipm_tolerance = 1e-6 in [repair.solver], are read too)
     [repair.neighbours]                    # NeighbourSettings: perturbed cases repaired too
     keep_cases = 500
 """
@@ -282,11 +286,12 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
     types = _field_types(RepairSettings)
     loader.unknown(table, tuple(types), "repair")
     values = dict(table)
-    for name, cls in NESTED.items():
-        if name in values:
-            values[name] = _nested_settings(loader, f"repair.{name}", values[name], cls)
+    if "neighbours" in values:
+        values["neighbours"] = _nested_settings(loader, "repair.neighbours", values["neighbours"], NeighbourSettings)
+    if "solver" in values:
+        values["solver"] = _solver_settings(loader, values["solver"])
     for key, value in values.items():
-        if key not in NESTED:
+        if key not in ("solver", "neighbours"):
             _check_type(loader, f"repair.{key}", value, types[key])
     try:
         settings = RepairSettings(**values)
@@ -298,20 +303,40 @@ def _repair_settings(loader: SuiteToml, data: dict[str, Any]) -> RepairSettings:
     return settings
 
 
-# The settings tables inside [repair], and the record each one reads into.
-NESTED: dict[str, type] = {"solver": SolverSettings, "neighbours": NeighbourSettings}
-
-
-def _nested_settings(loader: SuiteToml, dotted: str, table: Any, cls: type) -> Any:
-    """A settings table inside [repair] ([repair.solver], [repair.neighbours]), checked field by field."""
+def _checked_table(loader: SuiteToml, dotted: str, table: Any, cls: type) -> dict[str, Any]:
+    """A settings table inside [repair]: a table, of ``cls``'s fields only, each of its type."""
     if not isinstance(table, dict):
         raise loader.error(dotted, f"must be a table ([{dotted}])")
     types = _field_types(cls)
     loader.unknown(table, tuple(types), dotted)
     for key, value in table.items():
         _check_type(loader, f"{dotted}.{key}", value, types[key])
+    return table
+
+
+def _nested_settings(loader: SuiteToml, dotted: str, table: Any, cls: type) -> Any:
+    """A settings table inside [repair] ([repair.neighbours]), checked field by field."""
     try:
-        return cls(**table)
+        return cls(**_checked_table(loader, dotted, table, cls))
+    except SettingsError as exc:
+        raise loader.error(f"{dotted}.{exc.field}", exc.of_key) from None
+
+
+def _solver_settings(loader: SuiteToml, table: Any) -> SolverSettings:
+    """[repair.solver]: the shared settings, each backend's table under its name ([repair.solver.ipm]),
+    and the flat keys (``ipm_tolerance``) older suites wrote; SolverSettings.from_json reads both."""
+    dotted = "repair.solver"
+    if not isinstance(table, dict):
+        raise loader.error(dotted, f"must be a table ([{dotted}])")
+    loader.unknown(table, SolverSettings.keys(), dotted)
+    for key, value in table.items():
+        kind = SolverSettings.key_type(key)
+        if isinstance(kind, type):
+            _checked_table(loader, f"{dotted}.{key}", value, kind)
+        else:
+            _check_type(loader, f"{dotted}.{key}", value, kind)
+    try:
+        return SolverSettings.from_json(table)
     except SettingsError as exc:
         raise loader.error(f"{dotted}.{exc.field}", exc.of_key) from None
 
