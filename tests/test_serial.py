@@ -158,7 +158,9 @@ def test_a_view_is_a_declared_selection_of_a_record_s_fields():
         cost: float
         label: Colour
 
-    Short = view(Step, "Short", ("gap", "index"), finite_fields=("gap",), doc="What a file keeps of a step.")
+    Short = view(
+        Step, "Short", ("gap", "index"), finite_fields=("gap",), doc="What a file keeps of a step.", module=__name__
+    )
     short = Short.of(Step(index=3, gap=-math.inf, cost=2.0, label=Colour.RED))
     assert short == Short(gap=None, index=3) and Short.__doc__ == "What a file keeps of a step."
     assert list(short.to_json()) == ["gap", "index"] and read(Short, {"gap": 1.5, "index": 3}).gap == 1.5

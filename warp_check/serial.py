@@ -370,10 +370,13 @@ def _hint(cls: type, name: str) -> Any:
 # -- views -------------------------------------------------------------------------------------
 
 
-def view(source: type, name: str, fields: Sequence[str], *, finite_fields: Sequence[str] = (), doc: str) -> type:
+def view(
+    source: type, name: str, fields: Sequence[str], *, finite_fields: Sequence[str] = (), doc: str, module: str
+) -> type:
     """The record a file keeps of a ``source`` record: ``fields`` of it, in that order, with their types.
-    ``finite_fields``: floats kept as None where they are not finite (the file holds null).
-    ``View.of(record)`` takes the fields from a ``source`` record."""
+    ``finite_fields``: floats kept as None where they are not finite (the file holds null); ``module``:
+    the ``__name__`` of the module that declares it. ``View.of(record)`` takes the fields from a
+    ``source`` record."""
     hint = functools.partial(_hint, source)
     specs = [
         (n, hint(n) | None, dataclasses.field(metadata=on_disk(finite=True))) if n in finite_fields else (n, hint(n))
@@ -384,7 +387,6 @@ def view(source: type, name: str, fields: Sequence[str], *, finite_fields: Seque
         values = {n: getattr(record, n) for n in fields}
         return cls(**values | {n: finite(values[n]) for n in finite_fields})
 
-    module = sys._getframe(1).f_globals["__name__"]
     namespace = {"of": classmethod(of), "__doc__": doc, "__module__": module}
     return dataclasses.make_dataclass(name, specs, bases=(Record,), frozen=True, kw_only=True, namespace=namespace)
 

@@ -104,6 +104,7 @@ HistoryRow = view(
     ),
     finite_fields=("min_gap_fix", "min_gap_keep"),
     doc="One iteration of the repair loop, as the certificate keeps it (IterationRecord's fields).",
+    module=__name__,
 )  # fmt: skip
 
 

@@ -62,6 +62,7 @@ IterationSummary = view(
     ("iteration", "min_gap_fix", "min_gap_keep", "fix_met", "keep_met", "step_norm", "seconds"),
     finite_fields=("min_gap_fix", "min_gap_keep"),
     doc="One iteration of the repair loop, as a run reports it (IterationRecord's fields).",
+    module=__name__,
 )
 
 
