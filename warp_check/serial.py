@@ -363,7 +363,8 @@ def _hint(cls: type, name: str) -> Any:
     for klass in cls.__mro__:
         hint = vars(klass).get("__annotations__", {}).get(name)
         if hint is not None:
-            return eval(hint, vars(sys.modules[klass.__module__])) if isinstance(hint, str) else hint  # noqa: S307
+            alone = type(name, (), {"__annotations__": {name: hint}})  # this field's annotation, no other
+            return typing.get_type_hints(alone, vars(sys.modules[klass.__module__]))[name]
     raise TypeError(f"{cls.__name__} has no field {name!r}")
 
 
