@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from warp_check import CERTIFICATE_NAME, FORMAT, Certificate, Lipschitz
-from warp_check.certify.certificate import LATER_KEYS, TOP_LEVEL_KEYS, finite
+from warp_check.certify.certificate import LATER_KEYS, TOP_LEVEL_KEYS
 from warp_check.errors import CertificateError
 from warp_check.perturb import wordnet_available
 from warp_check.repair.settings import NeighbourSettings
+from warp_check.serial import finite
 
 
 @pytest.fixture

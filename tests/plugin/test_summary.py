@@ -47,7 +47,7 @@ REPAIR = {
 
 
 def repair_details(**changes) -> RepairDetails:
-    return dataclasses.replace(RepairDetails.from_dict(REPAIR), **changes)
+    return dataclasses.replace(RepairDetails.from_json(REPAIR), **changes)
 
 
 def summary(status: RunStatus, details, mode: Mode = Mode.REPAIR, message: str = "the run's message") -> list[str]:

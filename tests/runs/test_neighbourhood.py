@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +13,6 @@ from testkit.suite_builder import split_cases
 from warp_check import ClassifierAdapter
 from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.errors import SettingsError
-from warp_check.files import jsonable
 from warp_check.perturb import perturbed_texts, wordnet_available
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
 from warp_check.runs.details import WITHOUT_SYNONYMS, NeighbourhoodNote
@@ -132,7 +131,7 @@ def test_synonyms_auto_draws_them_where_wordnet_is_installed_and_says_so_where_n
     assert hood.cases == off.cases
     note = NeighbourhoodNote.of(hood)
     assert WITHOUT_SYNONYMS in str(note) and WITHOUT_SYNONYMS not in str(NeighbourhoodNote.of(off))
-    assert NeighbourhoodNote.from_dict(json.loads(json.dumps(jsonable(asdict(note))))) == note
+    assert NeighbourhoodNote.from_json(json.loads(json.dumps(note.to_json()))) == note
     # A repair records what it drew, not "auto": its certificate's settings say false here.
     outcome = repair_cases(adapter, fix + keep, RepairSettings(neighbours=auto), progress=False, fallback=False)
     assert outcome.result.repaired and outcome.neighbourhood.synonyms is SynonymUse.NOT_INSTALLED

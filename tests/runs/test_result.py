@@ -4,20 +4,24 @@ the report renders. Model-free: the records are built by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from warp_check import RepairSettings, RepairStatus
 from warp_check.cases import Kind
 from warp_check.certify.certificate import HistoryRow, Summary
+from warp_check.repair.settings import SynonymUse
 from warp_check.runs.details import (
     AuditDetails,
     CertificateDetails,
     CheckDetails,
     GsnFtNote,
     IterationSummary,
+    NeighbourhoodNote,
     RepairDetails,
     RunDetails,
 )
@@ -152,18 +156,59 @@ def test_details_round_trip_through_a_run_file(tmp_path, mode, status, details):
     assert type(again.details) is type(details) and again.details == details
     assert again.status is status and again.mode is mode
     assert again.to_dict() == json.loads(path.read_text())
-    assert json.loads(path.read_text())["details"] == json.loads(json.dumps(details.to_dict()))
+    assert json.loads(path.read_text())["details"] == json.loads(json.dumps(details.to_json()))
+
+
+WRITTEN_BEFORE = Path(__file__).parent / "data" / "run-results.json"  # by the code before warp_check.serial
+
+
+def runs_written_before() -> list[RunResult]:
+    """The runs data/run-results.json holds: every kind of details, a neighbourhood, a reported verdict."""
+    runs = [run_of(*value) for value in DETAILS.values()]
+    hood = NeighbourhoodNote(
+        perturbed=3, drawn=12, wrong=2, dropped=1, left_out=None, seconds=0.5, synonyms=SynonymUse.NOT_INSTALLED
+    )
+    extra = run_of(
+        *DETAILS["repair"][:2],
+        repair_details(found_by="the head table", neighbourhood=hood),
+        warnings=("the cache could not be written",),
+    )
+    verdict = Verdict(
+        case_id="f2", kind=Kind.MUST_FIX, passed=False, message="expected", properties={"gap": 0.5},
+        suite="/s/warp.toml", outcome=Outcome.XFAILED, expected_failure="the baseline fails it too",
+    )  # fmt: skip
+    return [*runs, dataclasses.replace(extra, verdicts=extra.verdicts + (verdict,))]
+
+
+def test_run_results_are_written_as_before_and_read_back():
+    runs = runs_written_before()
+    assert json.dumps({"runs": [r.to_dict() for r in runs]}, indent=2) + "\n" == WRITTEN_BEFORE.read_text()
+    again = [RunResult.from_dict(r) for r in json.loads(WRITTEN_BEFORE.read_text())["runs"]]
+    assert [r.details for r in again] == [r.details for r in runs]
+    assert again[-1].verdicts[-1] == runs[-1].verdicts[-1] and again[-1].warnings == runs[-1].warnings
+
+
+def test_a_malformed_run_file_names_the_file_and_the_key(tmp_path):
+    data = json.loads(WRITTEN_BEFORE.read_text())["runs"][2]
+    del data["details"]["history"][0]["seconds"]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=rf"^{path}: details.history\[0\].seconds is missing or not a number$"):
+        RunResult.read_json(path)
+    data["details"]["status"] = "fine"
+    with pytest.raises(ValueError, match="details.status is 'fine', not one of 'checked'"):
+        RunResult.from_dict(data)
 
 
 def test_details_json_keeps_the_key_order_and_writes_the_worker_last():
-    data = DETAILS["repair"][2].to_dict()
+    data = DETAILS["repair"][2].to_json()
     assert list(data)[:4] == ["model", "suite_sha256", "counts", "head"]
     assert list(data)[-1] == "computed_by" and data["computed_by"] == "gw1"
     assert data["counts"] == {"must_fix": 1, "must_keep": 1, "aux": 2}
     assert data["certs"] == {"cert1": "1/1", "cert2": "1/1", "cert3": "1/1"}
-    assert DETAILS["repair without certificates"][2].to_dict()["certs"] == {}  # no certificate computed
-    assert "computed_by" not in DETAILS["failed"][2].to_dict()
-    assert list(DETAILS["from a certificate"][2].to_dict()["history"][0]) == [
+    assert DETAILS["repair without certificates"][2].to_json()["certs"] == {}  # no certificate computed
+    assert "computed_by" not in DETAILS["failed"][2].to_json()
+    assert list(DETAILS["from a certificate"][2].to_json()["history"][0]) == [
         "iteration", "min_gap_fix", "min_gap_keep", "fix_met", "keep_met", "step_norm", "step_fraction",
         "promised_fix_shortfall", "full_step_fix_shortfall", "promised_keep_missed", "full_step_keep_missed", "seconds",
         "rank", "metric_scale",

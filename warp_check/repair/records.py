@@ -1,17 +1,24 @@
-"""What the repair loop takes and gives: the cases as arrays, a record per iteration, the result."""
+"""What the repair loop takes and gives: the cases as arrays, a record per iteration, the result.
+
+Light to import (numpy on first use): the certificate and the run records, read on the warm
+path without numpy, keep fields of these records.
+"""
 
 from __future__ import annotations
 
 import enum
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from warp_check.model.head import DenseHead
 from warp_check.qp.registry import Backend
-from warp_check.qp.solution import QPForm, QPStatus
 from warp_check.repair.settings import RepairSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from warp_check.model.head import DenseHead
+    from warp_check.qp.solution import QPForm, QPStatus
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,8 @@ class CaseSet:
     labels: np.ndarray
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         object.__setattr__(self, "ids", tuple(self.ids))
         object.__setattr__(self, "V", np.asarray(self.V, dtype=np.float64))
         object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64))
@@ -33,6 +42,8 @@ class CaseSet:
 
     @classmethod
     def empty(cls, d_in: int) -> CaseSet:
+        import numpy as np
+
         return cls((), np.zeros((0, d_in)), np.zeros(0, dtype=np.int64))
 
     def __len__(self) -> int:
@@ -58,9 +69,10 @@ class RepairStatus(str, enum.Enum):
         return self is RepairStatus.CONVERGED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IterationRecord:
-    """One iteration of the loop: its QP, its step, and the margins after it."""
+    """One iteration of the loop: its QP, its step, and the margins after it. The certificate's
+    history and a run's details keep a selection of these fields (serial.view)."""
 
     iteration: int
     qp_status: QPStatus
@@ -76,7 +88,7 @@ class IterationRecord:
     step_fraction: float = 1.0  # of the QP step taken (< 1: backtracked)
     qp_working_set: int | None = None  # rows in the last QP solved (lazy must_keep rows); None: all qp_rows
     qp_rounds: int = 1  # QPs solved this iteration (working-set rounds, trust-region re-solves)
-    qp_backend: Backend = Backend("osqp")
+    qp_backend: Backend  # no default: the loop always says which backend solved
     qp_seconds: float = 0.0  # the QP solves alone (within ``seconds``)
     qp_iterations: int = 0  # the backend's own iterations (ADMM, Newton), summed over rounds
     rank: int = 0  # r of this iteration's step (the loop grows it when it stalls)
@@ -162,5 +174,7 @@ class RepairResult:
 
 
 def mean(values) -> float:
+    import numpy as np
+
     values = list(values)
     return float(np.mean(values)) if values else math.nan

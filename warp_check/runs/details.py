@@ -1,83 +1,45 @@
 """What a run records beside its verdicts, one record per kind of run: the numbers the terminal
 summary, the ``warp-check`` output and the report show.
 
-Each record's JSON (:meth:`to_dict`) is its fields in order, so the xdist run files and
-report.json keep one shape; :func:`read_details` reads one back for the run it belongs to.
+Each record's JSON is its fields in order (:mod:`warp_check.serial`), so the xdist run files
+and report.json keep one shape; :func:`read_details` reads one back for the run it belongs to.
 Standard library only: a warm check builds these without numpy.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Kind
 from warp_check.certify.certificate import Certificate, HistoryRow, Summary
-from warp_check.files import jsonable
+from warp_check.repair.records import IterationRecord
 from warp_check.repair.settings import RepairSettings, SynonymUse
 from warp_check.runs.modes import Mode, RunStatus
+from warp_check.serial import Reader, Record, on_disk, read, view
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_check.repair.loop import IterationRecord
     from warp_check.runs.neighbourhood import Neighbourhood
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return dataclasses.asdict(value)  # type: ignore[arg-type]
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _counts(data: Mapping[str, int]) -> dict[Kind, int]:
-    return {Kind(kind): count for kind, count in data.items()}
-
-
-class _Record:
-    """JSON for a details record: its fields in order. ``_READ`` and ``_WRITE`` name the fields
-    that are not plain JSON values, and how to read and write them."""
-
-    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
-    _WRITE: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
-
-    def to_dict(self) -> dict[str, Any]:
-        names = [f.name for f in dataclasses.fields(self)]  # type: ignore[arg-type]
-        return jsonable({name: self._WRITE.get(name, _plain)(getattr(self, name)) for name in names})
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Any:
-        read = {"counts": _counts} | dict(cls._READ)
-        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        return cls(**{name: read.get(name, _same)(data[name]) for name in names if name in data})
-
-
 @dataclass(frozen=True, kw_only=True)
-class RunDetails(_Record):
+class RunDetails(Record):
     """What every run of a suite records; all a run that failed before its verdicts has."""
 
     model: str | None
     suite_sha256: str
     counts: Mapping[Kind, int]  # the suite's cases per kind
-    computed_by: str | None = None  # under pytest: "main", or the xdist worker that ran it for all
+    # Under pytest: "main", or the xdist worker that ran it for all. Written last, after whatever
+    # the run's own details are, and only where it was computed for others.
+    computed_by: str | None = field(default=None, metadata=on_disk(omit_none=True, last=True))
 
     @classmethod
     def of(cls, suite: Suite, **fields: Any) -> Any:
         """This kind of details for ``suite``: its model folder, digest and counts, then ``fields``."""
         common = {"model": str(suite.model_dir), "suite_sha256": suite.digest(), "counts": _suite_counts(suite)}
         return cls(**common | fields)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        by = out.pop("computed_by")  # written last, after whatever the run's own details are
-        return out if by is None else out | {"computed_by": by}
 
 
 def _suite_counts(suite: Suite) -> dict[Kind, int]:
@@ -94,25 +56,18 @@ class CheckDetails(RunDetails):
     model_loaded: bool  # False: answered from a warm entry
 
 
-@dataclass(frozen=True, kw_only=True)
-class IterationSummary:
-    """One iteration of the repair loop, as a run reports it."""
-
-    iteration: int
-    min_gap_fix: float | None
-    min_gap_keep: float | None
-    fix_met: int
-    keep_met: int
-    step_norm: float
-    seconds: float
-
-    @classmethod
-    def of(cls, record: IterationRecord) -> IterationSummary:
-        return cls(**{f.name: getattr(record, f.name) for f in dataclasses.fields(cls)})
+IterationSummary = view(
+    IterationRecord,
+    "IterationSummary",
+    ("iteration", "min_gap_fix", "min_gap_keep", "fix_met", "keep_met", "step_norm", "seconds"),
+    finite_fields=("min_gap_fix", "min_gap_keep"),
+    doc="One iteration of the repair loop, as a run reports it (IterationRecord's fields).",
+    module=__name__,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
-class GsnFtNote:
+class GsnFtNote(Record):
     applied: bool
     reason: str
 
@@ -122,20 +77,19 @@ WITHOUT_SYNONYMS = "no WordNet synonyms: nltk or its WordNet data is not install
 
 
 @dataclass(frozen=True, kw_only=True)
-class NeighbourhoodNote:
+class NeighbourhoodNote(Record):
     """What the repair's neighbourhood draw found (:class:`~warp_check.runs.neighbourhood.Neighbourhood`)."""
 
     perturbed: int  # suite cases perturbed
     drawn: int  # distinct new variants run
     wrong: int  # those the model got wrong: must_fix cases of the repair
-    dropped: int = 0  # of those, the ones a failed repair still missed, left out before it was tried again
-    left_out: str | None = None  # why the repair went on without any of them (it failed with them)
-    seconds: float = 0.0
-    synonyms: SynonymUse = SynonymUse.OFF  # whether the copies drew WordNet synonyms
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> NeighbourhoodNote:
-        return cls(**{**data, "synonyms": SynonymUse(data.get("synonyms", SynonymUse.OFF.value))})
+    # Of those, the ones a failed repair still missed, left out before it was tried again.
+    dropped: int = field(default=0, metadata=on_disk(since=True))
+    # Why the repair went on without any of them (it failed with them).
+    left_out: str | None = field(default=None, metadata=on_disk(since=True))
+    seconds: float = field(default=0.0, metadata=on_disk(since=True))
+    # Whether the copies drew WordNet synonyms.
+    synonyms: SynonymUse = field(default=SynonymUse.OFF, metadata=on_disk(since=True))
 
     @classmethod
     def of(cls, hood: Neighbourhood | None) -> NeighbourhoodNote | None:
@@ -162,10 +116,14 @@ class NeighbourhoodNote:
         return f"{found}: {certified} ({self.seconds:.1f} s{missing})"
 
 
+def _repair_settings(data: Reader) -> RepairSettings:
+    return RepairSettings.from_dict(dict(data))
+
+
 @dataclass(frozen=True, kw_only=True)
 class RepairDetails(RunDetails):
     head: str  # the head repaired (the final linear layer where ``layer = "auto"`` fell back to it)
-    found_by: str = ""  # how that head was chosen, and why
+    found_by: str = field(default="", metadata=on_disk(since=True))  # how that head was chosen, and why
     encoded: int
     from_cache: int
     encode_seconds: float
@@ -176,30 +134,17 @@ class RepairDetails(RunDetails):
     kappa_before: float | None  # mean GSN κ over must_fix
     kappa_after: float | None
     gsn_ft: GsnFtNote
-    certs: Summary | None  # None: no certificate was computed
+    certs: Summary | None = field(metadata=on_disk(none_as_empty=True))  # None: no certificate was computed
     excluded: tuple[str, ...]  # must_keep cases the original model got wrong
     artefact: str | None  # where the repaired model went; None: nothing written
     history: tuple[IterationSummary, ...]
-    settings: RepairSettings
+    # As its settings file has it: settings recorded before neighbourhoods existed have none.
+    settings: RepairSettings = field(metadata=on_disk(write=RepairSettings.to_dict, read=_repair_settings))
     gamma_s: float
     gamma_h: float
     lipschitz: float | None
-    neighbourhood: NeighbourhoodNote | None = None  # None: none was drawn (off, or nothing needed repair)
-
-    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "neighbourhood": lambda d: NeighbourhoodNote.from_dict(d) if d else None,
-        "status": RunStatus,
-        "gsn_ft": lambda d: GsnFtNote(**d),
-        "certs": lambda d: Summary(**d) if d else None,
-        "excluded": tuple,
-        "history": lambda rows: tuple(IterationSummary(**r) for r in rows),
-        "settings": RepairSettings.from_dict,
-    }
-    _WRITE: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "certs": lambda s: {} if s is None else _plain(s),
-        "neighbourhood": lambda n: {} if n is None else _plain(n),
-        "settings": RepairSettings.to_dict,  # the solver's on-disk form, as certificates hold it
-    }
+    # None: none was drawn (off, or nothing needed repair).
+    neighbourhood: NeighbourhoodNote | None = field(default=None, metadata=on_disk(none_as_empty=True, since=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,15 +153,14 @@ class AuditDetails(RunDetails):
     checks: int
     failed_checks: tuple[str, ...]  # what each failed check says
     not_in_suite: tuple[str, ...]  # certified cases the suite does not have (but for the neighbourhood's)
-    neighbours: int = 0  # certified cases the repair drew (perturbed copies of suite cases), checked too
+    # Certified cases the repair drew (perturbed copies of suite cases), checked too.
+    neighbours: int = field(default=0, metadata=on_disk(since=True))
     gamma_s: float
     gamma_h: float
 
-    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {"failed_checks": tuple, "not_in_suite": tuple}
-
 
 @dataclass(frozen=True, kw_only=True)
-class CertificateDetails(_Record):
+class CertificateDetails(Record):
     """A repair run as a certificate file tells it (no suite: only what the file claims)."""
 
     model: str | None
@@ -232,12 +176,6 @@ class CertificateDetails(_Record):
     gamma_h: float
     lipschitz: float
     artefact: str | None  # the folder holding the certificate
-
-    _READ: ClassVar[Mapping[str, Callable[[Any], Any]]] = {
-        "certs": lambda d: Summary(**d),
-        "excluded": tuple,
-        "history": lambda rows: tuple(HistoryRow(**r) for r in rows),
-    }
 
     @classmethod
     def of(cls, certificate: Certificate, *, artefact: str | None) -> CertificateDetails:
@@ -273,7 +211,7 @@ _BY_MODE: dict[Mode, type[RunDetails]] = {
 def read_details(mode: Mode, status: RunStatus, data: Mapping[str, Any]) -> Details:
     """The details of a run of ``mode`` that ended with ``status``, from their JSON."""
     if status is RunStatus.ERROR:
-        return RunDetails.from_dict(data)
+        return read(RunDetails, data)
     if mode is Mode.REPAIR and "suite_sha256" not in data:  # read from a certificate: no suite
-        return CertificateDetails.from_dict(data)
-    return _BY_MODE[mode].from_dict(data)
+        return read(CertificateDetails, data)
+    return read(_BY_MODE[mode], data)

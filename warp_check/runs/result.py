@@ -1,7 +1,8 @@
 """What a run of a suite gives: a verdict per case and the run's own outcome, as plain data.
 
-A :class:`RunResult` round-trips through JSON, so pytest-xdist workers can share one repair
-instead of each running their own, and a report.json can be rendered again.
+A :class:`RunResult` round-trips through JSON (:mod:`warp_check.serial`), so pytest-xdist
+workers can share one repair instead of each running their own, and a report.json can be
+rendered again. Numbers JSON cannot hold are written as null.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from warp_check.cases import Kind
-from warp_check.files import jsonable, write_json_atomic
+from warp_check.files import write_json_atomic
 from warp_check.runs.details import Details, RunDetails, read_details
 from warp_check.runs.modes import Mode, RunStatus
+from warp_check.serial import Reader, on_disk, read, to_json
 from warp_check.suite.loader import Suite
 
 
@@ -34,15 +36,18 @@ class Outcome(str, enum.Enum):
 class Verdict:
     """Pass or fail for one case, the sentence that says why, and numbers for reports."""
 
-    case_id: str
+    case_id: str = field(metadata=on_disk(key="id"))
     kind: Kind
     passed: bool
     message: str
-    properties: dict[str, Any] = field(default_factory=dict)  # JUnit properties and report columns, by name
-    suite: str | None = None  # the suite's warp.toml, where the verdict travels without its run
-    outcome: Outcome | None = None  # pytest's, where pytest reported the case
+    # JUnit properties and report columns, by name.
+    properties: dict[str, Any] = field(default_factory=dict, metadata=on_disk(since=True))
+    # The suite's warp.toml, where the verdict travels without its run.
+    suite: str | None = field(default=None, metadata=on_disk(omit_none=True))
+    # pytest's, where pytest reported the case.
+    outcome: Outcome | None = field(default=None, metadata=on_disk(omit_none=True))
     # A failure that is expected, and why (regression-only gating: the baseline fails the case too).
-    expected_failure: str | None = None
+    expected_failure: str | None = field(default=None, metadata=on_disk(omit_none=True))
 
     @property
     def reported(self) -> Outcome:
@@ -52,33 +57,11 @@ class Verdict:
         return Outcome.PASSED if self.passed else Outcome.FAILED
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            "id": self.case_id,
-            "kind": self.kind.value,
-            "passed": self.passed,
-            "message": self.message,
-            "properties": jsonable(self.properties),
-        }
-        if self.suite is not None:
-            out["suite"] = self.suite
-        if self.outcome is not None:
-            out["outcome"] = self.outcome.value
-        if self.expected_failure is not None:
-            out["expected_failure"] = self.expected_failure
-        return out
+        return to_json(self, null_nonfinite=True)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
-        return cls(
-            case_id=data["id"],
-            kind=Kind(data["kind"]),
-            passed=bool(data["passed"]),
-            message=data["message"],
-            properties=dict(data.get("properties") or {}),
-            suite=data.get("suite"),
-            outcome=Outcome(data["outcome"]) if data.get("outcome") else None,
-            expected_failure=data.get("expected_failure"),
-        )
+        return read(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,9 +81,15 @@ class RunResult:
     ok: bool
     status: RunStatus
     message: str
-    verdicts: tuple[Verdict, ...]
+    # None in a run's summary (what a pytest report carries once per suite).
+    verdicts: tuple[Verdict, ...] = field(default=(), metadata=on_disk(key="cases", since=True))
     details: Details
-    warnings: tuple[str, ...] = ()  # what went wrong that the run survived (a cache it could not write)
+    # What went wrong that the run survived (a cache it could not write).
+    warnings: tuple[str, ...] = field(default=(), metadata=on_disk(since=True))
+
+    JSON_FIELDS: ClassVar[tuple[str, ...]] = (
+        "suite", "name", "mode", "ok", "status", "message", "details", "verdicts", "warnings",
+    )  # fmt: skip
 
     @property
     def passed(self) -> bool:
@@ -123,39 +112,21 @@ class RunResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "suite": self.suite,
-            "name": self.name,
-            "mode": self.mode.value,
-            "ok": self.ok,
-            "status": self.status.value,
-            "message": self.message,
-            "details": self.details.to_dict(),
-            "cases": [v.to_dict() for v in self.verdicts],
-            "warnings": list(self.warnings),
-        }
+        return to_json(self, null_nonfinite=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunResult:
-        mode, status = Mode(data["mode"]), RunStatus(data["status"])
-        return cls(
-            suite=data["suite"],
-            name=data["name"],
-            mode=mode,
-            ok=bool(data["ok"]),
-            status=status,
-            message=data["message"],
-            details=read_details(mode, status, data["details"]),
-            verdicts=tuple(Verdict.from_dict(v) for v in data.get("cases", ())),
-            warnings=tuple(data.get("warnings", ())),
-        )
+    def from_dict(cls, data: Mapping[str, Any], *, path: str | Path | None = None) -> RunResult:
+        # The details' record follows from the run's mode and status.
+        reader = Reader(data, "", path, ValueError)
+        values = reader.values(cls, skip=("details",))
+        return cls(**values, details=read_details(values["mode"], values["status"], reader.object("details")))
 
     def write_json(self, path: str | Path) -> Path:
         return write_json_atomic(path, self.to_dict())
 
     @classmethod
     def read_json(cls, path: str | Path) -> RunResult:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), path=path)
 
     @classmethod
     def failed(cls, suite: Suite, mode: Mode, message: str) -> RunResult:
