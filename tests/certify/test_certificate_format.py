@@ -143,7 +143,7 @@ def test_a_certificate_written_before_a_key_existed_still_reads(tmp_path, droppe
 def test_the_history_keeps_a_declared_selection_of_the_loop_s_iteration_record():
     record = IterationRecord(
         iteration=3, qp_status=QPStatus.SOLVED, qp_form=QPForm.DUAL, qp_rows=40, qp_objective=0.5, step_norm=0.25,
-        min_gap_fix=-math.inf, min_gap_keep=math.nan, fix_met=1, keep_met=9, seconds=0.5, qp_backend=Backend.ALM,
+        min_gap_fix=-math.inf, min_gap_keep=math.nan, fix_met=1, keep_met=9, seconds=0.5, qp_backend=Backend("alm"),
         rank=4, metric_scale=2.0, promised_fix_shortfall=0.0,
     )  # fmt: skip
     row = HistoryRow.of(record)

@@ -144,7 +144,7 @@ class RepairRecord(Record):
             iterations=len(rows),
             qp_status=tuple(r.qp_status.value for r in rows),
             qp_form=tuple(r.qp_form.value for r in rows),
-            qp_backend=tuple(r.qp_backend.value for r in rows),
+            qp_backend=tuple(str(r.qp_backend) for r in rows),
             history=tuple(HistoryRow.of(r) for r in rows),
             gsn_kappa_before=finite(result.mean_kappa_before),
             gsn_kappa_after=finite(result.mean_kappa_after),
