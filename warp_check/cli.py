@@ -27,19 +27,50 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from warp_check.cases import Kind
-from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
-from warp_check.certify.chain import verify_chain
-from warp_check.certify.verify import verify
-from warp_check.errors import SettingsError, WarpError, WarpWarning, from_interrupt
+import warp_check
+from warp_check import (
+    CERTIFICATE_NAME,
+    OPTION,
+    REPORT_JSON,
+    SUITE_FILE,
+    BadValue,
+    Certificate,
+    Kind,
+    Problem,
+    RunJob,
+    RunMode,
+    RunResult,
+    SettingsError,
+    ValueKind,
+    WarpError,
+    WarpWarning,
+    __version__,
+    check,
+    check_report_destination,
+    check_suite,
+    default_cache_dir,
+    from_interrupt,
+    load_adapter,
+    load_suite,
+    mode_named,
+    overriding,
+    run_from_certificate,
+    setting_flags,
+    verify,
+    verify_chain,
+    warm_entry,
+    workdir,
+    write_report,
+)
 from warp_check.extras.attacks import (
     STATUS_MEANING,
     STATUSES,
@@ -56,42 +87,27 @@ from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, 
 from warp_check.extras.neighbours import add_neighbours
 from warp_check.extras.predictions import import_predicted
 from warp_check.extras.promote import promote
-from warp_check.repair.settings import (
-    MEASURED_KEEP_PER_CASE,
-    MEASURED_PER_CASE,
-    KeepChoice,
-    NeighbourSettings,
-    SynonymUse,
-)
-from warp_check.runs.audit import audit
-from warp_check.runs.check import check, check_suite
-from warp_check.runs.details import WITHOUT_SYNONYMS, CheckDetails, RepairDetails
-from warp_check.runs.load import load_adapter
-from warp_check.runs.modes import Mode
-from warp_check.runs.regressions import against_baseline
-from warp_check.runs.repair import repair
-from warp_check.runs.report import REPORT_JSON, check_report_destination, run_from_certificate, write_report
-from warp_check.runs.result import RunResult
-from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
-from warp_check.suite.loader import SUITE_FILE, load_suite
-from warp_check.suite.model_source import DEVICE_NAME
-from warp_check.version import __version__
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, SynonymUse
+from warp_check.runs.details import WITHOUT_SYNONYMS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-FLAGS = {"rank": "--rank", "gamma_s": "--gamma-s", "gamma_h": "--gamma-h", "neighbours": "--neighbours"}
+FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
+SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "batch_size", "threads")  # every suite command's
+
+# How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
+_WORDING = {
+    Problem.NOT_INTEGER: "{text!r} is not an integer",
+    Problem.TOO_SMALL: "{text!r}: must be >= {minimum}",
+    Problem.NOT_NUMBER: "{text!r} is not a number",
+    Problem.NOT_FINITE: "{text!r} is not a finite number",
+    Problem.NOT_DEVICE: "{text!r} is not a device: give auto, cpu, cuda or cuda:N",
+}
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own exit code for usage errors is 2 as well
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
 
 
 def _count(text: str, minimum: int = 1) -> int:
@@ -112,10 +128,72 @@ def _count_or_all(text: str) -> int | None:
     return None if text == "all" else _count(text, minimum=0)
 
 
-def _device(text: str) -> str:
-    if not DEVICE_NAME.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a device: give auto, cpu, cuda or cuda:N")
-    return text
+def _parsed_by(name: str) -> Callable[[str], Any]:
+    """argparse's type for the declared option ``name``: its value, or the command's words for a bad one."""
+    option = OPTION[name]
+
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except BadValue as exc:
+            raise argparse.ArgumentTypeError(_WORDING[exc.problem].format(text=text, minimum=exc.minimum)) from None
+
+    return parse
+
+
+def _add(parser: argparse.ArgumentParser, name: str, **changes: Any) -> None:
+    """The declared option ``name`` as one of the command's arguments (``changes``: this command's help...)."""
+    option = OPTION[name]
+    given: dict[str, Any] = {"dest": name, "help": option.cli_help or option.help}
+    if option.kind is ValueKind.FLAG:
+        given["action"] = "store_true"
+    else:
+        given["metavar"] = option.metavar or "DIR"
+        if option.kind not in (ValueKind.PATH, ValueKind.TEXT):
+            given["type"] = _parsed_by(name)
+    parser.add_argument(*option.cli, **(given | changes))
+
+
+Declared = tuple[str, dict[str, Any]]  # a declared option's name and what this command changes of it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """One ``warp-check`` command: its positionals, the declared options it takes, its own arguments."""
+
+    name: str
+    run: Callable[[argparse.Namespace], int]
+    help: str
+    description: str | None = None
+    positionals: tuple[tuple[str, str, str | None], ...] = ()  # (dest, metavar, help)
+    options: tuple[str | Declared, ...] = ()
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None  # the command's own
+
+    def add_to(self, sub: Any) -> None:
+        parser = sub.add_parser(self.name, help=self.help, description=self.description)
+        for dest, metavar, help_text in self.positionals:
+            parser.add_argument(dest, metavar=metavar, help=help_text)
+        for option in self.options:
+            name, changes = (option, {}) if isinstance(option, str) else option
+            _add(parser, name, **changes)
+        if self.arguments is not None:
+            self.arguments(parser)
+        parser.set_defaults(run=self.run)
+
+
+SUITE = ("suite", "SUITE", "a suite folder or its warp.toml")
+
+
+def _mode_command(mode: RunMode) -> Command:
+    """The command that runs ``mode`` on a suite."""
+    assert mode.command is not None
+    return Command(
+        name=mode.command,
+        run=partial(_run_mode, mode),
+        help=mode.command_help,
+        positionals=(SUITE,),
+        options=(*SUITE_OPTIONS, *mode.cli_options),
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,52 +203,108 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"warp-check {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for command in commands():
+        command.add_to(sub)
+    return parser
 
-    def suite_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("suite", metavar="SUITE", help="a suite folder or its warp.toml")
-        p.add_argument("--model", metavar="DIR", help="model folder to use instead of the suite's [model]")
-        p.add_argument(
-            "--cache", metavar="DIR", help="representation cache folder, or 'none' (default <suite>/.warp/cache)"
-        )
-        p.add_argument("--json", action="store_true", help="print the result as JSON")
-        p.add_argument("-q", "--quiet", action="store_true", help="print only the summary, not every failing case")
-        p.add_argument(
-            "--device", type=_device, metavar="DEVICE", help="auto, cpu, cuda or cuda:N (overrides [model] device)"
-        )
-        p.add_argument("--batch-size", type=_count, metavar="N", help="cases per encoder batch ([model] batch_size)")
-        p.add_argument("--threads", type=_count, metavar="N", help="torch CPU threads while encoding ([model] threads)")
 
-    check = sub.add_parser("check", help="run the suite against the model as it is (the CI gate)")
-    suite_args(check)
-    check.add_argument("--report", metavar="DIR", help="also write report.md, report.json and plots here")
-
-    repair = sub.add_parser("repair", help="repair the model on the suite, save it with its certificate")
-    suite_args(repair)
-    repair.add_argument("--out", metavar="DIR", help="where the repaired model goes (default <suite>/.warp/repaired)")
-    repair.add_argument("--rank", type=int, metavar="R", help="rank r (overrides [repair] rank)")
-    repair.add_argument(
-        "--gamma-s", type=_finite_float, metavar="G", help="must_fix margin (overrides [repair] gamma_s)"
+def commands() -> tuple[Command, ...]:
+    """The commands, in the order --help lists them: a command for each run mode that has one, then the rest."""
+    modes = tuple(_mode_command(mode) for mode in warp_check.MODES if mode.command is not None)
+    return modes + (
+        Command(
+            name="verify",
+            run=_verify,
+            help="re-check a repaired model's certificate from scratch",
+            positionals=(("model_dir", "MODEL_DIR", "the repaired model folder"),),
+            arguments=_verify_arguments,
+        ),
+        Command(
+            name="report",
+            run=_report,
+            help="write report.md, report.json and plots",
+            description="SOURCE is a suite (runs it on the model as it is), a warp_certificate.json, a repaired "
+            "model folder holding one, or a report.json written before (re-rendered).",
+            positionals=(("source", "SOURCE", None),),
+            options=(
+                ("out", {"required": True, "help": "folder for the report"}),
+                ("model", {"help": "for a suite: model folder instead of its [model]"}),
+                ("cache", {"help": "for a suite: representation cache folder, or 'none'"}),
+            ),
+        ),
+        Command(
+            name="compare",
+            run=_compare,
+            help="WARP beside same-layer LoRA and all-layers fine-tuning on the suite's cases (paper Table 3)",
+            description="Trains the baselines on copies of the model in memory; writes nothing unless --out is given.",
+            positionals=(SUITE,),
+            options=("model",),
+            arguments=_compare_arguments,
+        ),
+        Command(
+            name="diff",
+            run=_diff,
+            help="gate NEW on regressions against OLD: a case fails only if OLD got it right and NEW does not",
+            positionals=(
+                ("old", "OLD", "the baseline model folder (the last release)"),
+                ("new", "NEW", "the model folder under test"),
+                ("suite", "SUITE", None),
+            ),
+            options=(
+                ("cache", {"help": "representation cache folder, or 'none' (default <suite>/.warp)"}),
+                "json",
+                ("quiet", {"help": "print only the summary, not every regression"}),
+            ),
+        ),
+        Command(
+            name="import",
+            run=_import,
+            help="append cases from a CSV, TSV, JSONL, Parquet or AdvGLUE dev.json file to a suite's JSONL file",
+            positionals=(
+                ("suite", "SUITE", "the suite whose labels the cases must use"),
+                ("source", "FILE", "the file to read"),
+            ),
+            arguments=_import_arguments,
+        ),
+        Command(
+            name="neighbours",
+            run=_neighbours,
+            help="add perturbed copies of the suite's cases that the model gets wrong, as must_fix cases",
+            positionals=(SUITE,),
+            options=(
+                *SUITE_OPTIONS,
+                ("out", {"metavar": "FILE", "help": "JSONL file to append to (default: the must_fix file)"}),
+            ),
+            arguments=_neighbours_arguments,
+        ),
+        Command(
+            name="promote",
+            run=_promote,
+            help="move the must_fix cases a certified repair fixed into the suite's must_keep file",
+            positionals=(("suite", "SUITE", None),),
+            arguments=_promote_arguments,
+        ),
+        Command(
+            name="attack",
+            run=_attack,
+            help="add must_fix cases found by a TextAttack recipe on the suite's clean cases (warp-check[attack])",
+            description="Attacks each clean case; every attack that flips the model's label, re-checked on the "
+            "model, is appended as a must_fix case (source = recipe, original = the clean case's id). Case ids "
+            "come from the text, so a second run adds nothing new. Offline recipes: "
+            "DeepWordBugGao2018, Pruthi2019, PWWSRen2019, LEAP2023.",
+            positionals=(SUITE,),
+            arguments=_attack_arguments,
+        ),
     )
-    repair.add_argument(
-        "--gamma-h", type=_finite_float, metavar="G", help="must_keep margin (overrides [repair] gamma_h)"
-    )
-    repair.add_argument(
-        "--neighbours",
-        metavar="off|on|N|all",
-        help=f"the repair's neighbourhood (off by default): off, on ({MEASURED_PER_CASE} copies a must_fix case, "
-        f"{MEASURED_KEEP_PER_CASE} a must_keep one), or on with how many must_keep cases nearest the boundary are "
-        "perturbed (overrides [repair.neighbours])",
-    )
-    repair.add_argument("--report", metavar="DIR", help="also write report.md, report.json and plots here")
 
-    verify = sub.add_parser("verify", help="re-check a repaired model's certificate from scratch")
-    verify.add_argument("model_dir", metavar="MODEL_DIR", help="the repaired model folder")
+
+def _verify_arguments(verify: argparse.ArgumentParser) -> None:
     verify.add_argument(
         "--certificate", metavar="FILE", help="the certificate (default MODEL_DIR/warp_certificate.json)"
     )
     verify.add_argument("--suite", metavar="SUITE", help="also check that the certificate covers this suite's cases")
-    verify.add_argument("--cache", metavar="DIR", help="representation cache folder (default: none)")
-    verify.add_argument("--json", action="store_true", help="print the checks as JSON")
+    _add(verify, "cache", help="representation cache folder (default: none)")
+    _add(verify, "json", help="print the checks as JSON")
     verify.add_argument(
         "--chain",
         action="store_true",
@@ -178,24 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the drawdown on the suite's cases since the first model)",
     )
 
-    report = sub.add_parser(
-        "report",
-        help="write report.md, report.json and plots",
-        description="SOURCE is a suite (runs it on the model as it is), a warp_certificate.json, a repaired "
-        "model folder holding one, or a report.json written before (re-rendered).",
-    )
-    report.add_argument("source", metavar="SOURCE")
-    report.add_argument("--out", metavar="DIR", required=True, help="folder for the report")
-    report.add_argument("--model", metavar="DIR", help="for a suite: model folder instead of its [model]")
-    report.add_argument("--cache", metavar="DIR", help="for a suite: representation cache folder, or 'none'")
 
-    compare = sub.add_parser(
-        "compare",
-        help="WARP beside same-layer LoRA and all-layers fine-tuning on the suite's cases (paper Table 3)",
-        description="Trains the baselines on copies of the model in memory; writes nothing unless --out is given.",
-    )
-    compare.add_argument("suite", metavar="SUITE", help="a suite folder or its warp.toml")
-    compare.add_argument("--model", metavar="DIR", help="model folder to use instead of the suite's [model]")
+def _compare_arguments(compare: argparse.ArgumentParser) -> None:
     compare.add_argument("--heldout", metavar="FILE.jsonl", help="held-out adversarial cases (Atk. Gen column)")
     compare.add_argument("--general", metavar="FILE.jsonl", help="clean held-out cases (General Acc column)")
     compare.add_argument("--ranks", type=_int_list, metavar="R,R,...", help="WARP ranks (default [repair] rank)")
@@ -212,28 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--seed", type=int, default=0, metavar="N", help="subsampling and training seed (default 0)")
     compare.add_argument("--threads", type=int, metavar="N", help="torch CPU threads for the run")
-    compare.add_argument("--cache", metavar="DIR", help="representation cache folder (default: none, nothing written)")
-    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    _add(compare, "cache", help="representation cache folder (default: none, nothing written)")
+    _add(compare, "json", help="print the comparison as JSON")
     compare.add_argument("--out", metavar="FILE.md", help="also write the Markdown here and the JSON beside it")
-    compare.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    _add(compare, "quiet", help="no progress lines on stderr")
 
-    diff = sub.add_parser(
-        "diff",
-        help="gate NEW on regressions against OLD: a case fails only if OLD got it right and NEW does not",
-    )
-    diff.add_argument("old", metavar="OLD", help="the baseline model folder (the last release)")
-    diff.add_argument("new", metavar="NEW", help="the model folder under test")
-    diff.add_argument("suite", metavar="SUITE")
-    diff.add_argument("--cache", metavar="DIR", help="representation cache folder, or 'none' (default <suite>/.warp)")
-    diff.add_argument("--json", action="store_true", help="print the result as JSON")
-    diff.add_argument("-q", "--quiet", action="store_true", help="print only the summary, not every regression")
 
-    importer = sub.add_parser(
-        "import",
-        help="append cases from a CSV, TSV, JSONL, Parquet or AdvGLUE dev.json file to a suite's JSONL file",
-    )
-    importer.add_argument("suite", metavar="SUITE", help="the suite whose labels the cases must use")
-    importer.add_argument("source", metavar="FILE", help="the file to read")
+def _import_arguments(importer: argparse.ArgumentParser) -> None:
     importer.add_argument("--out", metavar="FILE", required=True, help="the JSONL case file to append to")
     importer.add_argument("--format", choices=FORMATS, help="default: from the file's name")
     importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
@@ -251,12 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(source prediction:FILE)",
     )
 
-    neighbours = sub.add_parser(
-        "neighbours",
-        help="add perturbed copies of the suite's cases that the model gets wrong, as must_fix cases",
-    )
-    suite_args(neighbours)
-    neighbours.add_argument("--out", metavar="FILE", help="JSONL file to append to (default: the must_fix file)")
+
+def _neighbours_arguments(neighbours: argparse.ArgumentParser) -> None:
     defaults = NeighbourSettings().drawing()
     neighbours.add_argument(
         "--per-case",
@@ -291,22 +390,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     neighbours.add_argument("--seed", type=_count_or_zero, metavar="N")
 
-    promote = sub.add_parser(
-        "promote", help="move the must_fix cases a certified repair fixed into the suite's must_keep file"
-    )
-    promote.add_argument("suite", metavar="SUITE")
+
+def _promote_arguments(promote: argparse.ArgumentParser) -> None:
     promote.add_argument("--from", dest="repaired", metavar="REPAIRED", required=True, help="the repaired model folder")
     promote.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
 
-    attack = sub.add_parser(
-        "attack",
-        help="add must_fix cases found by a TextAttack recipe on the suite's clean cases (warp-check[attack])",
-        description="Attacks each clean case; every attack that flips the model's label, re-checked on the model, "
-        "is appended as a must_fix case (source = recipe, original = the clean case's id). Case ids come from "
-        "the text, so a second run adds nothing new. Offline recipes: "
-        "DeepWordBugGao2018, Pruthi2019, PWWSRen2019, LEAP2023.",
-    )
-    attack.add_argument("suite", metavar="SUITE", help="a suite folder or its warp.toml")
+
+def _attack_arguments(attack: argparse.ArgumentParser) -> None:
     attack.add_argument(
         "--recipe", required=True, metavar="NAME", help="TextAttack recipe (a unique prefix such as 'pwws' will do)"
     )
@@ -320,11 +410,10 @@ def build_parser() -> argparse.ArgumentParser:
     attack.add_argument("--seed", type=int, default=0, metavar="S", help="search seed, per case (default 0)")
     attack.add_argument("--query-budget", type=int, metavar="Q", help="model queries per case (default: unbounded)")
     attack.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (1 is fastest on a busy machine)")
-    attack.add_argument("--model", metavar="DIR", help="model folder to use instead of the suite's [model]")
+    _add(attack, "model")
     attack.add_argument("--dry-run", action="store_true", help="attack and report, write nothing")
-    attack.add_argument("--json", action="store_true", help="print the result as JSON")
-    attack.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no per-case lists")
-    return parser
+    _add(attack, "json")
+    _add(attack, "quiet", help="no progress bar, no per-case lists")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -344,18 +433,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return {
-            "check": _check,
-            "repair": _repair,
-            "verify": _verify,
-            "report": _report,
-            "compare": _compare,
-            "attack": _attack,
-            "diff": _diff,
-            "import": _import,
-            "neighbours": _neighbours,
-            "promote": _promote,
-        }[args.command](args)
+        return args.run(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, what was half written is already removed
         return _interrupted()
     except Exception as exc:
@@ -382,7 +460,7 @@ def _interrupted() -> int:
 def _load(args: argparse.Namespace):
     if getattr(args, "report", None):
         check_report_destination(args.report)  # a report that cannot be written fails before the work
-    compute = {name: getattr(args, name, None) for name in ("device", "batch_size", "threads")}  # check, repair
+    compute = {option.name: getattr(args, option.name, None) for option in overriding("model")}
     suite = load_suite(args.suite, model=args.model).with_compute(**compute)
     if args.cache is None:
         workdir(suite)
@@ -392,29 +470,32 @@ def _load(args: argparse.Namespace):
     return suite, cache
 
 
-def _check(args: argparse.Namespace) -> int:
+def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
+    """``mode``'s command: the suite run by the mode, printed as the mode says."""
     suite, cache = _load(args)
-    # An earlier check of this exact folder answers without loading the model.
-    return _finish(args, check_suite(suite, cache_dir=cache, progress=not args.json))
+    overrides = {o.name: getattr(args, o.name) for o in overriding("repair") if o.name in mode.cli_options}
+    if overrides:
+        try:  # the suite's settings with the flags, checked before anything loads
+            suite.settings(**overrides)
+        except SettingsError as exc:
+            print(f"warp-check {args.command}: error: {FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    out = getattr(args, "out", None)
+    job = RunJob(
+        suite=suite,
+        load_model=load_adapter,
+        cache_dir=cache,
+        # An earlier check of this exact folder answers without loading the model.
+        warm=warm_entry(suite, cache) if mode.recalls_checks else None,
+        out_dir=Path(out) if out else None,
+        overrides=overrides,
+        flags=FLAGS,
+        progress=not args.json,
+    )
+    return _finish(args, mode, mode.run(job))
 
 
-def _repair(args: argparse.Namespace) -> int:
-    suite, cache = _load(args)
-    try:
-        settings = suite.settings(
-            rank=args.rank, gamma_s=args.gamma_s, gamma_h=args.gamma_h, neighbours=args.neighbours
-        )
-    except SettingsError as exc:
-        print(f"warp-check repair: error: {FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-    out = Path(args.out) if args.out else default_out_dir(suite)
-    adapter = load_adapter(suite)
-    result = repair(suite, adapter, settings, out_dir=out, cache_dir=cache, progress=not args.json, flags=FLAGS)
-    return _finish(args, result)
-
-
-def _finish(args: argparse.Namespace, result) -> int:
+def _finish(args: argparse.Namespace, mode: RunMode, result: RunResult) -> int:
     if getattr(args, "report", None):
         path = write_report(args.report, [result])
         if not args.json:
@@ -422,30 +503,22 @@ def _finish(args: argparse.Namespace, result) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        _print_result(result, quiet=args.quiet)
+        _print_result(mode, result, quiet=getattr(args, "quiet", False))
     return EXIT_OK if result.passed else EXIT_FAILED
 
 
-def _print_result(result, *, quiet: bool) -> None:
+def _print_result(mode: RunMode, result: RunResult, *, quiet: bool) -> None:
     details = result.details
-    print(f"suite '{result.name}' ({result.suite}): {result.mode.value} mode")
+    print(mode.header(result, result.suite))
     if details.model:
-        head = details.head if isinstance(details, (CheckDetails, RepairDetails)) else None
-        print(f"  model: {details.model}" + (f" ({head})" if head else ""))
-    if isinstance(details, RepairDetails) and details.found_by:
-        print(f"  head: {details.found_by}")
+        print("\n".join(mode.model_lines(details)))
     for kind, row in result.counts().items():
         print(f"  {kind.value:<9}  {row.passed} passed, {row.failed} failed")
     aux = details.counts.get(Kind.AUX)
     if aux:
         print(f"  aux        {aux} case(s): GSN-FT data, not tests")
-    repaired = details if isinstance(details, RepairDetails) else None
-    if repaired is not None and repaired.neighbourhood is not None:
-        print(f"  neighbourhood: {repaired.neighbourhood}")
-    if repaired is not None and repaired.certs is not None:
-        print(f"  certificates: {repaired.certs}")
-    if result.mode is Mode.REPAIR:
-        print(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
+    for line in mode.result_lines(result):
+        print(line)
     print(f"  {result.message}")
     failing = [v for v in result.verdicts if not v.passed and v.expected_failure is None]
     expected = [v for v in result.verdicts if v.expected_failure is not None]
@@ -465,14 +538,15 @@ def _verify(args: argparse.Namespace) -> int:
     certificate = Path(args.certificate) if args.certificate else None
     if args.suite:
         suite = load_suite(args.suite, model=model_dir)
-        result = audit(
-            suite, model_dir, certificate or model_dir / CERTIFICATE_NAME, cache_dir=args.cache, progress=not args.json
+        audit = mode_named("audit")
+        job = RunJob(
+            suite=suite,
+            load_model=load_adapter,
+            cache_dir=Path(args.cache) if args.cache else None,
+            certificate=certificate or model_dir / CERTIFICATE_NAME,
+            progress=not args.json,
         )
-        if args.json:
-            print(json.dumps(result.to_dict(), indent=2))
-        else:
-            _print_result(result, quiet=False)
-        return EXIT_OK if result.passed else EXIT_FAILED
+        return _finish(args, audit, audit.run(job))
     verification = verify(model_dir, certificate, cache_dir=args.cache, progress=not args.json)
     failures = verification.failures()
     if args.json:
@@ -638,12 +712,13 @@ ATTACK_FLAGS = {
 
 
 def _diff(args: argparse.Namespace) -> int:
-    checked = []
-    for folder in (args.old, args.new):
-        args.model = folder  # the suite's cases, on each model in turn
-        suite, cache = _load(args)
-        checked.append(check_suite(suite, cache_dir=cache, progress=not args.json))
-    return _finish(args, against_baseline(checked[1], checked[0], args.old))
+    args.model = args.new
+    suite, cache = _load(args)
+    mode = mode_named("baseline").chosen_with(args.old)
+    job = RunJob(
+        suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=not args.json
+    )
+    return _finish(args, mode, mode.run(job))
 
 
 def _import(args: argparse.Namespace) -> int:
