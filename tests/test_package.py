@@ -36,6 +36,7 @@ def test_importing_the_package_the_plugin_and_the_warm_check_import_no_numpy():
     imported = run_python(
         "import json, sys\n"
         "import warp_check, warp_check.runs.check, warp_check.runs.load, warp_check.suite.loader, pytest_warp.plugin\n"
+        "warp_check.MODES, warp_check.OPTIONS  # what pytest --help reads\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'numpy', 'scipy', 'torch', 'transformers', 'osqp', 'safetensors', 'hypothesis'})))"
     )

@@ -139,10 +139,11 @@ def test_the_plugin_and_the_command_import_only_warp_checks_public_names():
 
     import pytest_warp
 
+    package = Path(warp_check.__file__).parent
+    command = [package / "cli.py", *(package / "commands").glob("*.py")]
     # The command's extras (attack, compare, import, neighbours, promote) are not public names yet.
-    extras = ("warp_check.extras.", "warp_check.repair.settings", "warp_check.runs.details")
-    sources = [*Path(pytest_warp.__file__).parent.glob("*.py"), Path(warp_check.__file__).parent / "cli.py"]
-    for source in sources:
+    extras = ("warp_check.extras.", "warp_check.repair.settings", "warp_check.runs.details", "warp_check.commands")
+    for source in [*Path(pytest_warp.__file__).parent.glob("*.py"), *command]:
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("warp_check."):
-                assert source.name == "cli.py" and node.module.startswith(extras), (source.name, node.module)
+                assert source in command and node.module.startswith(extras), (source.name, node.module)
