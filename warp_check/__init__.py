@@ -30,7 +30,7 @@ from warp_check.errors import (
     reraise_interrupt,
 )
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
 from warp_check.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the same at run time)
@@ -42,6 +42,19 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.certify.chain import verify_chain
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
     from warp_check.certify.verify import Verification, verify
+    from warp_check.extras.attacks import STATUS_MEANING as ATTACK_STATUS_MEANING
+    from warp_check.extras.attacks import STATUSES as ATTACK_STATUSES
+    from warp_check.extras.attacks import RecipeSettings, resolve_recipe, run_attack
+    from warp_check.extras.attacks import check_out as check_attack_out
+    from warp_check.extras.attacks import check_ready as check_recipe_ready
+    from warp_check.extras.attacks import default_out as must_fix_file
+    from warp_check.extras.baselines import TrainSettings
+    from warp_check.extras.compare import METHODS as COMPARE_METHODS
+    from warp_check.extras.compare import CompareSettings, compare_suite, write_comparison
+    from warp_check.extras.compare import check_out_path as check_comparison_out
+    from warp_check.extras.importer import ADVGLUE_FIELDS, ImportSettings, import_cases
+    from warp_check.extras.importer import FORMATS as IMPORT_FORMATS
+    from warp_check.extras.importer import format_of as import_format_of
     from warp_check.extras.invariance import (
         Counterexample,
         InvarianceFailure,
@@ -51,6 +64,9 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         record_counterexamples,
         scorer,
     )
+    from warp_check.extras.neighbours import add_neighbours
+    from warp_check.extras.predictions import import_predicted
+    from warp_check.extras.promote import promote
     from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.encode import Encoded, encode_cases
@@ -85,7 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
     from warp_check.runs.audit import audit
     from warp_check.runs.check import check, check_suite, check_warm, warm_entry
-    from warp_check.runs.details import RunDetails
+    from warp_check.runs.details import WITHOUT_SYNONYMS, RunDetails
     from warp_check.runs.evaluation import Evaluation, evaluate
     from warp_check.runs.load import load_adapter
     from warp_check.runs.modes import Mode, RunStatus
@@ -120,6 +136,25 @@ _LAZY: dict[str, str] = {
     "pgd_worst_gap": "warp_check.certify.falsify",
     "Verification": "warp_check.certify.verify",
     "verify": "warp_check.certify.verify",
+    "ATTACK_STATUS_MEANING": "warp_check.extras.attacks:STATUS_MEANING",
+    "ATTACK_STATUSES": "warp_check.extras.attacks:STATUSES",
+    "check_attack_out": "warp_check.extras.attacks:check_out",
+    "check_recipe_ready": "warp_check.extras.attacks:check_ready",
+    "must_fix_file": "warp_check.extras.attacks:default_out",
+    "RecipeSettings": "warp_check.extras.attacks",
+    "resolve_recipe": "warp_check.extras.attacks",
+    "run_attack": "warp_check.extras.attacks",
+    "TrainSettings": "warp_check.extras.baselines",
+    "check_comparison_out": "warp_check.extras.compare:check_out_path",
+    "COMPARE_METHODS": "warp_check.extras.compare:METHODS",
+    "compare_suite": "warp_check.extras.compare",
+    "CompareSettings": "warp_check.extras.compare",
+    "write_comparison": "warp_check.extras.compare",
+    "ADVGLUE_FIELDS": "warp_check.extras.importer",
+    "import_cases": "warp_check.extras.importer",
+    "import_format_of": "warp_check.extras.importer:format_of",
+    "IMPORT_FORMATS": "warp_check.extras.importer:FORMATS",
+    "ImportSettings": "warp_check.extras.importer",
     "assert_moves_toward": "warp_check.extras.invariance",
     "assert_same_label": "warp_check.extras.invariance",
     "Counterexample": "warp_check.extras.invariance",
@@ -127,6 +162,9 @@ _LAZY: dict[str, str] = {
     "predictor": "warp_check.extras.invariance",
     "record_counterexamples": "warp_check.extras.invariance",
     "scorer": "warp_check.extras.invariance",
+    "add_neighbours": "warp_check.extras.neighbours",
+    "import_predicted": "warp_check.extras.predictions",
+    "promote": "warp_check.extras.promote",
     "Activation": "warp_check.model.activations",
     "ACTIVATIONS": "warp_check.model.activations",
     "get_activation": "warp_check.model.activations",
@@ -138,8 +176,8 @@ _LAZY: dict[str, str] = {
     "HEAD_SPECS": "warp_check.model.specs",
     "HeadSpec": "warp_check.model.specs",
     "resolve_spec": "warp_check.model.specs",
-    "MODES": "warp_check.modes",
     "mode_named": "warp_check.modes",
+    "MODES": "warp_check.modes",
     "RunJob": "warp_check.modes",
     "RunMode": "warp_check.modes",
     "BadValue": "warp_check.options",
@@ -173,6 +211,8 @@ _LAZY: dict[str, str] = {
     "check_suite": "warp_check.runs.check",
     "check_warm": "warp_check.runs.check",
     "warm_entry": "warp_check.runs.check",
+    "RunDetails": "warp_check.runs.details",
+    "WITHOUT_SYNONYMS": "warp_check.runs.details",
     "evaluate": "warp_check.runs.evaluation",
     "Evaluation": "warp_check.runs.evaluation",
     "load_adapter": "warp_check.runs.load",
@@ -193,9 +233,8 @@ _LAZY: dict[str, str] = {
     "default_cache_dir": "warp_check.runs.workdir",
     "default_out_dir": "warp_check.runs.workdir",
     "workdir": "warp_check.runs.workdir",
-    "load_suite": "warp_check.suite.loader",
     "Location": "warp_check.suite.case_files",
-    "RunDetails": "warp_check.runs.details",
+    "load_suite": "warp_check.suite.loader",
     "Suite": "warp_check.suite.loader",
     "SUITE_FILE": "warp_check.suite.loader",
 }
@@ -218,17 +257,22 @@ def __dir__() -> list[str]:
 # Everything above and in _LAZY (tests/test_package.py holds them equal).
 __all__ = [
     "ACTIVATIONS",
+    "ADVGLUE_FIELDS",
+    "ATTACK_STATUSES",
+    "ATTACK_STATUS_MEANING",
     "Activation",
     "ArtefactError",
     "AttackSettings",
     "BadValue",
     "CERTIFICATE_NAME",
+    "COMPARE_METHODS",
     "Case",
     "CaseCertificate",
     "CaseSet",
     "Certificate",
     "CertificateError",
     "ClassifierAdapter",
+    "CompareSettings",
     "Counterexample",
     "DenseHead",
     "Encoded",
@@ -236,7 +280,10 @@ __all__ = [
     "FORMAT",
     "HEAD_SPECS",
     "HeadSpec",
+    "IMPORT_FORMATS",
+    "ImportSettings",
     "InvarianceFailure",
+    "KeepChoice",
     "Kind",
     "LinearisedProblem",
     "Lipschitz",
@@ -244,6 +291,7 @@ __all__ = [
     "MODES",
     "Mode",
     "ModelError",
+    "NeighbourSettings",
     "OPTION",
     "OPTIONS",
     "Option",
@@ -253,6 +301,7 @@ __all__ = [
     "QPSolution",
     "QPStatus",
     "REPORT_JSON",
+    "RecipeSettings",
     "RepairOutcome",
     "RepairResult",
     "RepairSettings",
@@ -267,14 +316,18 @@ __all__ = [
     "SolverSettings",
     "Suite",
     "SuiteError",
+    "SynonymUse",
+    "TrainSettings",
     "ValueKind",
     "Verdict",
     "Verification",
+    "WITHOUT_SYNONYMS",
     "WarmEntry",
     "WarpError",
     "WarpWarning",
     "WordNetUnavailable",
     "__version__",
+    "add_neighbours",
     "against_baseline",
     "assert_moves_toward",
     "assert_same_label",
@@ -282,11 +335,15 @@ __all__ = [
     "case_and_punctuation",
     "certify_cases",
     "check",
+    "check_attack_out",
+    "check_comparison_out",
+    "check_recipe_ready",
     "check_repair_overrides",
     "check_report_destination",
     "check_suite",
     "check_warm",
     "collected_notices",
+    "compare_suite",
     "contractions",
     "default_cache_dir",
     "default_out_dir",
@@ -296,23 +353,30 @@ __all__ = [
     "flip_radius",
     "from_interrupt",
     "get_activation",
+    "import_cases",
+    "import_format_of",
+    "import_predicted",
     "lipschitz",
     "load_adapter",
     "load_suite",
-    "mode_named",
     "local_radius",
+    "mode_named",
     "monte_carlo_flip_multiplier",
+    "must_fix_file",
     "negation_preserving",
     "overriding",
     "perturbations",
     "pgd_worst_gap",
     "predictor",
+    "promote",
     "record_counterexamples",
     "repair_cases",
     "repair_head",
     "repair_suite",
     "reraise_interrupt",
+    "resolve_recipe",
     "resolve_spec",
+    "run_attack",
     "run_from_certificate",
     "scorer",
     "setting_flags",
@@ -326,5 +390,6 @@ __all__ = [
     "wordnet_synonyms",
     "workdir",
     "write_artefact",
+    "write_comparison",
     "write_report",
 ]

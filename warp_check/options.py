@@ -130,7 +130,6 @@ OPTIONS: tuple[Option, ...] = (
         kind=ValueKind.PATH,
         help="model folder to test instead of each suite's [model] (a local folder)",
         cli=("--model",),
-        metavar="DIR",
         cli_help="model folder to use instead of the suite's [model]",
     ),
     Option(

@@ -9,11 +9,31 @@ import sys
 from pathlib import Path
 
 from warp_check import (
+    ADVGLUE_FIELDS,
+    ATTACK_STATUS_MEANING,
+    ATTACK_STATUSES,
+    IMPORT_FORMATS,
+    WITHOUT_SYNONYMS,
+    ImportSettings,
+    KeepChoice,
     Kind,
+    NeighbourSettings,
+    RecipeSettings,
     SettingsError,
+    SynonymUse,
+    add_neighbours,
+    check_attack_out,
+    check_recipe_ready,
     default_cache_dir,
+    import_cases,
+    import_format_of,
+    import_predicted,
     load_adapter,
     load_suite,
+    must_fix_file,
+    promote,
+    resolve_recipe,
+    run_attack,
     workdir,
 )
 from warp_check.commands.arguments import (
@@ -25,27 +45,11 @@ from warp_check.commands.arguments import (
     count_or_zero,
     suite_and_cache,
 )
-from warp_check.extras.attacks import (
-    STATUS_MEANING,
-    STATUSES,
-    RecipeSettings,
-    check_out,
-    check_ready,
-    default_out,
-    resolve_recipe,
-    run_attack,
-)
-from warp_check.extras.importer import ADVGLUE_FIELDS, FORMATS, ImportSettings, format_of, import_cases
-from warp_check.extras.neighbours import add_neighbours
-from warp_check.extras.predictions import import_predicted
-from warp_check.extras.promote import promote
-from warp_check.repair.settings import KeepChoice, NeighbourSettings, SynonymUse
-from warp_check.runs.details import WITHOUT_SYNONYMS
 
 
 def import_arguments(importer: argparse.ArgumentParser) -> None:
     importer.add_argument("--out", metavar="FILE", required=True, help="the JSONL case file to append to")
-    importer.add_argument("--format", choices=FORMATS, help="default: from the file's name")
+    importer.add_argument("--format", choices=IMPORT_FORMATS, help="default: from the file's name")
     importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
     importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
     importer.add_argument("--text-pair", metavar="COLUMN", help="column of the second text, for pair tasks")
@@ -137,7 +141,7 @@ ATTACK_FLAGS = {
 def import_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     try:
-        file_format = args.format or format_of(args.source)
+        file_format = args.format or import_format_of(args.source)
     except SettingsError as exc:
         print(f"warp-check import: error: --format: {exc.why}", file=sys.stderr)
         return EXIT_USAGE
@@ -200,7 +204,7 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
 
 def neighbours_command(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args)
-    out = Path(args.out) if args.out else default_out(suite)
+    out = Path(args.out) if args.out else must_fix_file(suite)
     adapter = load_adapter(suite)
     flags = {
         "per_case": args.per_case,
@@ -250,12 +254,12 @@ def attack_command(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"warp-check attack: error: {ATTACK_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    check_ready(recipe)
+    check_recipe_ready(recipe)
     suite = load_suite(args.suite, model=args.model)
     settings = dataclasses.replace(settings, batch_size=suite.model.batch_size)
-    out = None if args.dry_run else Path(args.out) if args.out else default_out(suite)
+    out = None if args.dry_run else Path(args.out) if args.out else must_fix_file(suite)
     if out is not None:
-        check_out(suite, out)  # a wrong --out is a usage error before the model loads, not after
+        check_attack_out(suite, out)  # a wrong --out is a usage error before the model loads, not after
     run = run_attack(suite, load_adapter(suite), settings, out=out, progress=not (args.quiet or args.json))
     if args.json:
         print(json.dumps({"suite": str(suite.toml), **run.to_dict()}, indent=2))
@@ -267,8 +271,8 @@ def attack_command(args: argparse.Namespace) -> int:
 def _print_attack(suite, run, *, quiet: bool) -> None:
     kind, seed = run.settings.source_kind.value, run.settings.seed
     print(f"suite '{suite.name}' ({suite.toml}): {run.recipe} on {run.selected} {kind} case(s), seed {seed}")
-    for status in STATUSES:
-        print(f"  {status:<9} {run.count(status):>5}  {STATUS_MEANING[status]}")
+    for status in ATTACK_STATUSES:
+        print(f"  {status:<9} {run.count(status):>5}  {ATTACK_STATUS_MEANING[status]}")
     data = run.to_dict()
     print(
         f"  speed: {run.examples_per_second:.3g} case(s)/s ({run.attack_seconds:.1f} s attacking, "

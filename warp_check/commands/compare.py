@@ -8,12 +8,16 @@ import sys
 from pathlib import Path
 
 from warp_check import (
+    COMPARE_METHODS,
+    CompareSettings,
     SettingsError,
+    TrainSettings,
+    check_comparison_out,
+    compare_suite,
     load_suite,
+    write_comparison,
 )
 from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_declared
-from warp_check.extras.baselines import TrainSettings
-from warp_check.extras.compare import METHODS, CompareSettings, check_out_path, compare_suite, write_comparison
 
 
 def compare_arguments(compare: argparse.ArgumentParser) -> None:
@@ -68,7 +72,7 @@ def _name_list(text: str) -> tuple[str, ...]:
 def compare_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite, model=args.model)
     if args.out:
-        check_out_path(args.out, suite.model_dir)  # before the training, not after
+        check_comparison_out(args.out, suite.model_dir)  # before the training, not after
     cache = None if args.cache is None or args.cache.strip().lower() == "none" else Path(args.cache)
     quiet = args.quiet
 
@@ -80,7 +84,7 @@ def compare_command(args: argparse.Namespace) -> int:
         epochs = {} if args.epochs is None else {"max_epochs": args.epochs}
         train = TrainSettings(seed=args.seed, restore_best=args.restore_best, **epochs)
         settings = CompareSettings(
-            methods=args.methods if args.methods is not None else METHODS,
+            methods=args.methods if args.methods is not None else COMPARE_METHODS,
             ranks=args.ranks,
             fix_size=args.fix_size,
             keep_size=args.keep_size,
