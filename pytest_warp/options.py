@@ -50,9 +50,14 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(option.ini, option.help, type="bool" if option.kind is ValueKind.FLAG else "string", default=None)
 
 
+def _default_mode() -> RunMode:
+    """The mode no option chooses (check)."""
+    return next(mode for mode in warp_check.MODES if mode.selected_by is None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class WarpOptions:
-    mode: RunMode = field(default_factory=lambda: _default_mode())
+    mode: RunMode = field(default_factory=_default_mode)
     model: Path | None = None
     repair: bool = False
     out: Path | None = None
@@ -73,10 +78,6 @@ class WarpOptions:
     @property
     def given(self) -> bool:
         return self != WarpOptions()
-
-
-def _default_mode() -> RunMode:
-    return next(mode for mode in warp_check.MODES if mode.selected_by is None)
 
 
 def _raw(config: pytest.Config, option: Option) -> tuple[Any, Path | None, str]:
