@@ -114,7 +114,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
     values["cache"] = None if no_cache else _read(config, warp_check.OPTION["cache"])
     certificate = values["certificate"]
     if certificate is not None and certificate.is_dir():
-        values["certificate"] = certificate = certificate / CERTIFICATE_NAME
+        values["certificate"] = certificate / CERTIFICATE_NAME
     chosen = [
         (mode, values[mode.selected_by.name])
         for mode in warp_check.MODES
