@@ -14,31 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from warp_check.cases import Case, Kind
-from warp_check.errors import SuiteError, WarpError
-from warp_check.runs.result import Verdict
+from warp_check import Case, Kind, SuiteError, Verdict, WarpError
 
 from .state import STATE
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_check.suite.case_files import Location
+    from warp_check import Location
 
 VERDICT = pytest.StashKey[Verdict]()
-
-# Verdict properties recorded for JUnit XML (record_property), in this order, when present.
-JUNIT_PROPERTIES = (
-    "kind",
-    "label",
-    "predicted",
-    "gap",
-    "baseline_predicted",
-    "baseline_gap",
-    "gap_before",
-    "gap_after",
-    "radius",
-    "eps_star",
-    "eps_local",
-)
 
 
 def shown_path(config: pytest.Config, path: Path) -> Path:
@@ -88,11 +71,8 @@ class CaseItem(pytest.Item):
         if verdict is None:
             raise CaseFailure(f"no verdict for this case: {result.message}")
         self.stash[VERDICT] = dataclasses.replace(verdict, suite=result.suite)
-        properties = {"kind": verdict.kind.value} | verdict.properties
-        for name in JUNIT_PROPERTIES:
-            value = properties.get(name)
-            if value is not None:
-                self.user_properties.append((name, value))
+        state = self.config.stash[STATE]
+        self.user_properties += state.options.mode.junit({"kind": verdict.kind.value} | verdict.properties)
         if verdict.expected_failure is not None:
             pytest.xfail(verdict.expected_failure)
         if not verdict.passed:

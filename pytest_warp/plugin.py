@@ -12,16 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from warp_check.errors import WarpError
-from warp_check.runs.report import check_report_destination, write_report
+from warp_check import SUITE_FILE, WarpError, check_report_destination, write_report
 
 from . import record, shutdown
 from .items import VERDICT, CaseItem, SuiteFile
 from .options import add_options, read_options
 from .state import STATE, WarpSession
 from .summary import lines
-
-SUITE_FILE = "warp.toml"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from warp_check import WarpError
+
 RECORDER = pytest.StashKey["Recorder"]()
 
 
@@ -36,8 +38,7 @@ class Recorder:
         return report
 
     def record(self, item: pytest.Item, error: BaseException) -> dict | None:
-        from warp_check.errors import WarpError
-        from warp_check.extras.invariance import record_counterexamples
+        from warp_check import record_counterexamples  # hypothesis: only where a test failed
 
         prefix = getattr(item, "originalname", None) or item.name
         try:

@@ -24,21 +24,26 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from warp_check.errors import WarpError, reraise_interrupt
-from warp_check.runs import notices
-from warp_check.runs.check import check, check_suite, check_warm, warm_entry
-from warp_check.runs.load import load_adapter
-from warp_check.runs.modes import Mode
-from warp_check.runs.regressions import against_baseline
-from warp_check.runs.result import Outcome, RunResult, Verdict
-from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
-from warp_check.suite.loader import Suite, load_suite
+from warp_check import (
+    Outcome,
+    RunJob,
+    RunResult,
+    Suite,
+    Verdict,
+    WarpError,
+    collected_notices,
+    default_cache_dir,
+    load_adapter,
+    load_suite,
+    reraise_interrupt,
+    warm_entry,
+    workdir,
+)
 
 from .options import WarpOptions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_check.cache.warm import WarmEntry
-    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check import ClassifierAdapter, WarmEntry
 
 RUNS_DIR = "runs"  # in <suite>/.warp: result files shared by xdist workers
 RUN_FILE_MAX_AGE_S = 24 * 3600
@@ -76,9 +81,9 @@ class WarpSession:
             model = self.options.model
             if model is None and self.options.certificate is not None:
                 model = self.options.certificate.parent  # audit: the certified folder itself
-            suite = load_suite(toml, model=model).with_compute(**self.options.compute())
+            suite = load_suite(toml, model=model).with_compute(**self.options.compute)
             self.suites[key] = suite
-            entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode is Mode.CHECK else None
+            entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode.recalls_checks else None
             if entry is not None:
                 self.warm[key] = entry
             else:
@@ -110,12 +115,6 @@ class WarpSession:
             return None
         return path
 
-    def out_dir(self, suite: Suite) -> Path:
-        if self.options.out is not None:
-            return self.options.out
-        workdir(suite)
-        return default_out_dir(suite)
-
     def result_for(self, key: Path, selected_ids: Callable[[], list[str]]) -> RunResult:
         """The run of the suite at ``key`` (computed once, with the ids ``selected_ids`` gives)."""
         if key not in self.results:
@@ -126,48 +125,32 @@ class WarpSession:
             except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
                 reraise_interrupt(exc)
                 message = f"internal error while running the suite: {type(exc).__name__}: {exc}"
-                self.results[key] = RunResult.failed(suite, self.options.mode, message)
+                self.results[key] = RunResult.failed(suite, self.options.mode.records, message)
         return self.results[key]
 
     def _compute(self, key: Path, suite: Suite, selected: Sequence[str]) -> RunResult:
-        with notices.collected() as warned:
+        with collected_notices() as warned:
             result = self._run(key, suite, selected)
         return dataclasses.replace(result, warnings=result.warnings + tuple(warned)) if warned else result
 
     def _run(self, key: Path, suite: Suite, selected: Sequence[str]) -> RunResult:
         mode = self.options.mode
+        job = RunJob(
+            suite=suite,
+            load_model=self.adapter,
+            cache_dir=self.cache_dir(suite),
+            ids=selected,
+            warm=self.warm.get(key),
+            out_dir=self.options.out,
+            certificate=self.options.certificate,
+            compute=self.options.compute,
+            overrides=self.options.overrides,
+            flags=self.options.flags,
+        )
         try:
-            if mode is Mode.CHECK:
-                cache = self.cache_dir(suite)
-                warm = check_warm(suite, self.warm.get(key), ids=selected, cache_dir=cache)
-                result = warm or check(suite, self.adapter(suite), ids=selected, cache_dir=cache)
-                if self.options.baseline is None:
-                    return result
-                baseline = self._check_baseline(suite, selected, cache)
-                return against_baseline(result, baseline, str(self.options.baseline))
-            # numpy, the solvers and the certifier load only in the modes that need them
-            from warp_check.runs.audit import audit
-            from warp_check.runs.repair import repair
-
-            if mode is Mode.AUDIT:
-                assert self.options.certificate is not None
-                return audit(suite, suite.model_dir, self.options.certificate, cache_dir=self.cache_dir(suite))
-            settings = suite.settings(**self.options.overrides())
-            return repair(
-                suite,
-                self.adapter(suite),
-                settings,
-                out_dir=self.out_dir(suite),
-                cache_dir=self.cache_dir(suite),
-                flags=self.options.flags,
-            )
+            return mode.run(job)
         except (WarpError, OSError) as exc:  # a user's mistake or environment: a message, not a traceback
-            return RunResult.failed(suite, mode, f"{type(exc).__name__}: {exc}")
-
-    def _check_baseline(self, suite: Suite, selected: Sequence[str], cache: Path | None) -> RunResult:
-        """The same cases on --warp-baseline's model (answered from the cache when it was checked before)."""
-        baseline = load_suite(suite.toml, model=self.options.baseline).with_compute(**self.options.compute())
-        return check_suite(baseline, ids=selected, cache_dir=cache)
+            return RunResult.failed(suite, mode.records, f"{type(exc).__name__}: {exc}")
 
     def _shared(self, suite: Suite, compute: Callable[[], RunResult], selected: Sequence[str]) -> RunResult:
         """Compute once per test run: alone, or under xdist by the first worker to get here."""
@@ -179,7 +162,7 @@ class WarpSession:
         runs = workdir(suite) / RUNS_DIR
         runs.mkdir(exist_ok=True)
         key = hashlib.sha256(
-            "\n".join([workerinput["testrunuid"], str(suite.toml), self.options.mode.value, *sorted(selected)]).encode()
+            "\n".join([workerinput["testrunuid"], str(suite.toml), self.options.mode.name, *sorted(selected)]).encode()
         ).hexdigest()[:32]
         target = runs / f"{key}.json"
         with FileLock(str(runs / f"{key}.lock")):

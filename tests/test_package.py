@@ -36,6 +36,7 @@ def test_importing_the_package_the_plugin_and_the_warm_check_import_no_numpy():
     imported = run_python(
         "import json, sys\n"
         "import warp_check, warp_check.runs.check, warp_check.runs.load, warp_check.suite.loader, pytest_warp.plugin\n"
+        "warp_check.MODES, warp_check.OPTIONS  # what pytest --help reads\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'numpy', 'scipy', 'torch', 'transformers', 'osqp', 'safetensors', 'hypothesis'})))"
     )
@@ -43,7 +44,9 @@ def test_importing_the_package_the_plugin_and_the_warm_check_import_no_numpy():
 
 
 def test_every_public_name_resolves_and_all_lists_them():
-    eager = {"Case", "Kind", "RepairSettings", "SolverSettings", "__version__"}
+    eager = {"Case", "Kind", "RepairSettings", "SolverSettings", "WarpWarning", "__version__"}
+    eager |= {"KeepChoice", "NeighbourSettings", "SynonymUse"}
+    eager |= {"from_interrupt", "reraise_interrupt"}
     eager |= {name for name in dir(warp_check) if name.endswith("Error")}
     assert set(warp_check.__all__) == set(warp_check._LAZY) | eager
     for name in warp_check.__all__:
@@ -57,19 +60,24 @@ def test_what_type_checkers_see_is_what_loads():
     # The TYPE_CHECKING imports and the run-time table must name the same things.
     tree = ast.parse(INIT.read_text())
     guarded = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
-    seen = {(node.module, alias.name) for node in guarded.body for alias in node.names}  # type: ignore[attr-defined]
-    assert seen == {(module, name) for name, module in warp_check._LAZY.items()}
+    seen = {
+        (alias.asname or alias.name, f"{node.module}:{alias.name}" if alias.asname else node.module)
+        for node in guarded.body  # type: ignore[attr-defined]
+        for alias in node.names  # type: ignore[attr-defined]
+    }
+    assert seen == set(warp_check._LAZY.items())
 
 
 @pytest.mark.parametrize("first", ["layers", "names"])
 def test_public_names_are_what_their_modules_define_whatever_loads_first(first: str):
     # A sub-package's import binds it on warp_check; no public name may be shadowed by one.
-    layers = "import warp_check.repair.loop, warp_check.certify.verify, warp_check.runs.pipeline\n"
+    layers = "import warp_check.repair.loop, warp_check.certify.verify, warp_check.runs.repair, warp_check.modes\n"
     names = "import warp_check as wc\nwc.verify\n"
     load = layers + "import warp_check as wc\n" if first == "layers" else names + layers
     same = run_python(
-        "import importlib, json\n" + load + "print(json.dumps(sorted(name for name, module in wc._LAZY.items() "
-        "if getattr(wc, name) is not getattr(importlib.import_module(module), name))))"
+        "import importlib, json\n" + load + "print(json.dumps(sorted(name for name, where in wc._LAZY.items() "
+        "if getattr(wc, name) is not getattr(importlib.import_module(where.partition(':')[0]), "
+        "where.partition(':')[2] or name))))"
     )
     assert same == []
 

@@ -18,18 +18,43 @@ import importlib
 from typing import TYPE_CHECKING
 
 from warp_check.cases import Case, Kind
-from warp_check.errors import ArtefactError, CertificateError, ModelError, SettingsError, SuiteError, WarpError
+from warp_check.errors import (
+    ArtefactError,
+    CertificateError,
+    ModelError,
+    SettingsError,
+    SuiteError,
+    WarpError,
+    WarpWarning,
+    from_interrupt,
+    reraise_interrupt,
+)
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
 from warp_check.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the same at run time)
+    from warp_check.cache.warm import WarmEntry
     from warp_check.certify.artefact import write_artefact
     from warp_check.certify.bounds import eps_star, lipschitz, local_radius
     from warp_check.certify.cases import certify_cases
     from warp_check.certify.certificate import CERTIFICATE_NAME, FORMAT, CaseCertificate, Certificate, Lipschitz
+    from warp_check.certify.chain import verify_chain
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
     from warp_check.certify.verify import Verification, verify
+    from warp_check.extras.attacks import STATUS_MEANING as ATTACK_STATUS_MEANING
+    from warp_check.extras.attacks import STATUSES as ATTACK_STATUSES
+    from warp_check.extras.attacks import RecipeSettings, resolve_recipe, run_attack
+    from warp_check.extras.attacks import check_out as check_attack_out
+    from warp_check.extras.attacks import check_ready as check_recipe_ready
+    from warp_check.extras.attacks import default_out as must_fix_file
+    from warp_check.extras.baselines import TrainSettings
+    from warp_check.extras.compare import METHODS as COMPARE_METHODS
+    from warp_check.extras.compare import CompareSettings, compare_suite, write_comparison
+    from warp_check.extras.compare import check_out_path as check_comparison_out
+    from warp_check.extras.importer import ADVGLUE_FIELDS, ImportSettings, import_cases
+    from warp_check.extras.importer import FORMATS as IMPORT_FORMATS
+    from warp_check.extras.importer import format_of as import_format_of
     from warp_check.extras.invariance import (
         Counterexample,
         InvarianceFailure,
@@ -39,11 +64,26 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         record_counterexamples,
         scorer,
     )
+    from warp_check.extras.neighbours import add_neighbours
+    from warp_check.extras.predictions import import_predicted
+    from warp_check.extras.promote import promote
     from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.encode import Encoded, encode_cases
     from warp_check.model.head import DenseHead, top_left_singular_vectors
     from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
+    from warp_check.modes import MODES, RunJob, RunMode, mode_named
+    from warp_check.options import (
+        OPTION,
+        OPTIONS,
+        BadValue,
+        Option,
+        Problem,
+        ValueKind,
+        check_repair_overrides,
+        overriding,
+        setting_flags,
+    )
     from warp_check.perturb import (
         WordNetUnavailable,
         case_and_punctuation,
@@ -59,31 +99,62 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.qp.solve import solve
     from warp_check.repair.loop import repair_head
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
+    from warp_check.runs.audit import audit
+    from warp_check.runs.check import check, check_suite, check_warm, warm_entry
+    from warp_check.runs.details import WITHOUT_SYNONYMS, RunDetails
     from warp_check.runs.evaluation import Evaluation, evaluate
+    from warp_check.runs.load import load_adapter
     from warp_check.runs.modes import Mode, RunStatus
+    from warp_check.runs.notices import collected as collected_notices
     from warp_check.runs.pipeline import RepairOutcome, repair_cases
-    from warp_check.runs.report import write_report
-    from warp_check.runs.result import RunResult, Verdict
-    from warp_check.suite.loader import Suite, load_suite
+    from warp_check.runs.regressions import against_baseline
+    from warp_check.runs.repair import repair as repair_suite
+    from warp_check.runs.report import REPORT_JSON, check_report_destination, run_from_certificate, write_report
+    from warp_check.runs.result import Outcome, RunResult, Verdict
+    from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
+    from warp_check.suite.case_files import Location
+    from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
 
-# Public name → the module that defines it, imported on first use.
+# Public name → the module that defines it ("module:name" where it is named otherwise there, or where the
+# name would be a sub-package's), imported on first use.
 _LAZY: dict[str, str] = {
+    "WarmEntry": "warp_check.cache.warm",
     "write_artefact": "warp_check.certify.artefact",
     "eps_star": "warp_check.certify.bounds",
     "lipschitz": "warp_check.certify.bounds",
     "local_radius": "warp_check.certify.bounds",
     "certify_cases": "warp_check.certify.cases",
-    "CERTIFICATE_NAME": "warp_check.certify.certificate",
-    "FORMAT": "warp_check.certify.certificate",
     "CaseCertificate": "warp_check.certify.certificate",
     "Certificate": "warp_check.certify.certificate",
+    "CERTIFICATE_NAME": "warp_check.certify.certificate",
+    "FORMAT": "warp_check.certify.certificate",
     "Lipschitz": "warp_check.certify.certificate",
+    "verify_chain": "warp_check.certify.chain",
     "AttackSettings": "warp_check.certify.falsify",
     "flip_radius": "warp_check.certify.falsify",
     "monte_carlo_flip_multiplier": "warp_check.certify.falsify",
     "pgd_worst_gap": "warp_check.certify.falsify",
     "Verification": "warp_check.certify.verify",
     "verify": "warp_check.certify.verify",
+    "ATTACK_STATUS_MEANING": "warp_check.extras.attacks:STATUS_MEANING",
+    "ATTACK_STATUSES": "warp_check.extras.attacks:STATUSES",
+    "check_attack_out": "warp_check.extras.attacks:check_out",
+    "check_recipe_ready": "warp_check.extras.attacks:check_ready",
+    "must_fix_file": "warp_check.extras.attacks:default_out",
+    "RecipeSettings": "warp_check.extras.attacks",
+    "resolve_recipe": "warp_check.extras.attacks",
+    "run_attack": "warp_check.extras.attacks",
+    "TrainSettings": "warp_check.extras.baselines",
+    "check_comparison_out": "warp_check.extras.compare:check_out_path",
+    "COMPARE_METHODS": "warp_check.extras.compare:METHODS",
+    "compare_suite": "warp_check.extras.compare",
+    "CompareSettings": "warp_check.extras.compare",
+    "write_comparison": "warp_check.extras.compare",
+    "ADVGLUE_FIELDS": "warp_check.extras.importer",
+    "import_cases": "warp_check.extras.importer",
+    "import_format_of": "warp_check.extras.importer:format_of",
+    "IMPORT_FORMATS": "warp_check.extras.importer:FORMATS",
+    "ImportSettings": "warp_check.extras.importer",
     "assert_moves_toward": "warp_check.extras.invariance",
     "assert_same_label": "warp_check.extras.invariance",
     "Counterexample": "warp_check.extras.invariance",
@@ -91,14 +162,9 @@ _LAZY: dict[str, str] = {
     "predictor": "warp_check.extras.invariance",
     "record_counterexamples": "warp_check.extras.invariance",
     "scorer": "warp_check.extras.invariance",
-    "case_and_punctuation": "warp_check.perturb",
-    "contractions": "warp_check.perturb",
-    "negation_preserving": "warp_check.perturb",
-    "perturbations": "warp_check.perturb",
-    "typos": "warp_check.perturb",
-    "wordnet_available": "warp_check.perturb",
-    "wordnet_synonyms": "warp_check.perturb",
-    "WordNetUnavailable": "warp_check.perturb",
+    "add_neighbours": "warp_check.extras.neighbours",
+    "import_predicted": "warp_check.extras.predictions",
+    "promote": "warp_check.extras.promote",
     "Activation": "warp_check.model.activations",
     "ACTIVATIONS": "warp_check.model.activations",
     "get_activation": "warp_check.model.activations",
@@ -110,34 +176,76 @@ _LAZY: dict[str, str] = {
     "HEAD_SPECS": "warp_check.model.specs",
     "HeadSpec": "warp_check.model.specs",
     "resolve_spec": "warp_check.model.specs",
+    "mode_named": "warp_check.modes",
+    "MODES": "warp_check.modes",
+    "RunJob": "warp_check.modes",
+    "RunMode": "warp_check.modes",
+    "BadValue": "warp_check.options",
+    "check_repair_overrides": "warp_check.options",
+    "OPTION": "warp_check.options",
+    "Option": "warp_check.options",
+    "OPTIONS": "warp_check.options",
+    "overriding": "warp_check.options",
+    "Problem": "warp_check.options",
+    "setting_flags": "warp_check.options",
+    "ValueKind": "warp_check.options",
+    "case_and_punctuation": "warp_check.perturb",
+    "contractions": "warp_check.perturb",
+    "negation_preserving": "warp_check.perturb",
+    "perturbations": "warp_check.perturb",
+    "typos": "warp_check.perturb",
+    "wordnet_available": "warp_check.perturb",
+    "wordnet_synonyms": "warp_check.perturb",
+    "WordNetUnavailable": "warp_check.perturb",
     "LinearisedProblem": "warp_check.qp.problem",
     "QPForm": "warp_check.qp.solution",
     "QPSolution": "warp_check.qp.solution",
     "QPStatus": "warp_check.qp.solution",
     "solve": "warp_check.qp.solve",
-    "CaseSet": "warp_check.repair.records",
     "repair_head": "warp_check.repair.loop",
+    "CaseSet": "warp_check.repair.records",
     "RepairResult": "warp_check.repair.records",
     "RepairStatus": "warp_check.repair.records",
+    "audit": "warp_check.runs.audit",
+    "check": "warp_check.runs.check",
+    "check_suite": "warp_check.runs.check",
+    "check_warm": "warp_check.runs.check",
+    "warm_entry": "warp_check.runs.check",
+    "RunDetails": "warp_check.runs.details",
+    "WITHOUT_SYNONYMS": "warp_check.runs.details",
     "evaluate": "warp_check.runs.evaluation",
     "Evaluation": "warp_check.runs.evaluation",
-    "repair_cases": "warp_check.runs.pipeline",
-    "RepairOutcome": "warp_check.runs.pipeline",
-    "write_report": "warp_check.runs.report",
+    "load_adapter": "warp_check.runs.load",
     "Mode": "warp_check.runs.modes",
     "RunStatus": "warp_check.runs.modes",
+    "collected_notices": "warp_check.runs.notices:collected",
+    "repair_cases": "warp_check.runs.pipeline",
+    "RepairOutcome": "warp_check.runs.pipeline",
+    "against_baseline": "warp_check.runs.regressions",
+    "repair_suite": "warp_check.runs.repair:repair",
+    "check_report_destination": "warp_check.runs.report",
+    "REPORT_JSON": "warp_check.runs.report",
+    "run_from_certificate": "warp_check.runs.report",
+    "write_report": "warp_check.runs.report",
+    "Outcome": "warp_check.runs.result",
     "RunResult": "warp_check.runs.result",
     "Verdict": "warp_check.runs.result",
+    "default_cache_dir": "warp_check.runs.workdir",
+    "default_out_dir": "warp_check.runs.workdir",
+    "workdir": "warp_check.runs.workdir",
+    "Location": "warp_check.suite.case_files",
     "load_suite": "warp_check.suite.loader",
     "Suite": "warp_check.suite.loader",
+    "SUITE_FILE": "warp_check.suite.loader",
 }
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module 'warp_check' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = where.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 
@@ -149,16 +257,22 @@ def __dir__() -> list[str]:
 # Everything above and in _LAZY (tests/test_package.py holds them equal).
 __all__ = [
     "ACTIVATIONS",
+    "ADVGLUE_FIELDS",
+    "ATTACK_STATUSES",
+    "ATTACK_STATUS_MEANING",
     "Activation",
     "ArtefactError",
     "AttackSettings",
+    "BadValue",
     "CERTIFICATE_NAME",
+    "COMPARE_METHODS",
     "Case",
     "CaseCertificate",
     "CaseSet",
     "Certificate",
     "CertificateError",
     "ClassifierAdapter",
+    "CompareSettings",
     "Counterexample",
     "DenseHead",
     "Encoded",
@@ -166,59 +280,116 @@ __all__ = [
     "FORMAT",
     "HEAD_SPECS",
     "HeadSpec",
+    "IMPORT_FORMATS",
+    "ImportSettings",
     "InvarianceFailure",
+    "KeepChoice",
     "Kind",
     "LinearisedProblem",
     "Lipschitz",
+    "Location",
+    "MODES",
     "Mode",
     "ModelError",
+    "NeighbourSettings",
+    "OPTION",
+    "OPTIONS",
+    "Option",
+    "Outcome",
+    "Problem",
     "QPForm",
     "QPSolution",
     "QPStatus",
+    "REPORT_JSON",
+    "RecipeSettings",
     "RepairOutcome",
     "RepairResult",
     "RepairSettings",
     "RepairStatus",
+    "RunDetails",
+    "RunJob",
+    "RunMode",
     "RunResult",
     "RunStatus",
+    "SUITE_FILE",
     "SettingsError",
     "SolverSettings",
     "Suite",
     "SuiteError",
+    "SynonymUse",
+    "TrainSettings",
+    "ValueKind",
     "Verdict",
     "Verification",
+    "WITHOUT_SYNONYMS",
+    "WarmEntry",
     "WarpError",
+    "WarpWarning",
     "WordNetUnavailable",
     "__version__",
+    "add_neighbours",
+    "against_baseline",
     "assert_moves_toward",
     "assert_same_label",
+    "audit",
     "case_and_punctuation",
     "certify_cases",
+    "check",
+    "check_attack_out",
+    "check_comparison_out",
+    "check_recipe_ready",
+    "check_repair_overrides",
+    "check_report_destination",
+    "check_suite",
+    "check_warm",
+    "collected_notices",
+    "compare_suite",
     "contractions",
+    "default_cache_dir",
+    "default_out_dir",
     "encode_cases",
     "eps_star",
     "evaluate",
     "flip_radius",
+    "from_interrupt",
     "get_activation",
+    "import_cases",
+    "import_format_of",
+    "import_predicted",
     "lipschitz",
+    "load_adapter",
     "load_suite",
     "local_radius",
+    "mode_named",
     "monte_carlo_flip_multiplier",
+    "must_fix_file",
     "negation_preserving",
+    "overriding",
     "perturbations",
     "pgd_worst_gap",
     "predictor",
+    "promote",
     "record_counterexamples",
     "repair_cases",
     "repair_head",
+    "repair_suite",
+    "reraise_interrupt",
+    "resolve_recipe",
     "resolve_spec",
+    "run_attack",
+    "run_from_certificate",
     "scorer",
+    "setting_flags",
     "solve",
     "top_left_singular_vectors",
     "typos",
     "verify",
+    "verify_chain",
+    "warm_entry",
     "wordnet_available",
     "wordnet_synonyms",
+    "workdir",
     "write_artefact",
+    "write_comparison",
     "write_report",
 ]

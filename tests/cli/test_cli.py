@@ -149,3 +149,12 @@ def test_the_console_script_is_installed(argv):
     done = subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "warp-check" in done.stdout
+
+
+def test_diff_is_baseline_mode_and_names_the_baseline(suite, distilbert_dir, capsys):
+    # Results stay checks (JSON mode "check"); the header says which mode ran, against which model.
+    assert main(["diff", str(distilbert_dir), str(distilbert_dir), str(suite), "--cache", "none", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert f"): baseline mode (regressions against {distilbert_dir})" in out.splitlines()[0]
+    assert main(["diff", str(distilbert_dir), str(distilbert_dir), str(suite), "--cache", "none", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mode"] == "check"

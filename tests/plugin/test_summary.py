@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_warp.summary import lines
-from warp_check import RepairSettings
+from warp_check import RepairSettings, mode_named
 from warp_check.cases import Kind
 from warp_check.certify.certificate import Summary
 from warp_check.runs.details import AuditDetails, CheckDetails, RepairDetails, RunDetails
@@ -50,7 +50,9 @@ def repair_details(**changes) -> RepairDetails:
     return dataclasses.replace(RepairDetails.from_json(REPAIR), **changes)
 
 
-def summary(status: RunStatus, details, mode: Mode = Mode.REPAIR, message: str = "the run's message") -> list[str]:
+def summary(
+    status: RunStatus, details, mode: Mode = Mode.REPAIR, message: str = "the run's message", run_mode=None
+) -> list[str]:
     run = RunResult(
         suite=SUITE, name="s", mode=mode, ok=True, status=status, message=message, verdicts=(), details=details
     )
@@ -62,6 +64,7 @@ def summary(status: RunStatus, details, mode: Mode = Mode.REPAIR, message: str =
         runs={SUITE: run},
         cases={SUITE: reported},
         config=SimpleNamespace(rootpath=Path("/suites")),
+        options=SimpleNamespace(mode=run_mode or mode_named(mode.value)),
         report_path=None,
         report_error=None,
     )
@@ -156,3 +159,13 @@ def test_the_head_repaired_and_how_it_was_chosen_follow_the_model():
     why = "layer = 'auto' fell back to the final linear layer: the dense form 'd' → tanh → 'c' did not converge"
     out = summary(RunStatus.CONVERGED, repair_details(head="classifier (final linear layer)", found_by=why))
     assert out[1:3] == ["  model: /models/m (classifier (final linear layer))", f"  head: {why}"]
+
+
+def test_a_baseline_run_says_it_is_one_and_against_which_model():
+    check = CheckDetails(
+        model="/new", suite_sha256="0", counts=COUNTS, selected=2, head="h", encoded=2, from_cache=0,
+        encode_seconds=0.5, model_loaded=True,
+    )  # fmt: skip
+    baseline = mode_named("baseline").chosen_with("/old")
+    out = summary(RunStatus.CHECKED, check, mode=Mode.CHECK, run_mode=baseline)
+    assert out[:2] == ["suite 's' (s/warp.toml): baseline mode (regressions against /old)", "  model: /new (h)"]

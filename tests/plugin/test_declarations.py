@@ -1,0 +1,148 @@
+"""Options and run modes are declared once, in the core (warp_check.OPTIONS, warp_check.MODES); the
+plugin's options and ini keys, the command's arguments and commands, and the warp.toml overrides are
+made from those declarations. A toy mode added to the one table shows in pytest and in the command."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import warp_check
+from warp_check import (
+    OPTIONS,
+    BadValue,
+    Mode,
+    Option,
+    Problem,
+    RunJob,
+    RunMode,
+    RunResult,
+    RunStatus,
+    ValueKind,
+    load_suite,
+)
+from warp_check.cli import build_parser, commands, main
+from warp_check.runs.details import CheckDetails
+
+pytest_plugins = ["pytester"]
+
+
+def _cli_arguments(command: str) -> dict[str, argparse.Action]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {flag: action for action in sub.choices[command]._actions for flag in action.option_strings}
+
+
+def test_every_declared_option_is_a_pytest_option_an_ini_key_a_flag_and_an_override(pytestconfig, tiny_suite):
+    declared = {option.ini for option in OPTIONS if option.in_pytest}
+    group = next(g for g in pytestconfig._parser._groups if g.name == "warp")
+    assert {o.dest for o in group.options} == declared
+    assert declared <= set(pytestconfig._parser._inidict)
+    assert all(pytestconfig._parser._inidict[o.ini][0] == o.help for o in OPTIONS if o.in_pytest)
+    for option in OPTIONS:
+        for flag in option.cli:  # a command-line flag where one is declared: on check or repair
+            taken = _cli_arguments("check") | _cli_arguments("repair")
+            assert taken[flag].dest == option.name, flag
+            assert taken[flag].help == (option.cli_help or option.help), flag
+    suite = load_suite(tiny_suite)
+    values = {"device": "cpu", "batch_size": 3, "threads": 2, "rank": 5, "gamma_s": 2.0, "gamma_h": 0.5}
+    values["neighbours"] = "on"
+    overriding = {option.name for option in OPTIONS if option.toml is not None}
+    assert overriding == set(values)
+    for name in overriding & {o.name for o in warp_check.overriding("model")}:
+        assert getattr(suite.with_compute(**{name: values[name]}).model, name) == values[name]
+    settings = suite.settings(**{o.name: values[o.name] for o in warp_check.overriding("repair")})
+    assert (settings.rank, settings.gamma_s, settings.gamma_h) == (5, 2.0, 0.5) and settings.neighbours.per_case
+
+
+def test_a_declaration_checks_its_values_and_names_a_bad_field():
+    count = warp_check.OPTION["threads"]
+    assert count.parse("4") == 4
+    for text, problem in (("0", Problem.TOO_SMALL), ("x", Problem.NOT_INTEGER)):
+        with pytest.raises(BadValue) as caught:
+            count.parse(text)
+        assert caught.value.problem is problem
+    with pytest.raises(BadValue, match="not_finite"):
+        warp_check.OPTION["gamma_s"].parse("inf")
+    with pytest.raises(BadValue, match="not_device"):
+        warp_check.OPTION["device"].parse("gpu")
+    with pytest.raises(warp_check.SettingsError, match="toml='model': must be section.key"):
+        Option(name="x", kind=ValueKind.TEXT, help="x", toml="model")
+    with pytest.raises(warp_check.SettingsError, match="cli=\\('x',\\): flags start with '-'"):
+        Option(name="x", kind=ValueKind.TEXT, help="x", cli=("x",))
+
+
+TOY = Option(name="toy", kind=ValueKind.FLAG, help="the toy mode: every case passes")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToyMode(RunMode):
+    """Every case passes, with the word 'toy' for a property."""
+
+    name: str = "toy"
+    records: Mode = Mode.CHECK
+    selected_by: Option | None = TOY
+    command: str | None = "toy"
+    command_help: str = "pass every case"
+    junit_properties: tuple[str, ...] = ("kind", "toy")
+
+    def run(self, job: RunJob) -> RunResult:
+        failed = RunResult.failed(job.suite, self.records, "toyed")
+        verdicts = tuple(
+            dataclasses.replace(v, passed=True, message="toy", properties={"toy": "yes"}) for v in failed.verdicts
+        )
+        details = CheckDetails.of(
+            job.suite,
+            selected=len(verdicts),
+            head="toy",
+            encoded=0,
+            from_cache=0,
+            encode_seconds=0.0,
+            model_loaded=False,
+        )
+        return dataclasses.replace(failed, ok=True, status=RunStatus.CHECKED, verdicts=verdicts, details=details)
+
+    def summary_lines(self, run: RunResult) -> list[str]:
+        return ["  toy: every case passed"]
+
+    def result_lines(self, run: RunResult) -> list[str]:
+        return ["  toy: every case passed"]
+
+
+@pytest.fixture
+def toy_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warp_check, "MODES", (*warp_check.MODES, ToyMode()))  # the table's one line
+
+
+def test_a_mode_added_to_the_table_is_a_pytest_option_and_a_command(toy_table, pytester, tiny_suite, capsys):
+    assert "toy" in {command.name for command in commands()}
+    assert main(["toy", str(tiny_suite), "--cache", "none"]) == 0
+    out = capsys.readouterr().out
+    assert f"suite 'suite' ({tiny_suite / 'warp.toml'}): toy mode" in out
+    assert "  toy: every case passed" in out and out.rstrip().endswith("PASSED")
+
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(tiny_suite), "--warp-cache", "none"]
+    result = pytester.runpytest(*args, "--warp-toy", "--junitxml=toy.xml")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["warp-check: toy mode", "suite 'suite' (*): toy mode", "  toy: every case passed"])
+    assert 'name="toy" value="yes"' in (pytester.path / "toy.xml").read_text(encoding="utf-8")
+    refused = pytester.runpytest(*args, "--warp-toy", "--warp-repair")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--warp-repair and --warp-toy choose different run modes: give one"])
+
+
+def test_the_plugin_and_the_command_import_only_warp_checks_public_names():
+    import ast
+
+    import pytest_warp
+
+    package = Path(warp_check.__file__).parent
+    command = [package / "cli.py", *(package / "commands").glob("*.py")]
+    parts = "warp_check.commands"  # the command's own modules
+    for source in [*Path(pytest_warp.__file__).parent.glob("*.py"), *command]:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("warp_check."):
+                assert source in command and node.module.startswith(parts), (source.name, node.module)

@@ -1,0 +1,133 @@
+"""What every ``warp-check`` command shares: exit codes, the parser, declared options as arguments
+(:func:`add_declared`), the command record (:class:`Command`) and a suite with its cache."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from warp_check import (
+    OPTION,
+    BadValue,
+    Problem,
+    Suite,
+    ValueKind,
+    check_report_destination,
+    default_cache_dir,
+    load_suite,
+    overriding,
+    setting_flags,
+    workdir,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
+SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "batch_size", "threads")  # every suite command's
+
+# How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
+_WORDING = {
+    Problem.NOT_INTEGER: "{text!r} is not an integer",
+    Problem.TOO_SMALL: "{text!r}: must be >= {minimum}",
+    Problem.NOT_NUMBER: "{text!r} is not a number",
+    Problem.NOT_FINITE: "{text!r} is not a finite number",
+    Problem.NOT_DEVICE: "{text!r} is not a device: give auto, cpu, cuda or cuda:N",
+}
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own exit code for usage errors is 2 as well
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def count(text: str, minimum: int = 1) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= {minimum}")
+    return value
+
+
+def count_or_zero(text: str) -> int:
+    return count(text, minimum=0)
+
+
+def count_or_all(text: str) -> int | None:
+    return None if text == "all" else count(text, minimum=0)
+
+
+def _parsed_by(name: str) -> Callable[[str], Any]:
+    """argparse's type for the declared option ``name``: its value, or the command's words for a bad one."""
+    option = OPTION[name]
+
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except BadValue as exc:
+            raise argparse.ArgumentTypeError(_WORDING[exc.problem].format(text=text, minimum=exc.minimum)) from None
+
+    return parse
+
+
+def add_declared(parser: argparse.ArgumentParser, name: str, **changes: Any) -> None:
+    """The declared option ``name`` as one of the command's arguments (``changes``: this command's help...)."""
+    option = OPTION[name]
+    given: dict[str, Any] = {"dest": name, "help": option.cli_help or option.help}
+    if option.kind is ValueKind.FLAG:
+        given["action"] = "store_true"
+    else:
+        given["metavar"] = option.metavar or "DIR"
+        if option.kind not in (ValueKind.PATH, ValueKind.TEXT):
+            given["type"] = _parsed_by(name)
+    parser.add_argument(*option.cli, **(given | changes))
+
+
+Declared = tuple[str, dict[str, Any]]  # a declared option's name and what this command changes of it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """One ``warp-check`` command: its positionals, the declared options it takes, its own arguments."""
+
+    name: str
+    run: Callable[[argparse.Namespace], int]
+    help: str
+    description: str | None = None
+    positionals: tuple[tuple[str, str, str | None], ...] = ()  # (dest, metavar, help)
+    options: tuple[str | Declared, ...] = ()
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None  # the command's own
+
+    def add_to(self, sub: Any) -> None:
+        parser = sub.add_parser(self.name, help=self.help, description=self.description)
+        for dest, metavar, help_text in self.positionals:
+            parser.add_argument(dest, metavar=metavar, help=help_text)
+        for option in self.options:
+            name, changes = (option, {}) if isinstance(option, str) else option
+            add_declared(parser, name, **changes)
+        if self.arguments is not None:
+            self.arguments(parser)
+        parser.set_defaults(run=self.run)
+
+
+SUITE = ("suite", "SUITE", "a suite folder or its warp.toml")
+
+
+def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = load_suite) -> tuple[Suite, Path | None]:
+    """The suite the command names (``load`` reads it) with its cache folder; a report that cannot be
+    written is refused first."""
+    if getattr(args, "report", None):
+        check_report_destination(args.report)  # a report that cannot be written fails before the work
+    compute = {option.name: getattr(args, option.name, None) for option in overriding("model")}
+    suite = load(args.suite, model=args.model).with_compute(**compute)
+    if args.cache is None:
+        workdir(suite)
+        cache = default_cache_dir(suite)
+    else:
+        cache = None if args.cache.strip().lower() == "none" else Path(args.cache)
+    return suite, cache

@@ -1,0 +1,300 @@
+"""The commands that add cases to a suite: ``import``, ``neighbours``, ``promote`` and ``attack``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from warp_check import (
+    ADVGLUE_FIELDS,
+    ATTACK_STATUS_MEANING,
+    ATTACK_STATUSES,
+    IMPORT_FORMATS,
+    WITHOUT_SYNONYMS,
+    ImportSettings,
+    KeepChoice,
+    Kind,
+    NeighbourSettings,
+    RecipeSettings,
+    SettingsError,
+    SynonymUse,
+    add_neighbours,
+    check_attack_out,
+    check_recipe_ready,
+    default_cache_dir,
+    import_cases,
+    import_format_of,
+    import_predicted,
+    load_adapter,
+    load_suite,
+    must_fix_file,
+    promote,
+    resolve_recipe,
+    run_attack,
+    workdir,
+)
+from warp_check.commands.arguments import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_declared,
+    count_or_all,
+    count_or_zero,
+    suite_and_cache,
+)
+
+
+def import_arguments(importer: argparse.ArgumentParser) -> None:
+    importer.add_argument("--out", metavar="FILE", required=True, help="the JSONL case file to append to")
+    importer.add_argument("--format", choices=IMPORT_FORMATS, help="default: from the file's name")
+    importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
+    importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
+    importer.add_argument("--text-pair", metavar="COLUMN", help="column of the second text, for pair tasks")
+    importer.add_argument("--label", metavar="COLUMN", help="column of the label (default label)")
+    importer.add_argument("--id", metavar="COLUMN", help="column of the case id (default: one made from the text)")
+    importer.add_argument("--source", dest="case_source", metavar="TEXT", help="source written on every case")
+    importer.add_argument("--task", choices=sorted(ADVGLUE_FIELDS), help="AdvGLUE: which task of dev.json")
+    importer.add_argument(
+        "--predicted",
+        action="store_true",
+        help="unlabelled text: label each row by the model's own prediction (no label column read) and append "
+        "those predicted by at least the must_keep margin gamma_h as must_keep cases, which a repair then keeps "
+        "(source prediction:FILE)",
+    )
+
+
+def neighbours_arguments(neighbours: argparse.ArgumentParser) -> None:
+    defaults = NeighbourSettings().drawing()
+    neighbours.add_argument(
+        "--per-case",
+        type=count_or_zero,
+        metavar="N",
+        help=f"perturbations drawn a must_fix case (default: the suite's [repair.neighbours], {defaults.per_case})",
+    )
+    neighbours.add_argument(
+        "--per-keep-case",
+        type=count_or_zero,
+        metavar="N",
+        help=f"perturbations drawn a must_keep case ({defaults.keep_per_case}): those the model gets wrong become "
+        "must_fix cases; 0 perturbs must_fix cases only",
+    )
+    neighbours.add_argument(
+        "--keep-cases",
+        type=count_or_all,
+        default=argparse.SUPPRESS,  # None means every one: absent means the suite's
+        metavar="N",
+        help=f"how many must_keep cases are perturbed ({defaults.keep_cases}; all: every one)",
+    )
+    neighbours.add_argument(
+        "--keep-choice",
+        choices=[c.value for c in KeepChoice],
+        help=f"which must_keep cases: nearest the decision boundary, or a seeded sample ({defaults.keep_choice.value})",
+    )
+    neighbours.add_argument(
+        "--synonyms",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="WordNet synonyms too, or never (default: the suite's; auto: where nltk and WordNet are installed)",
+    )
+    neighbours.add_argument("--seed", type=count_or_zero, metavar="N")
+
+
+def promote_arguments(promote: argparse.ArgumentParser) -> None:
+    promote.add_argument("--from", dest="repaired", metavar="REPAIRED", required=True, help="the repaired model folder")
+    promote.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
+
+
+def attack_arguments(attack: argparse.ArgumentParser) -> None:
+    attack.add_argument(
+        "--recipe", required=True, metavar="NAME", help="TextAttack recipe (a unique prefix such as 'pwws' will do)"
+    )
+    attack.add_argument(
+        "--from", dest="source_kind", choices=("must_keep", "aux"), default="must_keep", help="clean cases to attack"
+    )
+    attack.add_argument(
+        "--out", metavar="FILE.jsonl", help="where new cases go (default: the suite's must_fix file, if it has one)"
+    )
+    attack.add_argument("--max", dest="max_cases", type=int, metavar="N", help="only the first N clean cases")
+    attack.add_argument("--seed", type=int, default=0, metavar="S", help="search seed, per case (default 0)")
+    attack.add_argument("--query-budget", type=int, metavar="Q", help="model queries per case (default: unbounded)")
+    attack.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (1 is fastest on a busy machine)")
+    add_declared(attack, "model")
+    attack.add_argument("--dry-run", action="store_true", help="attack and report, write nothing")
+    add_declared(attack, "json")
+    add_declared(attack, "quiet", help="no progress bar, no per-case lists")
+
+
+# -- attack ------------------------------------------------------------------------------------
+
+ATTACK_FLAGS = {
+    "max_cases": "--max",
+    "seed": "--seed",
+    "query_budget": "--query-budget",
+    "source_kind": "--from",
+    "threads": "--threads",
+}
+
+
+def import_command(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    try:
+        file_format = args.format or import_format_of(args.source)
+    except SettingsError as exc:
+        print(f"warp-check import: error: --format: {exc.why}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.predicted and (args.kind != Kind.MUST_KEEP.value or args.label is not None):
+        why = f"makes must_keep cases, not {args.kind}" if args.label is None else "reads no label column (--label)"
+        print(f"warp-check import: error: --predicted {why}", file=sys.stderr)
+        return EXIT_USAGE
+    settings = ImportSettings(
+        format=file_format,
+        text=args.text,
+        text_pair=args.text_pair,
+        label=args.label or "label",
+        id=args.id,
+        kind=Kind(args.kind),
+        source=args.case_source,
+        task=args.task,
+        predicted=args.predicted,
+    )
+    if args.predicted:
+        return _import_predicted(suite, args, settings)
+    result = import_cases(suite, args.source, args.out, settings)
+    appended = result.appended
+    print(
+        f"{result.rows} row(s) read from {args.source}: {len(appended.added)} case(s) appended to {appended.path}, "
+        f"{appended.duplicates} already there"
+    )
+    return EXIT_OK
+
+
+def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings) -> int:
+    workdir(suite)
+    result = import_predicted(suite, args.source, args.out, settings, cache_dir=default_cache_dir(suite), progress=True)
+    appended = result.appended
+    labels = ", ".join(f"{count} {name}" for name, count in result.by_label) or "none"
+    print(
+        f"{result.rows} row(s) read from {args.source}, labelled by the model's predictions ({labels}): "
+        f"{len(appended.added)} must_keep case(s) appended to {appended.path}, {appended.duplicates} already there"
+    )
+    if result.repeated:
+        print(f"  left out: {result.repeated} the model sees as an earlier row of the file")
+    if result.near_boundary:
+        print(
+            f"  left out: {result.near_boundary} predicted by less than the must_keep margin gamma_h = "
+            f"{result.gamma_h:g} (a repair would have to move them to keep them)"
+        )
+    if result.in_suite:
+        print(f"  left out: {result.in_suite} the model sees as cases of the suite (their labels are the suite's)")
+    if result.no_text:
+        print(f"  left out: {result.no_text} the model sees as no text (nothing but special and unknown tokens)")
+    listed = {case_file.path.resolve() for case_file in suite.case_files}
+    if appended.added and appended.path.resolve() not in listed:
+        where = appended.path.resolve()
+        shown = where.relative_to(suite.root) if where.is_relative_to(suite.root) else where
+        print(
+            f'  to use them, list the file in {suite.toml.name}: [[cases]] path = "{shown}" (they keep the '
+            "model's predictions, right or wrong: read them first)"
+        )
+    return EXIT_OK
+
+
+def neighbours_command(args: argparse.Namespace) -> int:
+    suite, cache = suite_and_cache(args)
+    out = Path(args.out) if args.out else must_fix_file(suite)
+    adapter = load_adapter(suite)
+    flags = {
+        "per_case": args.per_case,
+        "keep_per_case": args.per_keep_case,
+        "keep_choice": args.keep_choice,
+        "synonyms": args.synonyms,
+        "seed": args.seed,
+    }
+    changes = {name: value for name, value in flags.items() if value is not None}
+    if hasattr(args, "keep_cases"):
+        changes["keep_cases"] = args.keep_cases
+    # The suite's neighbourhood, or where it draws nothing (the default) the measured counts: the
+    # command is asked to draw. Its flags change either.
+    settings = dataclasses.replace(suite.repair.neighbours.drawing(), **changes)
+    added = add_neighbours(suite, adapter, out, settings, cache_dir=cache)
+    appended = added.appended
+    already = f"; {appended.duplicates} already there" if appended.duplicates else ""
+    print(f"{len(appended.added)} neighbour case(s) the model gets wrong appended to {appended.path}{already}")
+    if added.synonyms is SynonymUse.NOT_INSTALLED:
+        print(f"  note: {WITHOUT_SYNONYMS}")
+    return EXIT_OK
+
+
+def promote_command(args: argparse.Namespace) -> int:
+    suite = load_suite(args.suite)
+    promotion = promote(suite, args.repaired, dry_run=args.dry_run)
+    verb = "would move" if args.dry_run else "moved"
+    print(
+        f"{verb} {len(promotion.promoted)} fixed must_fix case(s) to {promotion.keep_file} "
+        f"(fixed_by {promotion.certificate_sha256[:12]}…); {len(promotion.not_fixed)} not certified fixed, left as "
+        "must_fix"
+    )
+    return EXIT_OK
+
+
+def attack_command(args: argparse.Namespace) -> int:
+    recipe = resolve_recipe(args.recipe)  # refuses online-only and unknown recipes before any import
+    try:
+        settings = RecipeSettings(
+            recipe=recipe.name,
+            seed=args.seed,
+            max_cases=args.max_cases,
+            query_budget=args.query_budget,
+            source_kind=args.source_kind,
+            threads=args.threads,
+        )
+    except SettingsError as exc:
+        print(f"warp-check attack: error: {ATTACK_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    check_recipe_ready(recipe)
+    suite = load_suite(args.suite, model=args.model)
+    settings = dataclasses.replace(settings, batch_size=suite.model.batch_size)
+    out = None if args.dry_run else Path(args.out) if args.out else must_fix_file(suite)
+    if out is not None:
+        check_attack_out(suite, out)  # a wrong --out is a usage error before the model loads, not after
+    run = run_attack(suite, load_adapter(suite), settings, out=out, progress=not (args.quiet or args.json))
+    if args.json:
+        print(json.dumps({"suite": str(suite.toml), **run.to_dict()}, indent=2))
+    else:
+        _print_attack(suite, run, quiet=args.quiet)
+    return EXIT_INTERRUPTED if run.interrupted else EXIT_OK
+
+
+def _print_attack(suite, run, *, quiet: bool) -> None:
+    kind, seed = run.settings.source_kind.value, run.settings.seed
+    print(f"suite '{suite.name}' ({suite.toml}): {run.recipe} on {run.selected} {kind} case(s), seed {seed}")
+    for status in ATTACK_STATUSES:
+        print(f"  {status:<9} {run.count(status):>5}  {ATTACK_STATUS_MEANING[status]}")
+    data = run.to_dict()
+    print(
+        f"  speed: {run.examples_per_second:.3g} case(s)/s ({run.attack_seconds:.1f} s attacking, "
+        f"{data['mean_queries']:.3g} model queries per case; {run.build_seconds:.1f} s loading the recipe)"
+    )
+    if run.interrupted:
+        print(f"  interrupted after {len(run.attempts)} of {run.selected} case(s): what was found until then is kept")
+    if run.dropped:
+        print(f"  dropped {len(run.dropped)} success(es): the model gets them right when re-checked (boundary flips)")
+        for case_id, gap in run.dropped if not quiet else ():
+            print(f"    from {case_id}: gap {gap:+.3g}")
+    succeeded = run.count("succeeded")
+    if run.out is None:
+        print(f"  dry run: nothing written ({succeeded - len(run.dropped)} case(s) would be offered)")
+    elif run.added:
+        extra = f" ({run.duplicates} already there)" if run.duplicates else ""
+        print(f"  wrote {len(run.added)} new must_fix case(s) to {run.out}{extra}")
+    elif succeeded:
+        print(f"  nothing written: every case found is already in {run.out} or the suite")
+    else:
+        print("  nothing written: no attack succeeded")
+    for note in run.notes:
+        print(f"  note: {note}")
+    if run.caveat and run.added:
+        print(f"  caution: {run.caveat}")

@@ -1,0 +1,48 @@
+"""Baseline mode: regression-only gating. A case fails only where the baseline model (the last
+release) got it right and the model under test does not; a case both get wrong is an expected
+failure. Its results are checks (``mode: check`` in JSON), each verdict with both models' answers."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import warp_check
+from warp_check.modes.base import RunJob
+from warp_check.modes.check import CheckMode, check_job
+from warp_check.options import OPTION, Option
+from warp_check.runs.result import RunResult
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineMode(CheckMode):
+    name: str = "baseline"
+    selected_by: Option | None = OPTION["baseline"]
+    command: str | None = None  # `warp-check diff OLD NEW SUITE` runs it
+    command_help: str = ""
+    cli_options: tuple[str, ...] = ()
+    junit_properties: tuple[str, ...] = ("kind", "label", "predicted", "gap", "baseline_predicted", "baseline_gap")
+    baseline: Path | None = None  # the baseline model folder (:meth:`against` gives it)
+
+    def against(self, baseline: str | Path) -> BaselineMode:
+        """This mode gating on the model folder ``baseline``."""
+        return dataclasses.replace(self, baseline=Path(baseline))
+
+    def chosen_with(self, value: Any) -> BaselineMode:
+        return self.against(value)
+
+    def run(self, job: RunJob) -> RunResult:
+        if self.baseline is None:
+            raise warp_check.SettingsError("baseline", None, "baseline mode needs the baseline model folder")
+        result = check_job(job)
+        suite = warp_check.load_suite(job.suite.toml, model=self.baseline).with_compute(**job.compute)
+        before = warp_check.check_suite(suite, ids=job.ids, cache_dir=job.cache_dir, progress=job.progress)
+        return warp_check.against_baseline(result, before, str(self.baseline))
+
+    def header(self, run: RunResult, shown_suite: str) -> str:
+        return f"{super().header(run, shown_suite)} (regressions against {self.baseline})"
+
+
+BASELINE = BaselineMode()

@@ -1,0 +1,96 @@
+"""Repair mode: repair the model on the whole suite, save it with its certificate, and assert
+Cert 1–3 on the repaired weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import warp_check
+from warp_check.modes.base import RunJob, RunMode
+from warp_check.modes.check import encoder_line, head_shown
+from warp_check.options import OPTION, Option
+from warp_check.runs.details import RepairDetails, RunDetails
+from warp_check.runs.messages import num
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.result import RunResult
+from warp_check.runs.workdir import default_out_dir, workdir
+
+CERTIFIED = ("kind", "label", "gap", "gap_before", "gap_after", "radius", "eps_star", "eps_local")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairMode(RunMode):
+    name: str = "repair"
+    records: Mode = Mode.REPAIR
+    selected_by: Option | None = OPTION["repair"]
+    command: str | None = "repair"
+    command_help: str = "repair the model on the suite, save it with its certificate"
+    cli_options: tuple[str, ...] = ("out", "rank", "gamma_s", "gamma_h", "neighbours", "report")
+    junit_properties: tuple[str, ...] = CERTIFIED
+
+    def run(self, job: RunJob) -> RunResult:
+        suite = job.suite
+        settings = suite.settings(**job.overrides)
+        if job.out_dir is not None:
+            out = job.out_dir
+        else:
+            workdir(suite)
+            out = default_out_dir(suite)
+        adapter = job.load_model(suite)
+        # warp_check.repair is the package of the loop: the run of a suite is repair_suite
+        return warp_check.repair_suite(
+            suite, adapter, settings, out_dir=out, cache_dir=job.cache_dir, progress=job.progress, flags=job.flags
+        )
+
+    def model_lines(self, details: RunDetails) -> list[str]:
+        out = [f"  model: {details.model}{head_shown(details)}"]
+        if isinstance(details, RepairDetails) and details.found_by:
+            out.append(f"  head: {details.found_by}")
+        return out
+
+    def encoder_lines(self, details: RunDetails) -> list[str]:
+        return encoder_line(details)
+
+    def summary_lines(self, run: RunResult) -> list[str]:
+        details = run.details
+        if not isinstance(details, RepairDetails):
+            return []
+        took = f"{details.iterations} iteration(s), {details.repair_seconds:.2f} s"
+        if run.status is RunStatus.CONVERGED:
+            out = [f"  repair: converged in {took}"]
+        elif run.status is RunStatus.NOTHING_TO_REPAIR:
+            out = ["  repair: nothing to repair: every case already meets its margin; nothing was written"]
+        else:
+            why = details.repair_message or run.message
+            out = [f"  repair: FAILED ({run.status.value}) after {took}: {why}; nothing was written"]
+        gsn = details.gsn_ft
+        gsn_text = "applied" if gsn.applied else f"not applied ({gsn.reason})"
+        before, after = num(details.kappa_before, show_inf=False), num(details.kappa_after, show_inf=False)
+        out.append(f"  mean GSN κ: {before} before, {after} after; GSN-FT {gsn_text}")
+        if details.neighbourhood is not None:
+            out.append(f"  neighbourhood: {details.neighbourhood}")
+        if details.certs is not None:
+            gamma_s, gamma_h = num(details.gamma_s, show_inf=False), num(details.gamma_h, show_inf=False)
+            out.append(f"  certificates: {details.certs} (γ_s = {gamma_s}, γ_h = {gamma_h})")
+        if details.excluded:
+            out.append(
+                f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong"
+            )
+        if details.artefact:
+            out.append(f"  repaired model: {details.artefact} (with warp_certificate.json)")
+        else:
+            out.append("  repaired model: none written")
+        return out
+
+    def result_lines(self, run: RunResult) -> list[str]:
+        repaired = run.details if isinstance(run.details, RepairDetails) else None
+        out = []
+        if repaired is not None and repaired.neighbourhood is not None:
+            out.append(f"  neighbourhood: {repaired.neighbourhood}")
+        if repaired is not None and repaired.certs is not None:
+            out.append(f"  certificates: {repaired.certs}")
+        out.append(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
+        return out
+
+
+REPAIR = RepairMode()

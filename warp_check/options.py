@@ -1,0 +1,279 @@
+"""The options a user gives a run, each declared once: its name, value kind, help, pytest flag and
+ini key, ``warp-check`` flag and the warp.toml key it overrides.
+
+The pytest plugin (``pytest_warp.options``) and the ``warp-check`` command (``warp_check.cli``) make
+their options, ini lines, arguments and overrides from :data:`OPTIONS`. A value is checked here
+(:meth:`Option.parse`); each front end words a bad one its own way (:class:`BadValue` says what is
+wrong). Standard library only: ``pytest --help`` reads this.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from warp_check.errors import SettingsError
+from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE, NeighbourSettings, RepairSettings
+from warp_check.suite.model_source import DEVICE_NAME
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_SECTIONS = ("model", "repair")  # the warp.toml tables an option may override
+
+
+class ValueKind(enum.Enum):
+    """What an option's value is, and so how it is read and checked."""
+
+    FLAG = "flag"  # on when given
+    PATH = "path"  # a file or folder
+    TEXT = "text"  # a word checked where it is used
+    INTEGER = "integer"
+    COUNT = "count"  # an integer >= 1
+    NUMBER = "number"  # a finite float
+    DEVICE = "device"  # auto, cpu, cuda or cuda:N
+
+
+class Problem(enum.Enum):
+    """What is wrong with a value (each front end words it)."""
+
+    NOT_INTEGER = "not_integer"
+    TOO_SMALL = "too_small"
+    NOT_NUMBER = "not_number"
+    NOT_FINITE = "not_finite"
+    NOT_DEVICE = "not_device"
+
+
+class BadValue(ValueError):
+    """``text`` is not a value of the option: ``problem`` says why (``minimum`` for TOO_SMALL)."""
+
+    def __init__(self, text: str, problem: Problem, *, minimum: int = 1) -> None:
+        super().__init__(f"{text!r}: {problem.value}")
+        self.text = text
+        self.problem = problem
+        self.minimum = minimum
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One option. ``help`` is pytest's text, ``cli_help`` the command's (default ``help``).
+
+    pytest spells it ``--warp-<name>`` (ini ``warp_<name>``) where ``in_pytest``; the command
+    spells it ``cli`` (``None``: not a command-line argument). ``toml`` is the warp.toml key it
+    overrides (``section.key``), if any.
+    """
+
+    name: str
+    kind: ValueKind
+    help: str
+    metavar: str | None = None
+    in_pytest: bool = True
+    cli: tuple[str, ...] = ()
+    cli_help: str | None = None
+    toml: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise SettingsError("name", self.name, "must be a lower-case identifier")
+        if not isinstance(self.kind, ValueKind):
+            raise SettingsError("kind", self.kind, "must be a ValueKind")
+        if any(not flag.startswith("-") for flag in self.cli):
+            raise SettingsError("cli", self.cli, "flags start with '-'")
+        if self.toml is not None and (self.toml.count(".") != 1 or self.toml.split(".")[0] not in _SECTIONS):
+            raise SettingsError("toml", self.toml, f"must be section.key, section one of {', '.join(_SECTIONS)}")
+        if not (self.in_pytest or self.cli):
+            raise SettingsError("cli", self.cli, "an option that is not pytest's must have a command-line flag")
+
+    @property
+    def flag(self) -> str:
+        """pytest's flag, e.g. ``--warp-gamma-s``."""
+        return "--warp-" + self.name.replace("_", "-")
+
+    @property
+    def ini(self) -> str:
+        """pytest's ini key (also the option's dest), e.g. ``warp_gamma_s``."""
+        return "warp_" + self.name
+
+    @property
+    def section(self) -> str | None:
+        """The warp.toml table the option overrides (``model``, ``repair``), or None."""
+        return None if self.toml is None else self.toml.split(".")[0]
+
+    def parse(self, text: str) -> Any:
+        """The value ``text`` gives (paths and words as they are); BadValue if it is not one."""
+        if self.kind in (ValueKind.INTEGER, ValueKind.COUNT):
+            try:
+                number = int(text)
+            except ValueError:
+                raise BadValue(text, Problem.NOT_INTEGER) from None
+            if self.kind is ValueKind.COUNT and number < 1:
+                raise BadValue(text, Problem.TOO_SMALL)
+            return number
+        if self.kind is ValueKind.NUMBER:
+            try:
+                number = float(text)
+            except ValueError:
+                raise BadValue(text, Problem.NOT_NUMBER) from None
+            if not math.isfinite(number):
+                raise BadValue(text, Problem.NOT_FINITE)
+            return number
+        if self.kind is ValueKind.DEVICE and not DEVICE_NAME.fullmatch(text):
+            raise BadValue(text, Problem.NOT_DEVICE)
+        return text
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        name="model",
+        kind=ValueKind.PATH,
+        help="model folder to test instead of each suite's [model] (a local folder)",
+        cli=("--model",),
+        cli_help="model folder to use instead of the suite's [model]",
+    ),
+    Option(
+        name="repair",
+        kind=ValueKind.FLAG,
+        help="repair the model, save it, and assert Cert 1–3 on the repaired weights",
+    ),
+    Option(
+        name="out",
+        kind=ValueKind.PATH,
+        help="where --warp-repair saves the repaired model (default <suite>/.warp/repaired)",
+        cli=("--out",),
+        cli_help="where the repaired model goes (default <suite>/.warp/repaired)",
+    ),
+    Option(
+        name="certificate",
+        kind=ValueKind.PATH,
+        help="audit: turn this warp_certificate.json's claims into tests on --warp-model "
+        "(default: the certificate's folder)",
+    ),
+    Option(
+        name="report",
+        kind=ValueKind.PATH,
+        help="write report.md, report.json and PNG plots into this folder",
+        cli=("--report",),
+        cli_help="also write report.md, report.json and plots here",
+    ),
+    Option(
+        name="baseline",
+        kind=ValueKind.PATH,
+        help="regression-only gate: a case fails only if this model folder (the last release) got it right and the "
+        "model under test does not; cases both get wrong are xfail",
+    ),
+    Option(
+        name="cache",
+        kind=ValueKind.PATH,
+        help="representation cache folder, or 'none' (default <suite>/.warp/cache)",
+        cli=("--cache",),
+    ),
+    Option(
+        name="record",
+        kind=ValueKind.PATH,
+        metavar="FILE",
+        help="append the counterexamples that hypothesis tests using warp_check.invariance find to this JSONL file, "
+        "as must_fix cases (deduplicated) for the next --warp-repair",
+    ),
+    Option(
+        name="device",
+        kind=ValueKind.DEVICE,
+        metavar="DEVICE",
+        help="where the encoder runs: auto, cpu, cuda or cuda:N (overrides [model] device; default auto: CUDA when "
+        "torch sees it)",
+        cli=("--device",),
+        cli_help="auto, cpu, cuda or cuda:N (overrides [model] device)",
+        toml="model.device",
+    ),
+    Option(
+        name="batch_size",
+        kind=ValueKind.COUNT,
+        metavar="N",
+        help="cases per encoder batch (overrides [model] batch_size)",
+        cli=("--batch-size",),
+        cli_help="cases per encoder batch ([model] batch_size)",
+        toml="model.batch_size",
+    ),
+    Option(
+        name="threads",
+        kind=ValueKind.COUNT,
+        metavar="N",
+        help="torch CPU threads while encoding (overrides [model] threads; default: the cores, shared among xdist "
+        "workers)",
+        cli=("--threads",),
+        cli_help="torch CPU threads while encoding ([model] threads)",
+        toml="model.threads",
+    ),
+    Option(
+        name="rank",
+        kind=ValueKind.INTEGER,
+        metavar="R",
+        help="repair rank r (overrides [repair] rank)",
+        cli=("--rank",),
+        cli_help="rank r (overrides [repair] rank)",
+        toml="repair.rank",
+    ),
+    Option(
+        name="gamma_s",
+        kind=ValueKind.NUMBER,
+        metavar="G",
+        help="must_fix margin γ_s (overrides [repair] gamma_s)",
+        cli=("--gamma-s",),
+        cli_help="must_fix margin (overrides [repair] gamma_s)",
+        toml="repair.gamma_s",
+    ),
+    Option(
+        name="gamma_h",
+        kind=ValueKind.NUMBER,
+        metavar="G",
+        help="must_keep margin γ_h (overrides [repair] gamma_h)",
+        cli=("--gamma-h",),
+        cli_help="must_keep margin (overrides [repair] gamma_h)",
+        toml="repair.gamma_h",
+    ),
+    Option(
+        name="neighbours",
+        kind=ValueKind.TEXT,
+        metavar="off|on|N|all",
+        help=f"the repair's neighbourhood (off by default): off, on ({MEASURED_PER_CASE} copies a must_fix case, "
+        f"{MEASURED_KEEP_PER_CASE} a must_keep one), or on with how many must_keep cases nearest the boundary "
+        "are perturbed (N or all; overrides [repair.neighbours])",
+        cli=("--neighbours",),
+        cli_help=f"the repair's neighbourhood (off by default): off, on ({MEASURED_PER_CASE} copies a must_fix case, "
+        f"{MEASURED_KEEP_PER_CASE} a must_keep one), or on with how many must_keep cases nearest the boundary are "
+        "perturbed (overrides [repair.neighbours])",
+        toml="repair.neighbours",
+    ),
+    Option(name="json", kind=ValueKind.FLAG, in_pytest=False, cli=("--json",), help="print the result as JSON"),
+    Option(
+        name="quiet",
+        kind=ValueKind.FLAG,
+        in_pytest=False,
+        cli=("-q", "--quiet"),
+        help="print only the summary, not every failing case",
+    ),
+)
+
+OPTION: Mapping[str, Option] = {option.name: option for option in OPTIONS}
+
+
+def overriding(section: str, options: Iterable[Option] = OPTIONS) -> tuple[Option, ...]:
+    """The options that override a key of warp.toml's ``section`` (``model``: where the encoder runs,
+    for Suite.with_compute; ``repair``: for Suite.settings)."""
+    return tuple(option for option in options if option.section == section)
+
+
+def setting_flags(*, cli: bool) -> dict[str, str]:
+    """How a user changes each repair setting, by setting: pytest's flags or the command's (for
+    errors, and advice in failure messages)."""
+    return {option.name: option.cli[-1] if cli else option.flag for option in overriding("repair")}
+
+
+def check_repair_overrides(values: Mapping[str, Any]) -> None:
+    """Repair overrides (None: not given) checked as the suite's settings will take them, so that a bad
+    one stops a run at once; a SettingsError names the setting."""
+    given = {name: value for name, value in values.items() if value is not None}
+    RepairSettings(**{name: value for name, value in given.items() if name != "neighbours"})
+    if "neighbours" in given:
+        NeighbourSettings().overridden(given["neighbours"])
