@@ -5,11 +5,13 @@ The core never imports pytest. Every public name below loads its module on first
 (PEP 562), so ``import warp_check`` costs only the standard library: a warm check loads a
 suite and answers from its cache without numpy, the solvers, hypothesis or torch.
 
-The layers, bottom up: ``suite`` (warp.toml and case files), ``model`` (the classifier as
-encoder → v → head), ``cache``, ``perturb`` (text perturbations as hypothesis strategies),
-``qp`` (the repair QP and its backends), ``repair`` (the loop), ``certify`` (certificates,
-verification, the saved artefact), ``runs`` (check, repair and audit of a suite, reports),
-``extras`` (attacks, invariance checks, baselines).
+The layers, bottom up (docs/design.md has the table; tests/test_layers.py holds the imports to
+it): ``perturb``, ``cache``, ``serial``; ``model`` (the classifier as encoder → v → head) and ``qp``
+(the repair QP and its backends); ``repair`` (its settings and the loop); ``suite`` (warp.toml and
+case files, read into those settings) and ``certify`` (certificates, verification, the saved
+artefact); ``options`` and ``runs`` (check, repair and audit of a suite, reports); ``modes`` (the
+run modes, one table) and ``extras`` (attacks, invariance checks, baselines, import, promote).
+The plugin (``pytest_warp``) and the command (``cli``, ``commands``) use the names below.
 """
 
 from __future__ import annotations

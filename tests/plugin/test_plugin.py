@@ -402,7 +402,7 @@ def test_an_internal_error_fails_every_case_once_not_once_per_case(
 ):
     # A crash that is not a user mistake (here: the core raising RuntimeError) must not be
     # recomputed by every item: the run is attempted once and each case reports its message.
-    import warp_check
+    from warp_check.modes import check as check_mode
 
     calls = []
 
@@ -410,7 +410,7 @@ def test_an_internal_error_fails_every_case_once_not_once_per_case(
         calls.append(1)
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(warp_check, "check", broken)  # what check mode runs
+    monkeypatch.setattr(check_mode, "check", broken)  # what check mode runs
     wrong, right = cases
     result = run(pytester, str(suite))
     result.assert_outcomes(failed=len(wrong) + len(right))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import warp_check
+from warp_check.errors import SettingsError
 from warp_check.modes.base import RunJob, RunMode
 from warp_check.modes.repair import CERTIFIED
 from warp_check.options import OPTION, Option
@@ -23,9 +23,11 @@ class AuditMode(RunMode):
 
     def run(self, job: RunJob) -> RunResult:
         if job.certificate is None:
-            raise warp_check.SettingsError("certificate", None, "an audit needs the certificate to check")
+            raise SettingsError("certificate", None, "an audit needs the certificate to check")
         suite = job.suite
-        return warp_check.audit(suite, suite.model_dir, job.certificate, cache_dir=job.cache_dir, progress=job.progress)
+        from warp_check.runs.audit import audit  # numpy and the certifier: only when an audit runs
+
+        return audit(suite, suite.model_dir, job.certificate, cache_dir=job.cache_dir, progress=job.progress)
 
     def summary_lines(self, run: RunResult) -> list[str]:
         details = run.details

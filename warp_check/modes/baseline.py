@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import warp_check
+from warp_check.errors import SettingsError
 from warp_check.modes.base import RunJob
 from warp_check.modes.check import CheckMode, check_job
 from warp_check.options import OPTION, Option
+from warp_check.runs.check import check_suite
+from warp_check.runs.regressions import against_baseline
 from warp_check.runs.result import RunResult
+from warp_check.suite.loader import load_suite
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,11 +38,11 @@ class BaselineMode(CheckMode):
 
     def run(self, job: RunJob) -> RunResult:
         if self.baseline is None:
-            raise warp_check.SettingsError("baseline", None, "baseline mode needs the baseline model folder")
+            raise SettingsError("baseline", None, "baseline mode needs the baseline model folder")
         result = check_job(job)
-        suite = warp_check.load_suite(job.suite.toml, model=self.baseline).with_compute(**job.compute)
-        before = warp_check.check_suite(suite, ids=job.ids, cache_dir=job.cache_dir, progress=job.progress)
-        return warp_check.against_baseline(result, before, str(self.baseline))
+        suite = load_suite(job.suite.toml, model=self.baseline).with_compute(**job.compute)
+        before = check_suite(suite, ids=job.ids, cache_dir=job.cache_dir, progress=job.progress)
+        return against_baseline(result, before, str(self.baseline))
 
     def header(self, run: RunResult, shown_suite: str) -> str:
         return f"{super().header(run, shown_suite)} (regressions against {self.baseline})"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import warp_check
 from warp_check.modes.base import RunJob, RunMode
+from warp_check.runs.check import check, check_warm
 from warp_check.runs.details import CheckDetails, RepairDetails, RunDetails
 from warp_check.runs.modes import Mode
 from warp_check.runs.result import RunResult
@@ -29,8 +29,8 @@ def encoder_line(details: RunDetails) -> list[str]:
 
 def check_job(job: RunJob) -> RunResult:
     """The check of ``job``: from what an earlier check recorded where it answers, else on the model."""
-    recalled = warp_check.check_warm(job.suite, job.warm, ids=job.ids, cache_dir=job.cache_dir)
-    return recalled or warp_check.check(
+    recalled = check_warm(job.suite, job.warm, ids=job.ids, cache_dir=job.cache_dir)
+    return recalled or check(
         job.suite, job.load_model(job.suite), ids=job.ids, cache_dir=job.cache_dir, progress=job.progress
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import warp_check
 from warp_check.modes.base import RunJob, RunMode
 from warp_check.modes.check import encoder_line, head_shown
 from warp_check.options import OPTION, Option
@@ -37,8 +36,9 @@ class RepairMode(RunMode):
             workdir(suite)
             out = default_out_dir(suite)
         adapter = job.load_model(suite)
-        # warp_check.repair is the package of the loop: the run of a suite is repair_suite
-        return warp_check.repair_suite(
+        from warp_check.runs.repair import repair  # numpy, the solvers, the certifier: only when a repair runs
+
+        return repair(
             suite, adapter, settings, out_dir=out, cache_dir=job.cache_dir, progress=job.progress, flags=job.flags
         )
 
