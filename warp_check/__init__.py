@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
     from warp_check.runs.evaluation import Evaluation, evaluate
     from warp_check.runs.modes import Mode, RunStatus
-    from warp_check.runs.pipeline import RepairOutcome, repair_cases
+    from warp_check.runs.repair_cases import RepairOutcome, repair_cases
     from warp_check.runs.report import write_report
     from warp_check.runs.result import RunResult, Verdict
     from warp_check.suite.loader import Suite, load_suite
@@ -121,8 +121,8 @@ _LAZY: dict[str, str] = {
     "RepairStatus": "warp_check.repair.records",
     "evaluate": "warp_check.runs.evaluation",
     "Evaluation": "warp_check.runs.evaluation",
-    "repair_cases": "warp_check.runs.pipeline",
-    "RepairOutcome": "warp_check.runs.pipeline",
+    "repair_cases": "warp_check.runs.repair_cases",
+    "RepairOutcome": "warp_check.runs.repair_cases",
     "write_report": "warp_check.runs.report",
     "Mode": "warp_check.runs.modes",
     "RunStatus": "warp_check.runs.modes",

@@ -108,35 +108,6 @@ def test_the_paper_loop_is_still_there():
     assert {r.rank for r in result.iterations} == {2} and {r.metric_scale for r in result.iterations} == {1.0}
 
 
-def test_where_the_defaults_stall_the_papers_loop_runs_once_more_and_says_so(monkeypatch):
-    import warp_check.repair.loop as loop_module
-
-    head, fix, keep = synthetic_problem(seed=1, activation="relu", classes=2, n_fix=10, n_keep=60)
-    run = loop_module._Repair.run
-
-    def defaults_stall(self):
-        if self.settings.mu > 0:  # as if the function-space price made the fix's direction too dear
-            return self.finish(loop_module.RepairStatus.NOT_CONVERGED, "stalled", self.head)
-        return run(self)
-
-    monkeypatch.setattr(loop_module._Repair, "run", defaults_stall)
-    result = repair_head(head, fix, keep, None, RepairSettings())
-    assert result.repaired and result.settings.mu == 0.0 and result.settings.max_rank == result.settings.rank
-    assert "(the paper's loop: mu 0, rank 2 fixed, λ fixed, after the defaults stalled: stalled)" in result.message
-    # A caller that will retry a smaller problem asks for the first loop alone.
-    alone = repair_head(head, fix, keep, None, RepairSettings(), paper_loop=False)
-    assert alone.status is loop_module.RepairStatus.NOT_CONVERGED and alone.message == "stalled"
-    assert alone.settings.mu > 0
-
-    # Nothing to fall back to when the settings are the paper's already: the failure stands.
-    def always_stall(self):
-        return self.finish(loop_module.RepairStatus.NOT_CONVERGED, "x", self.head)
-
-    monkeypatch.setattr(loop_module._Repair, "run", always_stall)
-    assert repair_head(head, fix, keep, None, RepairSettings(**PAPER)).status.value == "not_converged"
-    assert repair_head(head, fix, keep, None, RepairSettings()).message == "x"  # both stalled: the first
-
-
 def test_the_rank_grows_at_once_where_the_qps_own_promise_leaves_the_must_fix_cases_short():
     ranks = RankSchedule(RepairSettings(rank=2, max_rank=32), smallest_side=100)
     assert not ranks.grow_for_promise(0.5, 10.0) and ranks.rank == 2  # 5 % unmet: room enough

@@ -17,7 +17,7 @@ from warp_check.repair.loop import repair_head
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs import pipeline
+from warp_check.runs import ladder
 
 
 @pytest.mark.parametrize(("activation", "classes"), [("relu", 2), ("tanh", 2), ("gelu", 2), ("relu", 3)])
@@ -347,7 +347,7 @@ def test_a_half_precision_repair_short_of_its_room_says_so_and_never_raises(dtyp
         assert full.status is RepairStatus.CONVERGED, full.message
         for max_iter in range(1, len(full.iterations)):
             stopped = RepairSettings(rank=2, max_iter=max_iter)
-            result = repair_head(head, fix, keep, settings=stopped, paper_loop=False)
+            result = repair_head(head, fix, keep, settings=stopped)
             assert result.status is RepairStatus.NOT_CONVERGED and result.misses, result.message
             if not all(m.room > 0 for m in result.misses):
                 continue
@@ -361,5 +361,5 @@ def test_a_half_precision_repair_short_of_its_room_says_so_and_never_raises(dtyp
             assert f"a higher max_iter (now {max_iter}), or repair a float32 copy" in result.message
             # Where the dense form is given up for the final layer, the clause that says how it ended
             # names the room too (a bare "gap 1.0003 < 1" would read as a contradiction).
-            assert f"gap {worst.gap:.4g} < {needs}" in pipeline._how_it_ended(result)
+            assert f"gap {worst.gap:.4g} < {needs}" in ladder._how_it_ended(result)
     assert room_only > 0, "no stop of these repairs met every margin in float64 while lacking the room"

@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from warp_check.errors import SettingsError
 from warp_check.model.head import UNIT_ROUNDOFF, DenseHead, top_left_singular_vectors
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
@@ -36,7 +35,7 @@ from warp_check.repair.linearise import (
 )
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, GsnFtRecord, IterationRecord, Miss, RepairResult, RepairStatus, mean
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import RepairSettings, check_rank
 from warp_check.repair.step import (
     Merit,
     RankSchedule,
@@ -61,44 +60,23 @@ def repair_head(
     keep: CaseSet,
     aux: CaseSet | None = None,
     settings: RepairSettings | None = None,
-    *,
-    paper_loop: bool = True,
 ) -> RepairResult:
-    """Run GSN-FT (if needed) and the iterative QP repair; never raises for a failed repair.
+    """Run GSN-FT (if needed) and the iterative QP repair once, with ``settings``; never raises for a
+    failed repair (a rank past the layer's is a SettingsError, before any work).
 
-    A result whose status is not CONVERGED says which cases miss their margin and by how
-    much; its ``head_after`` must not be shipped (the artefact writer refuses it). Where the loop
-    with ``settings`` stalls, the paper's loop is tried once more unless ``paper_loop`` is False
-    (a caller that will try a smaller problem next, where the second loop would only double the cost).
+    A result whose status is not CONVERGED says which cases miss their margin and by how much; its
+    ``head_after`` must not be shipped (the artefact writer refuses it). What is tried after a loop
+    that did not converge (the paper's loop, the final linear layer) is the repair ladder's
+    (:mod:`warp_check.runs.ladder`).
     """
     settings = settings or RepairSettings()
+    check_rank(settings.rank, head.W.shape)
     if settings.blas_threads is None:
-        return _with_fallback(head, fix, keep, aux, settings, paper_loop)
+        return _Repair(head, fix, keep, aux, settings).run()
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=settings.blas_threads, user_api="blas"):
-        return _with_fallback(head, fix, keep, aux, settings, paper_loop)
-
-
-def _with_fallback(
-    head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, settings: RepairSettings, paper_loop: bool
-) -> RepairResult:
-    """The loop with ``settings``; where it does not converge and went beyond the paper (a function-space
-    price, a growing rank, a trust region), the paper's loop once more. The function-space step is what
-    real suites of 10k+ cases need, but on a small head the direction a fix needs can be the one it
-    prices highest; the paper's loop then converges where it stalls. The result names the settings
-    that gave it, so the certificate records the loop that was run."""
-    result = _Repair(head, fix, keep, aux, settings).run()
-    paper = replace(settings, mu=0.0, max_rank=settings.rank, trust_region=False, price_growth=1.0)
-    if result.status is not RepairStatus.NOT_CONVERGED or paper == settings or not paper_loop:
-        return result
-    again = _Repair(head, fix, keep, aux, paper).run()
-    if not again.repaired:
-        return result
-    note = (
-        f" (the paper's loop: mu 0, rank {settings.rank} fixed, λ fixed, after the defaults stalled: {result.message})"
-    )
-    return replace(again, message=again.message + note, seconds=result.seconds + again.seconds)
+        return _Repair(head, fix, keep, aux, settings).run()
 
 
 class _Repair:
@@ -106,10 +84,6 @@ class _Repair:
 
     def __init__(self, head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, settings: RepairSettings):
         self.start = time.perf_counter()
-        if settings.rank > min(head.W.shape):
-            raise SettingsError(
-                "rank", settings.rank, f"exceeds the repair layer's smallest dimension {min(head.W.shape)}"
-            )
         self.head, self.fix, self.keep, self.settings = head, fix, keep, settings
         self.aux = aux if aux is not None else CaseSet.empty(head.d_in)
         self.gaps_keep0 = gaps(head, keep.V, keep.labels)
