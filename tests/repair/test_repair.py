@@ -214,18 +214,18 @@ def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkey
     # backtracking), then W advanced by the fraction the loop took. On this problem the first
     # full step breaks must_keep cases that the linear model kept; it still lowers the total
     # shortfall (the must_fix cases gain more), so the loop takes it and lifts them back after.
-    import warp_check.repair.loop as loop_module
+    import warp_check.repair.iterations as iterations
 
     head, fix, keep = synthetic_problem(seed=0, n_keep=400, n_fix=12)
     solved = []  # the step each iteration took (after any growth of its rank)
-    first_trial = loop_module._Iterations.first_trial
+    linearise_and_solve = iterations.linearise_and_solve
 
-    def recording(self, Z, solutions):
-        trial = first_trial(self, Z, solutions)
+    def recording(**given):
+        trial = linearise_and_solve(**given)
         solved.append((trial.problem, trial.solution))
         return trial
 
-    monkeypatch.setattr(loop_module._Iterations, "first_trial", recording)
+    monkeypatch.setattr(iterations, "linearise_and_solve", recording)
     settings = RepairSettings(rank=2)
     result = repair_head(head, fix, keep, settings=settings)
     assert result.repaired and len(solved) == len(result.iterations)
