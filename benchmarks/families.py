@@ -39,7 +39,7 @@ from benchmarks.results import add_output_arguments, report
 from benchmarks.testkit import testkit
 from warp_check.cases import NEIGHBOUR
 from warp_check.cli import main as cli
-from warp_check.runs.pipeline import FELL_BACK
+from warp_check.runs.ladder import FELL_BACK
 
 
 def measure(model_type: str, work: Path, neighbours: str | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ the dev set as general accuracy; attacks cached), then:
   ``$XDG_CACHE_HOME/warp-check/benchmarks/baselines`` by the split's files and the training
   settings: a second run reads them;
 * every WARP variant of ``--variants`` (the table ``VARIANTS``: repair settings, and
-  neighbourhood cases added to must_fix) through :func:`warp_check.runs.pipeline.repair_cases`:
+  neighbourhood cases added to must_fix) through :func:`warp_check.runs.repair_cases.repair_cases`:
   repair, keep, general and held-out accuracy (pooled, per recipe, and in-recipe / cross-recipe),
   the dev predictions that changed, Cert 1/2/3 and the loop's time; once per neighbourhood draw
   seed of ``--seeds`` (a held-out figure moves ±3 points with the seed), with each variant's mean

@@ -108,9 +108,9 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.runs.load import load_adapter
     from warp_check.runs.modes import Mode, RunStatus
     from warp_check.runs.notices import collected as collected_notices
-    from warp_check.runs.pipeline import RepairOutcome, repair_cases
     from warp_check.runs.regressions import against_baseline
     from warp_check.runs.repair import repair as repair_suite
+    from warp_check.runs.repair_cases import RepairOutcome, repair_cases
     from warp_check.runs.report import REPORT_JSON, check_report_destination, run_from_certificate, write_report
     from warp_check.runs.result import Outcome, RunResult, Verdict
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
@@ -221,8 +221,8 @@ _LAZY: dict[str, str] = {
     "Mode": "warp_check.runs.modes",
     "RunStatus": "warp_check.runs.modes",
     "collected_notices": "warp_check.runs.notices:collected",
-    "repair_cases": "warp_check.runs.pipeline",
-    "RepairOutcome": "warp_check.runs.pipeline",
+    "repair_cases": "warp_check.runs.repair_cases",
+    "RepairOutcome": "warp_check.runs.repair_cases",
     "against_baseline": "warp_check.runs.regressions",
     "repair_suite": "warp_check.runs.repair:repair",
     "check_report_destination": "warp_check.runs.report",

@@ -13,7 +13,7 @@ from testkit.tiny_models import repair_suite
 
 from warp_check import Case, ClassifierAdapter, RepairSettings, repair_cases
 from warp_check.repair.settings import NeighbourSettings
-from warp_check.runs.pipeline import RepairOutcome
+from warp_check.runs.repair_cases import RepairOutcome
 
 
 @dataclass(frozen=True)

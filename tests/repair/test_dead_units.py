@@ -45,7 +45,7 @@ def _with_dead_fix_cases(seed: int) -> tuple[DenseHead, CaseSet, CaseSet]:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_must_fix_cases_with_every_unit_dead_are_repaired(seed, monkeypatch):
     head, fix, keep = _with_dead_fix_cases(seed)
-    result = repair_head(head, fix, keep, settings=RepairSettings(), paper_loop=False)
+    result = repair_head(head, fix, keep, settings=RepairSettings())
     assert result.status is RepairStatus.CONVERGED, result.message
     # Recomputed from the returned weights: every must_fix case now has units alive, and its margin.
     after = result.head_after
@@ -54,7 +54,7 @@ def test_must_fix_cases_with_every_unit_dead_are_repaired(seed, monkeypatch):
     assert np.all((after.pre_activation(fix.V) > 0).any(axis=1))
     # Without the lower bound the QP sees a zero gradient for them, takes a zero step and stalls.
     monkeypatch.setattr(linearise, "WAKING", frozenset())
-    blind = repair_head(head, fix, keep, settings=RepairSettings(), paper_loop=False)
+    blind = repair_head(head, fix, keep, settings=RepairSettings())
     assert blind.status is RepairStatus.NOT_CONVERGED and "the QP step is zero" in blind.message
 
 

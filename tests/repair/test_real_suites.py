@@ -108,35 +108,6 @@ def test_the_paper_loop_is_still_there():
     assert {r.rank for r in result.iterations} == {2} and {r.metric_scale for r in result.iterations} == {1.0}
 
 
-def test_where_the_defaults_stall_the_papers_loop_runs_once_more_and_says_so(monkeypatch):
-    import warp_check.repair.loop as loop_module
-
-    head, fix, keep = synthetic_problem(seed=1, activation="relu", classes=2, n_fix=10, n_keep=60)
-    run = loop_module._Repair.run
-
-    def defaults_stall(self):
-        if self.settings.mu > 0:  # as if the function-space price made the fix's direction too dear
-            return self.finish(loop_module.RepairStatus.NOT_CONVERGED, "stalled", self.head)
-        return run(self)
-
-    monkeypatch.setattr(loop_module._Repair, "run", defaults_stall)
-    result = repair_head(head, fix, keep, None, RepairSettings())
-    assert result.repaired and result.settings.mu == 0.0 and result.settings.max_rank == result.settings.rank
-    assert "(the paper's loop: mu 0, rank 2 fixed, λ fixed, after the defaults stalled: stalled)" in result.message
-    # A caller that will retry a smaller problem asks for the first loop alone.
-    alone = repair_head(head, fix, keep, None, RepairSettings(), paper_loop=False)
-    assert alone.status is loop_module.RepairStatus.NOT_CONVERGED and alone.message == "stalled"
-    assert alone.settings.mu > 0
-
-    # Nothing to fall back to when the settings are the paper's already: the failure stands.
-    def always_stall(self):
-        return self.finish(loop_module.RepairStatus.NOT_CONVERGED, "x", self.head)
-
-    monkeypatch.setattr(loop_module._Repair, "run", always_stall)
-    assert repair_head(head, fix, keep, None, RepairSettings(**PAPER)).status.value == "not_converged"
-    assert repair_head(head, fix, keep, None, RepairSettings()).message == "x"  # both stalled: the first
-
-
 def test_the_rank_grows_at_once_where_the_qps_own_promise_leaves_the_must_fix_cases_short():
     ranks = RankSchedule(RepairSettings(rank=2, max_rank=32), smallest_side=100)
     assert not ranks.grow_for_promise(0.5, 10.0) and ranks.rank == 2  # 5 % unmet: room enough
@@ -160,13 +131,13 @@ def test_a_case_the_qp_keeps_leaving_short_costs_more_each_time_up_to_a_cap():
 
 
 def test_a_step_whose_promise_is_short_is_solved_again_at_a_higher_rank_in_the_same_iteration(monkeypatch):
-    import warp_check.repair.loop as loop_module
+    import warp_check.repair.iterations as iterations
 
     head, fix, keep = synthetic_problem(seed=5, activation="tanh", classes=3, n_fix=30, n_keep=200)
     ranks_solved: list[int] = []
-    solve = loop_module.solve
+    solve = iterations.solve
     monkeypatch.setattr(
-        loop_module, "solve", lambda problem, *args: ranks_solved.append(problem.rank) or solve(problem, *args)
+        iterations, "solve", lambda problem, *args: ranks_solved.append(problem.rank) or solve(problem, *args)
     )
     result = repair_head(head, fix, keep, None, RepairSettings(rank=1, max_rank=16, max_iter=60))
     assert result.repaired
@@ -178,21 +149,21 @@ def test_a_step_whose_promise_is_short_is_solved_again_at_a_higher_rank_in_the_s
 
 
 def test_each_qp_of_the_augmented_lagrangian_starts_from_the_last_ones_rows(monkeypatch):
-    import warp_check.repair.loop as loop_module
+    import warp_check.repair.iterations as iterations
 
     head, fix, keep = synthetic_problem(seed=2, activation="relu", classes=2, n_fix=12, n_keep=300)
     settings = RepairSettings(solver=SolverSettings(backend="alm"))
     warm_given = []
-    solve = loop_module.solve
+    solve = iterations.solve
     monkeypatch.setattr(
-        loop_module,
+        iterations,
         "solve",
         lambda problem, solver, warm=None: warm_given.append(warm is not None) or solve(problem, solver, warm),
     )
     result = repair_head(head, fix, keep, None, settings)
     assert result.repaired and len(result.iterations) >= 2
     assert warm_given[0] is False and all(warm_given[1:])
-    monkeypatch.setattr(loop_module, "solve", lambda problem, solver, warm=None: solve(problem, solver))
+    monkeypatch.setattr(iterations, "solve", lambda problem, solver, warm=None: solve(problem, solver))
     cold = repair_head(head, fix, keep, None, settings)
     assert cold.repaired and len(cold.iterations) == len(result.iterations)
     np.testing.assert_allclose(cold.head_after.W, result.head_after.W, atol=1e-6)
@@ -201,11 +172,11 @@ def test_each_qp_of_the_augmented_lagrangian_starts_from_the_last_ones_rows(monk
 def test_z_carried_forward_between_exact_recomputations_gives_the_exact_repair(monkeypatch):
     # Z moves by a rank-r update a step, and is recomputed from the stored W every EXACT_EVERY
     # iterations and before convergence is declared: the repair is the one recomputing every step gives.
-    import warp_check.repair.loop as loop_module
+    import warp_check.repair.iterations as iterations
 
     head, fix, keep = synthetic_problem(seed=3, activation="tanh", classes=2, n_fix=12, n_keep=300)
     carried = repair_head(head, fix, keep, None, RepairSettings())
-    monkeypatch.setattr(loop_module, "EXACT_EVERY", 1)
+    monkeypatch.setattr(iterations, "EXACT_EVERY", 1)
     exact = repair_head(head, fix, keep, None, RepairSettings())
     assert carried.repaired and exact.repaired and len(carried.iterations) == len(exact.iterations) > 2
     np.testing.assert_allclose(carried.head_after.W, exact.head_after.W, atol=1e-5)

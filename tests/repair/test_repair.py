@@ -17,7 +17,7 @@ from warp_check.repair.loop import repair_head
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs import pipeline
+from warp_check.runs import ladder
 
 
 @pytest.mark.parametrize(("activation", "classes"), [("relu", 2), ("tanh", 2), ("gelu", 2), ("relu", 3)])
@@ -214,18 +214,18 @@ def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkey
     # backtracking), then W advanced by the fraction the loop took. On this problem the first
     # full step breaks must_keep cases that the linear model kept; it still lowers the total
     # shortfall (the must_fix cases gain more), so the loop takes it and lifts them back after.
-    import warp_check.repair.loop as loop_module
+    import warp_check.repair.iterations as iterations
 
     head, fix, keep = synthetic_problem(seed=0, n_keep=400, n_fix=12)
     solved = []  # the step each iteration took (after any growth of its rank)
-    first_trial = loop_module._Iterations.first_trial
+    linearise_and_solve = iterations.linearise_and_solve
 
-    def recording(self, Z, solutions):
-        trial = first_trial(self, Z, solutions)
+    def recording(**given):
+        trial = linearise_and_solve(**given)
         solved.append((trial.problem, trial.solution))
         return trial
 
-    monkeypatch.setattr(loop_module._Iterations, "first_trial", recording)
+    monkeypatch.setattr(iterations, "linearise_and_solve", recording)
     settings = RepairSettings(rank=2)
     result = repair_head(head, fix, keep, settings=settings)
     assert result.repaired and len(solved) == len(result.iterations)
@@ -347,7 +347,7 @@ def test_a_half_precision_repair_short_of_its_room_says_so_and_never_raises(dtyp
         assert full.status is RepairStatus.CONVERGED, full.message
         for max_iter in range(1, len(full.iterations)):
             stopped = RepairSettings(rank=2, max_iter=max_iter)
-            result = repair_head(head, fix, keep, settings=stopped, paper_loop=False)
+            result = repair_head(head, fix, keep, settings=stopped)
             assert result.status is RepairStatus.NOT_CONVERGED and result.misses, result.message
             if not all(m.room > 0 for m in result.misses):
                 continue
@@ -361,5 +361,5 @@ def test_a_half_precision_repair_short_of_its_room_says_so_and_never_raises(dtyp
             assert f"a higher max_iter (now {max_iter}), or repair a float32 copy" in result.message
             # Where the dense form is given up for the final layer, the clause that says how it ended
             # names the room too (a bare "gap 1.0003 < 1" would read as a contradiction).
-            assert f"gap {worst.gap:.4g} < {needs}" in pipeline._how_it_ended(result)
+            assert f"gap {worst.gap:.4g} < {needs}" in ladder._how_it_ended(result)
     assert room_only > 0, "no stop of these repairs met every margin in float64 while lacking the room"

@@ -17,7 +17,7 @@ from testkit.suite_builder import exit_code, split_cases, write_suite
 from warp_check.cases import Case, Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.specs import HeadForm, HeadSpec
-from warp_check.runs.pipeline import repair_cases
+from warp_check.runs.repair_cases import repair_cases
 
 # The most any gap can be when only the pooler's weight changes (tanh is bounded by 1): below γ_s = 1.
 CEILING = 0.8

@@ -18,7 +18,7 @@ from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSett
 from warp_check.runs.details import WITHOUT_SYNONYMS, NeighbourhoodNote
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.neighbourhood import chosen_cases, draw_neighbourhood
-from warp_check.runs.pipeline import repair_cases
+from warp_check.runs.repair_cases import repair_cases
 
 LABELS = ["negative", "positive"]
 
@@ -192,9 +192,9 @@ def test_a_repair_certifies_its_neighbourhood_and_the_paper_setting_draws_none(d
 def _with_a_contradiction(monkeypatch):
     """draw_neighbourhood, its copies joined by one no weights can meet: a kept case's own input under
     the other label."""
-    import warp_check.runs.pipeline as pipeline
+    import warp_check.runs.repair_cases as repair_cases
 
-    real = pipeline.draw_neighbourhood
+    real = repair_cases.draw_neighbourhood
 
     def contradicting(adapter, evaluation, settings, **kw):
         hood = real(adapter, evaluation, settings, **kw)
@@ -204,8 +204,7 @@ def _with_a_contradiction(monkeypatch):
         twin = replace(bad, cases=(case,), encoded=replace(bad.encoded, ids=("contradiction",), input_keys=()))
         return replace(hood, evaluation=twin.joined(hood.evaluation))
 
-    monkeypatch.setattr(pipeline, "draw_neighbourhood", contradicting)
-    return pipeline
+    monkeypatch.setattr(repair_cases, "draw_neighbourhood", contradicting)
 
 
 def test_a_copy_the_repair_cannot_meet_is_dropped_and_the_rest_certified(distilbert_dir: Path, suite_cases,
@@ -227,8 +226,10 @@ def test_a_copy_the_repair_cannot_meet_is_dropped_and_the_rest_certified(distilb
 
 
 def test_a_neighbourhood_the_repair_cannot_meet_is_left_out_not_fatal(distilbert_dir: Path, suite_cases, monkeypatch):
-    pipeline = _with_a_contradiction(monkeypatch)
-    monkeypatch.setattr(pipeline, "DROP_ROUNDS", 0)  # no copy is dropped: the neighbourhood goes whole
+    import warp_check.runs.ladder as ladder
+
+    _with_a_contradiction(monkeypatch)
+    monkeypatch.setattr(ladder, "DROP_ROUNDS", 0)  # no copy is dropped: the neighbourhood goes whole
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     fix, keep = suite_cases
     settings = RepairSettings(max_iter=20, neighbours=NeighbourSettings(per_case=4, keep_per_case=0))

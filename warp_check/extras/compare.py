@@ -7,7 +7,7 @@ Methods, each scored on the same subsampled must_fix / must_keep cases:
   must_fix ∪ must_keep (:mod:`warp_check.extras.baselines`).
 * ``full_ft``: all layers fine-tuned on the same union (lr 1e-4, batch 16, ≤ 300 epochs, early
   stopping with patience 5 on the training loss; see :mod:`warp_check.extras.baselines`).
-* ``warp``: :func:`warp_check.runs.pipeline.repair_cases`, once per rank in ``ranks``.
+* ``warp``: :func:`warp_check.runs.repair_cases.repair_cases`, once per rank in ``ranks``.
 
 Columns (the paper's Table 3): **Repair Acc** = accuracy on must_fix after the method, **Remain
 Acc** on must_keep, **General Acc** on a clean held-out set (``general``), **Atk. Gen** on
@@ -430,7 +430,7 @@ def changed_tensors(before: Any, after: Any) -> list[str]:
 def _warp(
     rank, adapter, evaluation, repair: RepairSettings, scorer: _Scorer, encode_seconds, say, encode: dict
 ) -> MethodResult:
-    from warp_check.runs.pipeline import repair_cases
+    from warp_check.runs.repair_cases import repair_cases
 
     say(f"warp: repairing at rank {rank}")
     start = time.perf_counter()

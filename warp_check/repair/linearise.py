@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from warp_check.model.head import DenseHead, gaps_from_logits
 from warp_check.qp.problem import LinearisedProblem
+
+if TYPE_CHECKING:  # pragma: no cover - state.py builds on this module: for the annotations only
+    from warp_check.repair.state import LoopState, Stacked
 
 # Merit price of a must_keep shortfall, in units of λ: must_keep rows are hard in the QP, so
 # a step that breaks one must cost more than the must_fix progress it buys.
@@ -99,8 +104,11 @@ def wake_dead_units(
 COMPETITOR_WINDOW = 1.0
 
 
-def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, settings, rho, price, exact=False):
-    """One row per (case, competing class within reach); soft rows first.
+def linearised_problem(
+    *, stacked: Stacked, state: LoopState, U: np.ndarray, exact: bool
+) -> tuple[LinearisedProblem, np.ndarray, np.ndarray]:
+    """The QP at the loop's Z and U: one row per (case, competing class within reach), soft rows first;
+    with each row's case and its margin now.
 
     The paper linearises against the strongest competitor only; with more than two
     classes a step can then lift another class above the label, and the loop oscillates.
@@ -116,6 +124,10 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     or proves none can (a priced slack would only trade a margin the loop needs for a shorter step,
     and the loop would then take more QPs to the same answer).
     """
+    head, Z, V, labels, targets = stacked.head, state.Z, stacked.V_qp, stacked.labels, stacked.targets
+    n_fix, settings, price = stacked.n_fix, stacked.settings, state.price
+    extra_aim = state.extra_aim + state.stored_aim
+    rho = stacked.metric.qp_rho(state.trust.kappa)
     n, C_classes = V.shape[0], head.num_classes
     aim = targets + settings.aim_above + extra_aim  # per case: the gap its rows ask for
     # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).
@@ -160,5 +172,5 @@ def linearised_problem(head, Z, U, V, VVt, labels, targets, extra_aim, n_fix, se
     case_idx, rhs, C, margin = case_idx[order], rhs[order], C[order], margin[order]
     prices = price[case_idx[: int(soft.sum())]]
     # Rows index the cases' V (and V Vᵀ): no (rows × d_in) copy of the representations.
-    problem = LinearisedProblem(C, V, rhs, int(soft.sum()), rho, prices, VVt, cases=case_idx)
+    problem = LinearisedProblem(C, V, rhs, int(soft.sum()), rho, prices, stacked.VVt, cases=case_idx)
     return problem, case_idx, margin

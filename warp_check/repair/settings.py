@@ -215,3 +215,16 @@ class RepairSettings:
         neighbours = values.pop("neighbours", NeighbourSettings.off())
         values["neighbours"] = NeighbourSettings(**neighbours) if isinstance(neighbours, dict) else neighbours
         return cls(**values)
+
+
+def check_rank(rank: int, shape: tuple[int, int], layer: str | None = None) -> None:
+    """The rank a repair layer of ``shape`` (out × in) allows: at most its smaller side. ``layer``: its
+    name, where the caller knows the model (the message then says which layer and its shape)."""
+    smallest = min(shape)
+    if rank <= smallest:
+        return
+    if layer is None:
+        raise SettingsError("rank", rank, f"exceeds the repair layer's smallest dimension {smallest}")
+    raise SettingsError(
+        "rank", rank, f"exceeds the repair layer '{layer}' ({shape[0]}×{shape[1]}): the rank can be at most {smallest}"
+    )

@@ -3,11 +3,15 @@ model overshoots (ReLU units switch, tanh saturates), and the extra aim of cases
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from warp_check.model.head import DenseHead
 from warp_check.repair.linearise import gaps_after_step
 from warp_check.repair.settings import RepairSettings
+
+if TYPE_CHECKING:  # pragma: no cover - state.py builds on this module: for the annotations only
+    from warp_check.repair.state import LoopState, Stacked, Trial
 
 # raise_prices: a must_fix case's slack price grows an iteration it is left short, to PRICE_MAX·λ.
 PRICE_MAX = 1e4
@@ -46,26 +50,17 @@ class Merit:
         return self.lam * shortfall(gaps, self.targets)
 
 
-def backtrack(
-    head: DenseHead,
-    Z: np.ndarray,
-    VB: np.ndarray,
-    U: np.ndarray,
-    labels: np.ndarray,
-    merit: Merit,
-    merit_now: float,
-    predicted: np.ndarray,
-    gap_full: np.ndarray,
-    n_fix: int,
-    settings: RepairSettings,
-) -> tuple[float, np.ndarray, dict[str, float | int]]:
-    """The fraction of the QP step to take, the true gaps there, and the promise-against-full-step
-    record.
+def backtrack(*, stacked: Stacked, state: LoopState, trial: Trial) -> tuple[float, np.ndarray, dict[str, float | int]]:
+    """The fraction of ``trial``'s QP step to take from the loop's W, the true gaps there, and the
+    promise-against-full-step record.
 
     The first fraction (full step, then halvings) that lowers the merit wins; where none does,
     the full step is taken anyway (as in the paper) and patience ends a loop that goes nowhere.
     ΔW = f·U B changes Z by f·(V Bᵀ) Uᵀ: rank r, ~d_out/r times cheaper than V Wᵀ.
     """
+    head, Z, VB, U, labels = stacked.head, state.Z, trial.VB, trial.U, stacked.labels
+    merit, merit_now, predicted, gap_full = state.merit, state.merit_now, trial.predicted, trial.full
+    n_fix, settings = stacked.n_fix, stacked.settings
     tries = []
     check: dict[str, float | int] = {}
     for fraction in step_fractions(settings):

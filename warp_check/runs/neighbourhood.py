@@ -16,7 +16,7 @@ own neighbours, or two texts that tokenise alike) is left out: it could only rep
 that case. Of a text pair the first text is perturbed: copies that perturbed the second too (an NLI
 hypothesis, which attacks do edit) cost real RTE models 1.3-2.8 points of dev accuracy for no
 held-out gain. Copies are drawn blind, so one may contradict a suite case: the repair drops those it
-cannot meet (:func:`~warp_check.runs.pipeline.repair_cases`).
+cannot meet (:mod:`~warp_check.runs.ladder`).
 """
 
 from __future__ import annotations

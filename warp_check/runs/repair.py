@@ -13,18 +13,17 @@ from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.errors import SettingsError, WarpError
 from warp_check.repair import advice
-from warp_check.repair.loop import Miss, RepairResult, RepairStatus
+from warp_check.repair.records import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
 from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.runs.pipeline import RepairOutcome, certify_result, repair_cases
+from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
 from warp_check.runs.result import RunResult, Verdict
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.repair.records import RepairResult
 
 UNCHANGED = " (nothing needed repair: checked on the original weights)"
 
