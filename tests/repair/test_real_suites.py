@@ -13,10 +13,11 @@ from testkit.synthetic import synthetic_problem
 
 from warp_check.errors import SettingsError
 from warp_check.qp.settings import SolverSettings
+from warp_check.repair.controls import RankSchedule, TrustRegion
 from warp_check.repair.loop import repair_head
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.settings import RepairSettings
-from warp_check.repair.step import PRICE_MAX, RankSchedule, TrustRegion, raise_prices
+from warp_check.repair.step import PRICE_MAX, raise_prices
 
 PAPER = {"mu": 0.0, "trust_region": False, "max_rank": 2, "price_growth": 1.0}
 

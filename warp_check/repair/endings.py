@@ -7,10 +7,10 @@ import numpy as np
 
 from warp_check.qp.solution import QPSolution
 from warp_check.repair import advice
+from warp_check.repair.controls import RankSchedule
 from warp_check.repair.records import Miss, RepairStatus
 from warp_check.repair.settings import RepairSettings
 from warp_check.repair.state import Ending, LoopState, Stacked
-from warp_check.repair.step import RankSchedule
 
 
 def misses(*, stacked: Stacked, gap: np.ndarray) -> list[Miss]:

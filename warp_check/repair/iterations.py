@@ -26,16 +26,26 @@ from dataclasses import replace
 
 import numpy as np
 
-from warp_check.model.head import top_left_singular_vectors
+from warp_check.model.head import DenseHead, top_left_singular_vectors
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
 from warp_check.qp.solve import solve
+from warp_check.repair.controls import Merit, RankSchedule, TrustRegion, shortfall
 from warp_check.repair.endings import misses, named, not_converged, solver_failure
-from warp_check.repair.linearise import blocks, gaps_after_step, gaps_from_pre_activation, linearised_problem
-from warp_check.repair.records import IterationRecord, Miss, RepairStatus
+from warp_check.repair.linearise import (
+    KEEP_WEIGHT,
+    VVT_CACHE_MAX_CASES,
+    blocks,
+    gaps,
+    gaps_after_step,
+    gaps_from_pre_activation,
+    linearised_problem,
+)
+from warp_check.repair.metric import StepMetric
+from warp_check.repair.records import CaseSet, IterationRecord, Miss, RepairStatus
 from warp_check.repair.settings import RepairSettings
 from warp_check.repair.state import Best, Ending, LoopState, Stacked, Trial
-from warp_check.repair.step import Merit, TrustRegion, backtrack, raise_prices, shortfall, update_extra_aim
+from warp_check.repair.step import backtrack, raise_prices, update_extra_aim
 
 # Z and the gaps are carried forward from step to step (a rank-r update each) and recomputed from
 # the stored W this often, so that float32's rounding of W (~1e-7 of it) never accumulates.
@@ -43,6 +53,44 @@ EXACT_EVERY = 10
 # A step the dtype's rounding shrank below this share of its length (W in half precision moves in
 # steps of ~1e-3 of itself): the short cases ask for more (aim_past_rounding), as for a step of 0.
 ROUNDED_AWAY = 0.5
+
+
+def stack(*, head: DenseHead, fix: CaseSet, kept: CaseSet, settings: RepairSettings) -> Stacked:
+    """The must_fix and kept must_keep cases stacked (must_fix first), each case's margin, and the step's price."""
+    V = np.vstack([fix.V, kept.V])
+    metric = StepMetric.of(settings.rho, settings.mu, kept.V)
+    V_qp = metric.whiten(V)
+    return Stacked(
+        head=head,
+        settings=settings,
+        ids=fix.ids + kept.ids,
+        n_fix=len(fix),
+        V=V,
+        labels=np.concatenate([fix.labels, kept.labels]),
+        targets=np.concatenate([np.full(len(fix), settings.gamma_s), np.full(len(kept), settings.gamma_h)]),
+        metric=metric,
+        V_qp=V_qp,
+        VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
+        linear=head.activation.name == "identity",
+    )
+
+
+def start(*, stacked: Stacked) -> LoopState:
+    """W as stored and its true gaps, every aim 0 and every price the settings' λ."""
+    head, settings, n_fix = stacked.head, stacked.settings, stacked.n_fix
+    W = head.round_to_storage(head.W)
+    n_keep = len(stacked.targets) - n_fix
+    return LoopState(
+        W=W,
+        gap=gaps(head.with_weight(W), stacked.V, stacked.labels),
+        Z=head.with_weight(W).pre_activation(stacked.V),
+        merit=Merit(stacked.targets, settings.lam),
+        price=np.concatenate([np.full(n_fix, settings.lam), np.full(n_keep, KEEP_WEIGHT * settings.lam)]),
+        extra_aim=np.zeros_like(stacked.targets),
+        stored_aim=np.zeros_like(stacked.targets),
+        trust=TrustRegion(settings.trust_region),
+        ranks=RankSchedule(settings, min(head.W.shape), start_at_limit=stacked.linear),
+    )
 
 
 def run(*, stacked: Stacked, state: LoopState) -> Ending:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from warp_check.model.head import DenseHead, gaps_from_logits
 from warp_check.qp.problem import LinearisedProblem
-
-if TYPE_CHECKING:  # pragma: no cover - state.py builds on this module: for the annotations only
-    from warp_check.repair.state import LoopState, Stacked
+from warp_check.repair.state import LoopState, Stacked
 
 # Merit price of a must_keep shortfall, in units of λ: must_keep rows are hard in the QP, so
 # a step that breaks one must cost more than the must_fix progress it buys.

@@ -27,7 +27,6 @@ from warp_check.repair.records import (
     mean,
 )
 from warp_check.repair.settings import RepairSettings, check_rank
-from warp_check.repair.state import LoopState, Stacked
 
 
 def repair_head(
@@ -76,8 +75,8 @@ class _Repair:
             return self.finish(RepairStatus.INVALID_INPUT, message, self.head)
         kept = self.exclude_wrong_keep()
         work_head = self.gsn_finetune_if_needed()
-        stacked = Stacked.of(work_head, self.fix, kept, self.settings)
-        state = LoopState.start(stacked)
+        stacked = iterations.stack(head=work_head, fix=self.fix, kept=kept, settings=self.settings)
+        state = iterations.start(stacked=stacked)
         ending = iterations.run(stacked=stacked, state=state)
         status = ending.status
         if status is RepairStatus.NOTHING_TO_REPAIR and self.gsn.applied:

@@ -2,7 +2,7 @@
 (:class:`LoopState`), one QP step set against the truth (:class:`Trial`), and how it ended (:class:`Ending`).
 
 The loop's functions (:mod:`warp_check.repair.iterations`, :mod:`~warp_check.repair.linearise`,
-:mod:`~warp_check.repair.step`) take these by keyword.
+:mod:`~warp_check.repair.step`) take these by keyword; :mod:`~warp_check.repair.iterations` builds them.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ import numpy as np
 from warp_check.model.head import UNIT_ROUNDOFF, DenseHead
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
-from warp_check.repair.linearise import KEEP_WEIGHT, VVT_CACHE_MAX_CASES, gaps
+from warp_check.repair.controls import Merit, RankSchedule, TrustRegion
 from warp_check.repair.metric import StepMetric
-from warp_check.repair.records import CaseSet, IterationRecord, Miss, RepairStatus
+from warp_check.repair.records import IterationRecord, Miss, RepairStatus
 from warp_check.repair.settings import RepairSettings
-from warp_check.repair.step import Merit, RankSchedule, TrustRegion
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -41,25 +40,6 @@ class Stacked:
     # and the rank is the layer's whole smaller side (within max_rank): one QP either meets every margin
     # or proves that no change of the layer can.
     linear: bool
-
-    @classmethod
-    def of(cls, head: DenseHead, fix: CaseSet, kept: CaseSet, settings: RepairSettings) -> Stacked:
-        V = np.vstack([fix.V, kept.V])
-        metric = StepMetric.of(settings.rho, settings.mu, kept.V)
-        V_qp = metric.whiten(V)
-        return cls(
-            head=head,
-            settings=settings,
-            ids=fix.ids + kept.ids,
-            n_fix=len(fix),
-            V=V,
-            labels=np.concatenate([fix.labels, kept.labels]),
-            targets=np.concatenate([np.full(len(fix), settings.gamma_s), np.full(len(kept), settings.gamma_h)]),
-            metric=metric,
-            V_qp=V_qp,
-            VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
-            linear=head.activation.name == "identity",
-        )
 
     def held(self, W: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per case at W: the gap the stopping rule measures (the lower of the float64 ``gap`` and the
@@ -112,24 +92,6 @@ class LoopState:
     rounded_away: bool = False  # the last step lost most of itself to the dtype's rounding
     best: Best | None = None
     records: list[IterationRecord] = field(default_factory=list)
-
-    @classmethod
-    def start(cls, stacked: Stacked) -> LoopState:
-        """W as stored and its true gaps, every aim 0 and every price the settings' λ."""
-        head, settings, n_fix = stacked.head, stacked.settings, stacked.n_fix
-        W = head.round_to_storage(head.W)
-        n_keep = len(stacked.targets) - n_fix
-        return cls(
-            W=W,
-            gap=gaps(head.with_weight(W), stacked.V, stacked.labels),
-            Z=head.with_weight(W).pre_activation(stacked.V),
-            merit=Merit(stacked.targets, settings.lam),
-            price=np.concatenate([np.full(n_fix, settings.lam), np.full(n_keep, KEEP_WEIGHT * settings.lam)]),
-            extra_aim=np.zeros_like(stacked.targets),
-            stored_aim=np.zeros_like(stacked.targets),
-            trust=TrustRegion(settings.trust_region),
-            ranks=RankSchedule(settings, min(head.W.shape), start_at_limit=stacked.linear),
-        )
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
