@@ -19,7 +19,7 @@ from warp_check.qp import registry
 from warp_check.qp.registry import AutoPlace, Backend, register_backend, unregister_backend
 from warp_check.qp.settings import SolverSettings
 from warp_check.qp.solution import QPForm, QPStatus, answer_or_hand_over
-from warp_check.qp.solve import pick_backend, solve
+from warp_check.qp.solve import after_decider, pick_backend, solve
 from warp_check.repair import advice
 from warp_check.repair.settings import RepairSettings
 
@@ -31,7 +31,7 @@ def check_contract(name: str) -> None:
     feasible QP, a warm re-solve that agrees, infeasibility decided (by it or the decider it hands
     over to), statuses from the one table, and advice that names its settings."""
     backend = registry.backend(name)
-    assert list(inspect.signature(backend.solve).parameters) == ["problem", "settings", "warm"]
+    assert list(inspect.signature(backend.solve.load()).parameters) == ["problem", "settings", "warm"]
     params = backend.settings.__dataclass_params__
     assert params.frozen and all(f.kw_only for f in dataclasses.fields(backend.settings)), name
     form = backend.forms[0]
@@ -80,8 +80,8 @@ def test_auto_picks_as_measured_and_the_backend_names_come_from_the_registry():
         SolverSettings(newton_min_rows=55),
         SolverSettings.from_json({"ipm_min_rows": 55, "ipm_max_unknowns": 31}),
     )
-    assert [b.name for b in registry.after_decider(problem, small_beta)] == ["ipm", "alm"]
-    assert [b.name for b in registry.after_decider(problem, large_beta)] == ["alm"]
+    assert [b.name for b in after_decider(problem, small_beta)] == ["ipm", "alm"]
+    assert [b.name for b in after_decider(problem, large_beta)] == ["alm"]
 
 
 # -- a toy backend, registered the way a backend's file registers itself --------------------------
@@ -109,8 +109,8 @@ def toy_solve(problem, settings, warm):
     return answer_or_hand_over(problem, settings, start, run, backend=Backend("toy"), words="toy", form=QPForm.DUAL)
 
 
-def toy_advice(own: ToySettings, solver: SolverSettings) -> str:
-    return f"raise [repair.solver.toy] max_iter (now {own.max_iter}) and {registry.hand_over_advice(solver)}"
+def toy_advice(own: ToySettings, hand_over: str) -> str:
+    return f"raise [repair.solver.toy] max_iter (now {own.max_iter}) and {hand_over}"
 
 
 @pytest.fixture
@@ -160,3 +160,20 @@ def test_a_second_decider_is_refused():
             name="rival", settings=ToySettings, solve=toy_solve, advice=toy_advice, forms=("dual",), decides=decides
         )
     assert "rival" not in [b.name for b in registry.registered()]
+
+
+def test_a_backend_names_its_solve_as_module_and_function_imported_when_first_called():
+    # The built-in backends' files name their numerics: reading settings never imports them.
+    assert registry.backend("ipm").solve.target == "warp_check.qp.ipm:solve"
+    assert registry.decider().decides.solve_from.target == "warp_check.qp.osqp_backend:solve_from_rows"
+    named = register_backend(
+        name="named", settings=ToySettings, solve="warp_check.qp.active_set:solve", advice=toy_advice, forms=("dual",)
+    )
+    try:
+        assert named.solve.load() is qp_active_set.solve
+    finally:
+        unregister_backend("named")
+    for wrong in ("warp_check.qp.active_set", "warp_check.qp.active set:solve", "warp_check.qp.active_set:"):
+        with pytest.raises(SettingsError, match="must be a function or 'module:function'"):
+            register_backend(name="wrong", settings=ToySettings, solve=wrong, advice=toy_advice, forms=("dual",))
+    assert "wrong" not in [b.name for b in registry.registered()]

@@ -1,8 +1,8 @@
 """Solve a linearised repair QP: pick a backend, call it through the one signature they share.
 
 Every backend is ``solve(problem, settings, warm) -> QPSolution``; each registers itself
-(warp_check.qp.registry; the built-in ones: warp_check.qp.backends). ``auto`` picks by size, as
-measured on the same instances side by side (1 BLAS thread):
+(warp_check.qp.registry; the built-in ones: warp_check.qp.backends). ``auto``'s rule is here
+(:func:`pick`): it picks by size, as measured on the same instances side by side (1 BLAS thread):
 
 * OSQP (the dual of a lazy working set) below ``newton_min_rows`` rows: small problems, and
   it decides infeasibility;
@@ -20,23 +20,56 @@ OSQP registered as the decider). The other way round, a QP ``auto`` gave OSQP th
 cannot decide in ``max_iter`` (ill-conditioned: the exact final-layer problem of two must_fix
 cases 0.5 % apart needs a step ×100 the layer's norm) goes to the backend ``auto`` picks past
 ``newton_min_rows``, whose Newton steps do not slow with the conditioning, and where that one
-stalls too, to the augmented Lagrangian (:func:`warp_check.qp.registry.after_decider`).
+stalls too, to the augmented Lagrangian (:func:`after_decider`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from warp_check.qp import registry
 from warp_check.qp.problem import LinearisedProblem
-from warp_check.qp.registry import Backend
+from warp_check.qp.registry import Backend, QPBackend
 from warp_check.qp.settings import SolverSettings
 from warp_check.qp.solution import QPSolution, WarmStart
 
 
 def pick_backend(problem: LinearisedProblem, settings: SolverSettings) -> Backend:
+    """The name of :func:`pick`'s backend."""
+    return pick(problem, settings).name
+
+
+def pick(problem: LinearisedProblem, settings: SolverSettings) -> QPBackend:
     """The backend the settings name, or ``auto``'s choice for this problem's size."""
-    return registry.pick(problem, settings).name
+    if settings.backend != "auto":
+        return registry.backend(settings.backend)
+    # A form named in the settings is the decider's form: the interior point solves the primal only,
+    # the active set the dual only, and neither is picked against the other's form.
+    # Every row counts, the soft ones too: OSQP's dual holds every must_fix row from the start, and a
+    # neighbourhood brings a thousand (the example's 1,188 must_fix and 188 must_keep: 21 s of
+    # OSQP against 0.5 s of interior point and augmented Lagrangian, the same iterates).
+    if problem.n < settings.newton_min_rows or settings.form == "dual":
+        return registry.decider()
+    return next(_fitting(problem, settings), registry.decider())
+
+
+def after_decider(problem: LinearisedProblem, settings: SolverSettings) -> tuple[QPBackend, ...]:
+    """Where a QP ``auto`` gave the decider goes when it cannot decide it: every backend that fits,
+    in rank order. On an ill-conditioned exact problem which of them settles it turns on the last
+    bits of v (tiny MPNet's final layer, ×141 its norm: the interior point converged on one CPU's
+    kernels and stalled at residual 18 on another's, where the augmented Lagrangian settles it in
+    71 iterations), so a repair must not end on the first one's stall."""
+    return tuple(_fitting(problem, settings))
+
+
+def _fitting(problem: LinearisedProblem, settings: SolverSettings) -> Iterator[QPBackend]:
+    """The backends with a place in ``auto``'s rule that solve the form asked for and fit the problem,
+    in rank order (each one's fit asked when it is reached)."""
+    form = settings.form
+    placed = [b for b in registry.registered() if b.auto is not None and (form == "auto" or form in b.forms)]
+    ranked = sorted(placed, key=lambda b: b.auto.rank)  # type: ignore[union-attr]
+    return (b for b in ranked if b.auto.fits(problem, settings.of(b.settings)))  # type: ignore[union-attr]
 
 
 def solve(
@@ -46,13 +79,13 @@ def solve(
     whole problem holds at the returned B (to the backend's tolerance) whichever one solved it.
     ``warm``: an earlier solution's :attr:`QPSolution.warm`, where the backend can start from it."""
     settings = settings or SolverSettings()
-    picked = registry.pick(problem, settings)
+    picked = pick(problem, settings)
     solution = picked.solve(problem, settings, warm)
     decided = solution.status.has_solution or solution.status.infeasible
     if decided or picked.decides is None or settings.backend != "auto" or settings.form != "auto":
         return solution
     tried, seconds = [f"{picked.decides.title}'s '{solution.solver_status}'"], solution.seconds
-    for second in registry.after_decider(problem, settings):
+    for second in after_decider(problem, settings):
         again = second.solve(problem, settings, warm)
         seconds += again.seconds
         if again.status.has_solution or again.status.infeasible:

@@ -51,9 +51,11 @@ def after_unsettled_working_set(settings: RepairSettings) -> str:
 
 
 def after_solver_failure(settings: RepairSettings, backend: str) -> str:
-    """What to try when a QP backend ended with no usable solution: the backend's own advice."""
-    failed = registry.backend(backend)
-    return failed.advice(settings.solver.of(failed.settings), settings.solver)
+    """What to try when a QP backend ended with no usable solution: the backend's own advice, told
+    the decider's clause for the QPs it hands over."""
+    failed, taker = registry.backend(backend), registry.decider()
+    hand_over = taker.decides.advice(settings.solver.of(taker.settings))  # type: ignore[union-attr]
+    return failed.advice(settings.solver.of(failed.settings), hand_over)
 
 
 def for_failed_case(settings: RepairSettings, kind: str, status: str, flags: Mapping[str, str]) -> str:

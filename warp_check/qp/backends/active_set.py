@@ -4,15 +4,9 @@ the decider), never ``auto``'s choice (the method: warp_check.qp.active_set)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from warp_check.qp.registry import register_backend
 from warp_check.validation import require_fraction, require_integer
-
-if TYPE_CHECKING:
-    from warp_check.qp.problem import LinearisedProblem
-    from warp_check.qp.settings import SolverSettings
-    from warp_check.qp.solution import QPSolution, WarmStart
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,16 +24,14 @@ class ActiveSetSettings:
         require_fraction("tolerance", self.tolerance)
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
-    from warp_check.qp import active_set  # numpy: loaded when a QP is solved
-
-    return active_set.solve(problem, settings, warm)
-
-
-def advice(own: ActiveSetSettings, solver: SolverSettings) -> str:
+def advice(own: ActiveSetSettings, hand_over: str) -> str:
     return f"raise solver active_set_max_iter (now {own.max_iter}), or set solver backend 'osqp'"
 
 
 ACTIVE_SET = register_backend(
-    name="active_set", settings=ActiveSetSettings, solve=solve, advice=advice, forms=("dual",)
+    name="active_set",
+    settings=ActiveSetSettings,
+    solve="warp_check.qp.active_set:solve",
+    advice=advice,
+    forms=("dual",),
 )

@@ -11,8 +11,6 @@ from warp_check.validation import require_fraction, require_integer
 
 if TYPE_CHECKING:
     from warp_check.qp.problem import LinearisedProblem
-    from warp_check.qp.settings import SolverSettings
-    from warp_check.qp.solution import QPSolution, WarmStart
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,20 +27,19 @@ class AlmSettings:
         require_fraction("tolerance", self.tolerance)
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
-    from warp_check.qp import alm  # numpy: loaded when a QP is solved
-
-    return alm.solve(problem, settings, warm)
-
-
 def fits(problem: LinearisedProblem, own: AlmSettings) -> bool:
     return True  # its matrices are over the working set's rows, not β: any r·d_in
 
 
-def advice(own: AlmSettings, solver: SolverSettings) -> str:
-    return limits_advice("alm", own, solver, instead="ipm")
+def advice(own: AlmSettings, hand_over: str) -> str:
+    return limits_advice("alm", own, hand_over=hand_over, instead="ipm")
 
 
 ALM = register_backend(
-    name="alm", settings=AlmSettings, solve=solve, advice=advice, forms=("dual",), auto=AutoPlace(rank=2, fits=fits)
+    name="alm",
+    settings=AlmSettings,
+    solve="warp_check.qp.alm:solve",
+    advice=advice,
+    forms=("dual",),
+    auto=AutoPlace(rank=2, fits=fits),
 )

@@ -11,8 +11,6 @@ from warp_check.validation import require_fraction, require_integer
 
 if TYPE_CHECKING:
     from warp_check.qp.problem import LinearisedProblem
-    from warp_check.qp.settings import SolverSettings
-    from warp_check.qp.solution import QPSolution, WarmStart
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,20 +34,19 @@ class IpmSettings:
         require_fraction("tolerance", self.tolerance)
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
-    from warp_check.qp import ipm  # numpy: loaded when a QP is solved
-
-    return ipm.solve(problem, settings, warm)
-
-
 def fits(problem: LinearisedProblem, own: IpmSettings) -> bool:
     return problem.rank * problem.d_in <= own.max_unknowns
 
 
-def advice(own: IpmSettings, solver: SolverSettings) -> str:
-    return limits_advice("ipm", own, solver, instead="osqp")
+def advice(own: IpmSettings, hand_over: str) -> str:
+    return limits_advice("ipm", own, hand_over=hand_over, instead="osqp")
 
 
 IPM = register_backend(
-    name="ipm", settings=IpmSettings, solve=solve, advice=advice, forms=("primal",), auto=AutoPlace(rank=1, fits=fits)
+    name="ipm",
+    settings=IpmSettings,
+    solve="warp_check.qp.ipm:solve",
+    advice=advice,
+    forms=("primal",),
+    auto=AutoPlace(rank=1, fits=fits),
 )

@@ -5,17 +5,9 @@ started from that run's rows (warp_check.qp.osqp_backend)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from warp_check.qp.registry import Decider, register_backend
+from warp_check.qp.registry import Decider, EntryPoint, register_backend
 from warp_check.validation import require_fraction, require_integer
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from warp_check.qp.problem import LinearisedProblem
-    from warp_check.qp.settings import SolverSettings
-    from warp_check.qp.solution import QPSolution, WarmStart
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,21 +47,7 @@ class OsqpSettings:
         }
 
 
-def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
-    from warp_check.qp import osqp_backend  # numpy and osqp: loaded when a QP is solved
-
-    return osqp_backend.solve(problem, settings, warm)
-
-
-def solve_from(
-    problem: LinearisedProblem, settings: SolverSettings, rows: np.ndarray, start: float, detail: str
-) -> QPSolution | None:
-    from warp_check.qp import osqp_backend
-
-    return osqp_backend.solve_from_rows(problem, settings, rows, start, detail)
-
-
-def advice(own: OsqpSettings, solver: SolverSettings) -> str:
+def advice(own: OsqpSettings, hand_over: str) -> str:
     return f"raise solver max_iter (now {own.max_iter}) or loosen eps_abs/eps_rel"
 
 
@@ -80,8 +58,10 @@ def hand_over_advice(own: OsqpSettings) -> str:
 OSQP = register_backend(
     name="osqp",
     settings=OsqpSettings,
-    solve=solve,
+    solve="warp_check.qp.osqp_backend:solve",
     advice=advice,
     forms=("primal", "dual"),
-    decides=Decider(title="OSQP", solve_from=solve_from, advice=hand_over_advice),
+    decides=Decider(
+        title="OSQP", solve_from=EntryPoint("warp_check.qp.osqp_backend:solve_from_rows"), advice=hand_over_advice
+    ),
 )
