@@ -231,12 +231,26 @@ def neighbours_command(args: argparse.Namespace) -> int:
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     promotion = promote(suite, args.repaired, dry_run=args.dry_run)
-    verb = "would move" if args.dry_run else "moved"
+    dry = args.dry_run
+    moved = len(promotion.promoted) - len(promotion.in_place)
+    done = []
+    if moved or not promotion.in_place:
+        to = f" to {promotion.keep_file}" if promotion.keep_file is not None else ""
+        done.append(f"{'would move' if dry else 'moved'} {moved} fixed must_fix case(s){to}")
+    if promotion.in_place:
+        files = ", ".join(str(path) for path in promotion.in_place_files)
+        verb = "would rewrite" if dry else "rewrote"
+        done.append(f"{verb} {len(promotion.in_place)} fixed must_fix case(s) in place as must_keep in {files}")
     print(
-        f"{verb} {len(promotion.promoted)} fixed must_fix case(s) to {promotion.keep_file} "
-        f"(fixed_by {promotion.certificate_sha256[:12]}…); {len(promotion.not_fixed)} not certified fixed, left as "
-        "must_fix"
+        f"{'; '.join(done)} (fixed_by {promotion.certificate_sha256[:12]}…); {len(promotion.not_fixed)} not certified "
+        "fixed, left as must_fix"
     )
+    if promotion.already_kept:
+        went = "would go" if dry else "removed"
+        print(
+            f"  {len(promotion.already_kept)} already in must_keep (the same text and label), their must_fix line "
+            f"{went}: {', '.join(promotion.already_kept)}"
+        )
     return EXIT_OK
 
 

@@ -5,6 +5,11 @@ same finding gets the same id on every run and a second run adds nothing new. Th
 rewritten atomically under a lock: concurrent writers (pytest-xdist workers recording
 counterexamples) cannot lose each other's lines, and a killed writer leaves the old file.
 Lines already in the file are kept byte for byte; only new lines are appended.
+
+Every writer here (append, remove, rewrite in place) writes through one place, which, given a
+``check`` (:func:`loader_check`: the suite loader's own reader), reads what it is about to write
+by the loader's rules before the file is replaced: a write the suite would not load is refused
+and the old file stays.
 """
 
 from __future__ import annotations
@@ -14,12 +19,18 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from warp_check.errors import SuiteError
 from warp_check.files import replaced_atomically
+from warp_check.suite.case_files import CaseFile, CaseReader
+from warp_check.suite.loader import Suite
+from warp_check.suite.toml_lines import SuiteToml
+
+# Reads a case file (the path given) as the suite's loader would; raises SuiteError at the first bad line.
+CaseFileCheck = Callable[[Path], object]
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -66,11 +77,14 @@ def case_id(prefix: str, text: str, text_pair: str | None = None, *, length: int
     return f"{slug}-{digest[:length]}"
 
 
-def append_cases(path: str | Path, cases: Iterable[NewCase], *, id_prefix: str) -> AppendResult:
+def append_cases(
+    path: str | Path, cases: Iterable[NewCase], *, id_prefix: str, check: CaseFileCheck | None = None
+) -> AppendResult:
     """Append the cases not yet in ``path`` (same text and text_pair), creating it if needed.
 
     Raises :class:`SuiteError` (file and line) when an existing line is not a JSON object, so a
-    user's hand-written file is never silently rewritten around a mistake.
+    user's hand-written file is never silently rewritten around a mistake; with ``check``, when
+    the file as it would be written is not one the suite loads.
     """
     from filelock import FileLock
 
@@ -96,15 +110,13 @@ def append_cases(path: str | Path, cases: Iterable[NewCase], *, id_prefix: str) 
             for key in ("kind", "source", "original", "fixed_by"):
                 if getattr(case, key) is not None:
                     record[key] = getattr(case, key)
-            # Readable UTF-8, but the Unicode line separators escaped: editors and str.splitlines() break on them.
-            line = json.dumps(record, ensure_ascii=False)
-            lines.append(line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+            lines.append(_json_line(record))
             seen_ids.add(new_id)
             seen_content.add(case.content_key)
             added.append(new_id)
         if lines:
             prefix = original if not original or original.endswith(b"\n") else original + b"\n"
-            _write_atomically(path, prefix + ("\n".join(lines) + "\n").encode())
+            _write_atomically(path, prefix + ("\n".join(lines) + "\n").encode(), check)
     return AppendResult(path=path, added=tuple(added), duplicates=duplicates)
 
 
@@ -147,7 +159,13 @@ def _fresh_id(prefix: str, case: NewCase, taken: set[str]) -> str:
     return f"{candidate}-{n}"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def _json_line(record: Mapping[str, object]) -> str:
+    # Readable UTF-8, but the Unicode line separators escaped: editors and str.splitlines() break on them.
+    line = json.dumps(record, ensure_ascii=False)
+    return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _write_atomically(path: Path, data: bytes, check: CaseFileCheck | None) -> None:
     mode = path.stat().st_mode & 0o777 if path.exists() else None
     with replaced_atomically(path, suffix=".tmp") as tmp:
         with open(tmp, "wb") as handle:
@@ -156,12 +174,32 @@ def _write_atomically(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         if mode is not None:  # an existing case file keeps its mode
             os.chmod(tmp, mode)
+        if check is not None:
+            try:
+                check(Path(tmp))
+            except SuiteError as exc:  # named at the file it was meant for: the temporary one is gone
+                raise SuiteError(
+                    f"{exc.message} (in what was about to be written: {path.name} is unchanged)",
+                    path=path,
+                    line=exc.line,
+                    field=exc.field,
+                ) from None
 
 
-__all__ = ["AppendResult", "NewCase", "append_cases", "case_id"]
+def loader_check(suite: Suite, case_file: CaseFile) -> CaseFileCheck:
+    """A check that reads a file as ``suite``'s loader reads ``case_file`` (its [[cases]] kind, the
+    suite's labels): the loader's own rules, not a copy of them. Returns the reader, its cases and
+    their lines."""
+
+    def check(path: Path) -> CaseReader:
+        reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes)
+        reader.read(CaseFile(path=path, kind=case_file.kind, line=case_file.line))
+        return reader
+
+    return check
 
 
-def remove_lines(path: str | Path, line_numbers: Iterable[int]) -> int:
+def remove_lines(path: str | Path, line_numbers: Iterable[int], *, check: CaseFileCheck) -> int:
     """Rewrite ``path`` without the given (1-based) lines, every other byte kept; atomic, under the
     same lock as :func:`append_cases`. Returns how many lines went."""
     from filelock import FileLock
@@ -173,5 +211,39 @@ def remove_lines(path: str | Path, line_numbers: Iterable[int]) -> int:
         kept = [line for number, line in enumerate(lines, start=1) if number not in wanted]
         removed = len(lines) - len(kept)
         if removed:
-            _write_atomically(path, b"\n".join(kept))
+            _write_atomically(path, b"\n".join(kept), check)
     return removed
+
+
+def rewrite_lines(path: str | Path, changes: Mapping[int, Mapping[str, str]], *, check: CaseFileCheck) -> int:
+    """Rewrite the given (1-based) lines of ``path`` with their fields set as ``changes`` says (a
+    field already there keeps its place), every other byte kept; atomic, under the same lock as
+    :func:`append_cases`. Returns how many lines changed."""
+    from filelock import FileLock
+
+    path = Path(path)
+    with FileLock(_lock_path(path)):
+        lines = path.read_bytes().split(b"\n")
+        for number, fields in changes.items():
+            raw = lines[number - 1].rstrip(b"\r")
+            record = json.loads(raw)
+            if not isinstance(record, dict):
+                raise SuiteError("not a JSON object; fix the line before rewriting it", path=path, line=number)
+            record.update(fields)
+            ending = b"\r" if lines[number - 1].endswith(b"\r") else b""
+            lines[number - 1] = _json_line(record).encode() + ending
+        if changes:
+            _write_atomically(path, b"\n".join(lines), check)
+    return len(changes)
+
+
+__all__ = [
+    "AppendResult",
+    "CaseFileCheck",
+    "NewCase",
+    "append_cases",
+    "case_id",
+    "loader_check",
+    "remove_lines",
+    "rewrite_lines",
+]
