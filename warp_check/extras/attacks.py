@@ -392,7 +392,7 @@ def run_attack(
     by_id = {c.id: c for c in clean}
     confirmed, dropped = confirm_wrong(adapter, [(by_id[a.case_id], a) for a in succeeded], settings.batch_size)
     dropped += [(a.case_id, float("nan")) for a in blank]
-    from warp_check.suite.casefile import NewCase, append_cases
+    from warp_check.suite.casefile import NewCase, append_cases, writer_check
 
     in_suite = {(c.text, c.text_pair) for c in suite.cases}
     new_cases = [
@@ -409,7 +409,8 @@ def run_attack(
     duplicates = len(confirmed) - len(new_cases)
     added: tuple[str, ...] = ()
     if new_cases and out is not None:
-        result = append_cases(out, new_cases, id_prefix=recipe.id_prefix)
+        check = writer_check(suite, out, kind=Kind.MUST_FIX)
+        result = append_cases(out, new_cases, id_prefix=recipe.id_prefix, check=check)
         added, duplicates = result.added, duplicates + result.duplicates
     return AttackRun(
         recipe=recipe.name,

@@ -21,7 +21,7 @@ from typing import Any
 
 from warp_check.cases import Kind, text_problem
 from warp_check.errors import SettingsError, SuiteError, reraise_interrupt
-from warp_check.suite.casefile import AppendResult, NewCase, append_cases
+from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 from warp_check.validation import is_decimal
 
@@ -106,7 +106,9 @@ def import_cases(suite: Suite, source: str | Path, out: str | Path, settings: Im
         case = _case(suite, where, row, settings, source)
         check_id(suite, case.id, out, row_error(source, where), settings.id or "id")
         cases.append(case)
-    appended = append_cases(out, cases, id_prefix=f"import-{source.stem}")
+    appended = append_cases(
+        out, cases, id_prefix=f"import-{source.stem}", check=writer_check(suite, out, kind=settings.kind)
+    )
     return ImportResult(len(cases), appended)
 
 

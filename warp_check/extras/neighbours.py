@@ -16,7 +16,7 @@ from warp_check.cases import NEIGHBOUR, Kind
 from warp_check.repair.settings import NeighbourSettings, SynonymUse
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.neighbourhood import draw_neighbourhood
-from warp_check.suite.casefile import AppendResult, NewCase, append_cases
+from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,4 +59,5 @@ def add_neighbours(
         )
         for case in hood.cases
     ]
-    return NeighboursAdded(appended=append_cases(out, new, id_prefix=NEIGHBOUR), synonyms=hood.synonyms)
+    appended = append_cases(out, new, id_prefix=NEIGHBOUR, check=writer_check(suite, out, kind=Kind.MUST_FIX))
+    return NeighboursAdded(appended=appended, synonyms=hood.synonyms)

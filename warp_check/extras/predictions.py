@@ -32,7 +32,7 @@ from warp_check.model.encode import input_keys
 from warp_check.model.head import gaps_from_logits
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.load import load_adapter
-from warp_check.suite.casefile import AppendResult, NewCase, append_cases
+from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,7 +109,8 @@ def import_predicted(
         for row, label, keep in zip(taken, predicted, clear, strict=True)
         if keep
     ]
-    appended = append_cases(out, new, id_prefix=f"{PREDICTION}-{source.stem}")
+    check = writer_check(suite, out, kind=Kind.MUST_KEEP)
+    appended = append_cases(out, new, id_prefix=f"{PREDICTION}-{source.stem}", check=check)
     counts = np.bincount(predicted[clear], minlength=adapter.num_classes)
     by_label = tuple((suite.label_name(i), int(counts[i])) for i in range(adapter.num_classes) if counts[i])
     return PredictedImport(

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from warp_check.cases import Kind
 from warp_check.errors import SuiteError
 from warp_check.files import replaced_atomically
 from warp_check.suite.case_files import CaseFile, CaseReader
@@ -199,6 +200,26 @@ def loader_check(suite: Suite, case_file: CaseFile) -> CaseFileCheck:
     return check
 
 
+def writer_check(suite: Suite, path: str | Path, *, kind: Kind) -> CaseFileCheck:
+    """The loader's check for a file a command appends ``kind`` cases to, read with the rest of the
+    suite as the loader reads it (ids unique, one label a text across files): the file as ``suite``
+    lists it where it does, else as a ``[[cases]]`` table of that kind would list it. The suite's
+    other files are read first, so what the loader refuses is named at the new line."""
+    where = Path(path).resolve()
+    listed = next((f for f in suite.case_files if f.path.resolve() == where), None)
+    target = listed or CaseFile(path=where, kind=kind, line=None)
+    others = [f for f in suite.case_files if f.path.resolve() != where]
+
+    def check(written: Path) -> CaseReader:
+        reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes)
+        for case_file in others:
+            reader.read(case_file)
+        reader.read(CaseFile(path=written, kind=target.kind, line=target.line))
+        return reader
+
+    return check
+
+
 def remove_lines(path: str | Path, line_numbers: Iterable[int], *, check: CaseFileCheck) -> int:
     """Rewrite ``path`` without the given (1-based) lines, every other byte kept; atomic, under the
     same lock as :func:`append_cases`. Returns how many lines went."""
@@ -244,6 +265,7 @@ __all__ = [
     "append_cases",
     "case_id",
     "loader_check",
+    "writer_check",
     "remove_lines",
     "rewrite_lines",
 ]
