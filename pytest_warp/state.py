@@ -54,6 +54,7 @@ class WarpSession:
         self.config = config
         self.options = options
         self.suites: dict[Path, Suite] = {}
+        self.suite_files: set[Path] = set()  # resolved: a suite met again through a symlink is not collected again
         self.adapters: dict[tuple[str, str, int], ClassifierAdapter] = {}  # suites on one model share it
         # Check mode: suites whose model an earlier check recorded (the model is then never loaded).
         self.warm: dict[Path, WarmEntry] = {}
@@ -70,6 +71,14 @@ class WarpSession:
         return hasattr(self.config, "workerinput")
 
     # -- collection ----------------------------------------------------------------------
+    def first_visit(self, toml: Path) -> bool:
+        """Whether this session meets the suite file at ``toml`` (by its resolved path) for the first time."""
+        key = toml.resolve()
+        if key in self.suite_files:
+            return False
+        self.suite_files.add(key)
+        return True
+
     def load(self, toml: Path) -> Suite:
         """Load a suite and its model (a head WARP cannot repair is a collection error).
 
