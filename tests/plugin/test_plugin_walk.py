@@ -1,5 +1,5 @@
 """How the plugin walks suite folders: a suite met again through a symlink is collected once, and
-a symlink back into a folder being walked is not followed.
+a symlink back into a folder being walked is not followed. Also the thread cap's one notice.
 
 In-process with pytester on a tiny DistilBERT (3 cases per suite: fast to collect and run).
 """
@@ -10,9 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
-from testkit.suite_builder import split_cases, write_suite
+from testkit.suite_builder import record_encoder_batches, split_cases, write_suite
 
 from pytest_warp.plugin import is_symlink_loop
+from warp_check.model import threads
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
@@ -94,3 +95,24 @@ def test_a_loop_is_a_symlink_to_a_folder_above_it_through_any_links(tmp_path: Pa
     assert not is_symlink_loop(tmp_path / "a" / "b")
     assert not is_symlink_loop(tmp_path / "a" / "sibling")
     assert not is_symlink_loop(tmp_path / "a")
+
+
+def test_threads_above_the_cores_run_on_the_cores_with_one_notice_in_the_summary(pytester, suite, cases, monkeypatch):
+    monkeypatch.setattr(threads, "available_cores", lambda: 2)
+    seen = record_encoder_batches(monkeypatch)
+    wrong, right = cases
+    result = run(pytester, "--warp-threads", "10000", "--warp-batch-size", "1", "-W", "error")
+    result.assert_outcomes(passed=len(right), failed=len(wrong))
+    assert result.stdout.str().count("threads 10000") == 1
+    result.stdout.fnmatch_lines(["=*= warp-check =*=", "*", "  warning: threads 10000 > 2 cores: using 2"])
+    assert max(t for _, t, _ in seen) == 2
+
+
+def test_threads_within_the_cores_run_as_given_without_a_notice(pytester, suite, cases, monkeypatch):
+    monkeypatch.setattr(threads, "available_cores", lambda: 2)
+    seen = record_encoder_batches(monkeypatch)
+    wrong, right = cases
+    result = run(pytester, "--warp-threads", "2", "--warp-batch-size", "1")
+    result.assert_outcomes(passed=len(right), failed=len(wrong))
+    assert "warning:" not in result.stdout.str()
+    assert max(t for _, t, _ in seen) == 2
