@@ -53,10 +53,26 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"warp-check: {options.mode} mode" if options.given else None
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return True if is_symlink_loop(collection_path) else None
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
-    if file_path.name == SUITE_FILE:
+    if file_path.name == SUITE_FILE and parent.config.stash[STATE].first_visit(file_path):
         return SuiteFile.from_parent(parent, path=file_path)
     return None
+
+
+def is_symlink_loop(path: Path) -> bool:
+    """A symlink to a folder that holds it (``loop -> .``, ``up -> ..``, or through other links):
+    pytest follows it, and would walk the same tree again until the system refuses the path."""
+    if not path.is_symlink():
+        return False
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # the system's own "too many levels of symbolic links"
+        return True
+    return target.is_dir() and any(folder.resolve() == target for folder in path.parents)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

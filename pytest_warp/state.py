@@ -54,6 +54,8 @@ class WarpSession:
         self.config = config
         self.options = options
         self.suites: dict[Path, Suite] = {}
+        self.suite_files: set[Path] = set()  # resolved: a suite met again through a symlink is not collected again
+        self.load_notices: dict[Path, tuple[str, ...]] = {}  # the WarpWarnings each suite's loading gave
         self.adapters: dict[tuple[str, str, int], ClassifierAdapter] = {}  # suites on one model share it
         # Check mode: suites whose model an earlier check recorded (the model is then never loaded).
         self.warm: dict[Path, WarmEntry] = {}
@@ -70,6 +72,14 @@ class WarpSession:
         return hasattr(self.config, "workerinput")
 
     # -- collection ----------------------------------------------------------------------
+    def first_visit(self, toml: Path) -> bool:
+        """Whether this session meets the suite file at ``toml`` (by its resolved path) for the first time."""
+        key = toml.resolve()
+        if key in self.suite_files:
+            return False
+        self.suite_files.add(key)
+        return True
+
     def load(self, toml: Path) -> Suite:
         """Load a suite and its model (a head WARP cannot repair is a collection error).
 
@@ -81,13 +91,15 @@ class WarpSession:
             model = self.options.model
             if model is None and self.options.certificate is not None:
                 model = self.options.certificate.parent  # audit: the certified folder itself
-            suite = load_suite(toml, model=model).with_compute(**self.options.compute)
-            self.suites[key] = suite
-            entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode.recalls_checks else None
-            if entry is not None:
-                self.warm[key] = entry
-            else:
-                self.adapter(suite)
+            with collected_notices() as warned:  # shown with the suite's run, as a run's own notices are
+                suite = load_suite(toml, model=model).with_compute(**self.options.compute)
+                self.suites[key] = suite
+                entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode.recalls_checks else None
+                if entry is not None:
+                    self.warm[key] = entry
+                else:
+                    self.adapter(suite)
+            self.load_notices[key] = tuple(warned)
         return self.suites[key]
 
     def adapter(self, suite: Suite) -> ClassifierAdapter:
@@ -131,7 +143,8 @@ class WarpSession:
     def _compute(self, key: Path, suite: Suite, selected: Sequence[str]) -> RunResult:
         with collected_notices() as warned:
             result = self._run(key, suite, selected)
-        return dataclasses.replace(result, warnings=result.warnings + tuple(warned)) if warned else result
+        notices = (*self.load_notices.get(key, ()), *warned)
+        return dataclasses.replace(result, warnings=result.warnings + notices) if notices else result
 
     def _run(self, key: Path, suite: Suite, selected: Sequence[str]) -> RunResult:
         mode = self.options.mode

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, WarpError
+from warp_check.model.threads import capped_threads
 from warp_check.validation import require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -568,7 +569,7 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
     before = torch.get_num_threads()
     if threads is not None:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(capped_threads(threads))
     try:
         yield
     finally:

@@ -38,6 +38,7 @@ import numpy as np
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, WarpError
 from warp_check.extras.baselines import TrainSettings, require_peft
+from warp_check.model.threads import capped_threads
 from warp_check.repair.records import RepairStatus
 from warp_check.validation import is_integer, require_integer
 
@@ -230,7 +231,7 @@ def compare(
     chosen = select_cases(cases, settings)
     say = progress or (lambda _message: None)
 
-    threads = _set_threads(settings.threads)
+    threads = _set_threads(None if settings.threads is None else capped_threads(settings.threads))
     try:
         start = time.perf_counter()
         evaluation = _evaluate(adapter, chosen, settings, cache_dir)

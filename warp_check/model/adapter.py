@@ -21,6 +21,7 @@ from warp_check.model.discovery import find_head, pooled_positions
 from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
 from warp_check.model.loading import load_model_folder
 from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
+from warp_check.model.threads import capped_threads
 from warp_check.validation import is_decimal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -167,7 +168,8 @@ class ClassifierAdapter:
         threads: int | None = None,
     ) -> None:
         self.device = resolve_device(device)
-        self.threads = threads  # torch CPU threads while encoding; None: model.threads.default_threads()
+        # torch CPU threads while encoding; None: model.threads.default_threads()
+        self.threads = None if threads is None else capped_threads(threads)
         self.model = model.eval().to(self.device)
         self.tokenizer = tokenizer
         self.spec = spec
