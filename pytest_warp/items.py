@@ -2,7 +2,7 @@
 
 aux cases (GSN-FT training data) are not tests, so they yield no item; the terminal summary
 counts them. A suite mistake is a collection error with the SuiteError's file:line: field
-message and no traceback.
+message and no traceback; so is any other error loading a suite raises (named with its warp.toml).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from warp_check import Case, Kind, SuiteError, Verdict, WarpError
+from warp_check.errors import first_line, reraise_interrupt
 
 from .state import STATE
 
@@ -48,9 +49,23 @@ class SuiteFile(pytest.File):
             raise self.CollectError(str(SuiteError(exc.message, path=shown, line=exc.line, field=exc.field))) from None
         except WarpError as exc:
             raise self.CollectError(f"{type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 — whatever loading a suite raises: one collection error
+            reraise_interrupt(exc)
+            raise self.CollectError(self._load_failure(exc)) from None
         for case in suite.cases:
             if case.kind is not Kind.AUX:
                 yield CaseItem.from_parent(self, name=case.id, case=case, location=suite.locations[case.id])
+
+    def _load_failure(self, exc: Exception) -> str:
+        """The collection error of a suite whose loading raised ``exc`` (not a WarpError): the file
+        and the error's words, no traceback; an unexpected type says it is warp-check's bug."""
+        shown = shown_path(self.config, self.path)
+        if isinstance(exc, OSError):  # the environment: a folder where a file belongs, a permission
+            where = f" ({exc.filename})" if exc.filename else ""
+            return f"{shown}: cannot load the suite: {exc.strerror or exc}{where}"
+        if isinstance(exc, Warning):  # a warning the run's filterwarnings turned into an error
+            return f"{shown}: loading the suite warned: {type(exc).__name__}: {first_line(exc)}"
+        return f"{shown}: internal error: {type(exc).__name__}: {first_line(exc)}"
 
 
 class CaseItem(pytest.Item):

@@ -9,6 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+from testkit.hub import hub_suite, lay_out_hub_cache
+
+import pytest_warp.state
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
@@ -226,3 +229,56 @@ def test_one_broken_suite_does_not_hide_the_others(pytester, distilbert_dir):
     outcomes = result.parseoutcomes()
     assert outcomes["errors"] == 1 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1
     result.stdout.fnmatch_lines(["bad/fix.jsonl:1: field 'label': missing field 'label'"])
+
+
+# ---- whatever loading a suite raises is one collection error naming warp.toml, never a traceback
+
+
+def one_collection_error(pytester: pytest.Pytester, *lines: str) -> None:
+    result = pytester.runpytest(*INNER, "--collect-only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting suite/warp.toml*", *lines, "*1 error*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_damaged_hub_cache_is_one_collection_error(pytester, distilbert_dir, monkeypatch):
+    repo = lay_out_hub_cache(pytester.path / "hub", distilbert_dir, monkeypatch)
+    (repo / "refs" / "main").unlink()
+    (repo / "refs" / "main").mkdir()
+    hub_suite(pytester.path / "suite", 'revision = "main"\nallow_moving_revision = true')
+    one_collection_error(pytester, "suite/warp.toml:2: field 'model.id': */refs/main: a folder where *hf download*")
+
+
+@pytest.mark.parametrize(
+    ("raised", "line"),
+    [
+        (
+            IsADirectoryError(21, "Is a directory", "/cache/refs/main"),
+            "suite/warp.toml: cannot load the suite: Is a directory (/cache/refs/main)",
+        ),
+        (RuntimeError("boom\nsecond line"), "suite/warp.toml: internal error: RuntimeError: boom"),
+    ],
+    ids=["os-error", "internal-bug"],
+)
+def test_an_error_of_any_type_while_loading_is_one_collection_error(pytester, monkeypatch, raised, line):
+    def load_suite(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(pytest_warp.state, "load_suite", load_suite)
+    hub_suite(pytester.path / "suite", "")
+    one_collection_error(pytester, literal(line))
+
+
+def test_an_audit_of_a_certificate_nested_200k_deep_names_it_without_a_traceback(pytester, distilbert_dir):
+    folder = pytester.path / "suite"
+    folder.mkdir()
+    (folder / "warp.toml").write_text(toml(str(distilbert_dir)))
+    (folder / "fix.jsonl").write_text(GOOD)
+    certificate = pytester.path / "repaired" / "warp_certificate.json"
+    certificate.parent.mkdir()
+    certificate.write_text("[" * 200_000 + "]" * 200_000)
+    result = pytester.runpytest(*INNER, "--warp-certificate", str(certificate), "--warp-model", str(distilbert_dir))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str() + result.stderr.str()
+    assert f"{certificate}: nested more than 64 levels deep" in output
+    assert "Traceback" not in output and "RecursionError" not in output

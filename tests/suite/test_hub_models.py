@@ -6,40 +6,25 @@ No network: the fixture lays out a cache folder as huggingface_hub writes it
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from testkit.hub import COMMIT, hub_suite, lay_out_hub_cache
 from testkit.suite_builder import exit_code
 
 from warp_check.errors import SuiteError
 from warp_check.suite.loader import load_suite
 
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
-TOML = '[model]\nid = "acme/tiny-sentiment"\n{revision}\n\n[[cases]]\npath = "keep.jsonl"\nkind = "must_keep"\n'
-
 
 @pytest.fixture
 def hub_cache(tmp_path: Path, distilbert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "hub"
-    repo = cache / "models--acme--tiny-sentiment"
-    shutil.copytree(distilbert_dir, repo / "snapshots" / COMMIT)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(COMMIT)
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    lay_out_hub_cache(cache, distilbert_dir, monkeypatch)
     return cache
 
 
-def suite_with(folder: Path, revision_lines: str) -> Path:
-    folder.mkdir()
-    (folder / "warp.toml").write_text(TOML.format(revision=revision_lines), encoding="utf-8")
-    (folder / "keep.jsonl").write_text('{"id": "a", "text": "the food was good", "label": "positive"}\n')
-    return folder
-
-
 def test_a_pinned_hub_model_is_read_from_the_cache_and_its_commit_recorded(hub_cache, tmp_path):
-    folder = suite_with(tmp_path / "suite", f'revision = "{COMMIT}"')
+    folder = hub_suite(tmp_path / "suite", f'revision = "{COMMIT}"')
     suite = load_suite(folder)
     assert suite.model_dir == (hub_cache / "models--acme--tiny-sentiment" / "snapshots" / COMMIT).resolve()
     assert suite.model_commit == COMMIT and suite.model.id == "acme/tiny-sentiment"
@@ -50,8 +35,8 @@ def test_a_moving_revision_is_refused_unless_allowed(hub_cache, tmp_path):
     with pytest.raises(
         SuiteError, match=r"warp.toml:3: field 'model.revision': 'main' is a branch or tag.*pin the commit"
     ):
-        load_suite(suite_with(tmp_path / "branch", 'revision = "main"'))
-    allowed = load_suite(suite_with(tmp_path / "allowed", 'revision = "main"\nallow_moving_revision = true'))
+        load_suite(hub_suite(tmp_path / "branch", 'revision = "main"'))
+    allowed = load_suite(hub_suite(tmp_path / "allowed", 'revision = "main"\nallow_moving_revision = true'))
     assert allowed.model_commit == COMMIT  # the branch, resolved to the commit it points at now
 
 
@@ -66,7 +51,7 @@ def test_a_moving_revision_is_refused_unless_allowed(hub_cache, tmp_path):
 )
 def test_hub_mistakes_name_the_field(hub_cache, tmp_path, lines, field, message):
     with pytest.raises(SuiteError, match=f"field '{field}': {message}"):
-        load_suite(suite_with(tmp_path / "s", lines))
+        load_suite(hub_suite(tmp_path / "s", lines))
 
 
 def test_a_hub_id_is_one_source_of_the_model(tmp_path, distilbert_dir):
@@ -83,3 +68,87 @@ def test_a_hub_id_is_one_source_of_the_model(tmp_path, distilbert_dir):
     )
     with pytest.raises(SuiteError, match="field 'model.revision': applies to model.id only"):
         load_suite(folder)
+
+
+# ---- a damaged cache: every file warp-check depends on read defensively, one message naming it
+
+MOVING = 'revision = "main"\nallow_moving_revision = true'
+REPO = "models--acme--tiny-sentiment"
+
+
+def _folder_for_a_file(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+@pytest.mark.parametrize(
+    ("damage", "revision", "where", "message"),
+    [
+        (lambda r: _folder_for_a_file(r / "refs" / "main"), MOVING, "refs/main", "a folder where the Hugging Face"),
+        (lambda r: (r / "refs" / "main").write_bytes(b"\xff\xfe garbage"), MOVING, "refs/main", "not the commit"),
+        (lambda r: (r / "refs" / "main").write_text(""), MOVING, "refs/main", "holds '', not the commit"),
+        (
+            lambda r: (r / "trees").mkdir() or (r / "trees" / f"{COMMIT}.json").write_text("[]"),
+            MOVING,
+            f"trees/{COMMIT}.json",
+            r"not a Hugging Face file listing \(a JSON list, not an object\)",
+        ),
+        (
+            lambda r: (
+                (r / "trees").mkdir()
+                or (r / "trees" / f"{COMMIT}.json").write_text('{"format_version": 1, "files": []}')
+            ),
+            f'revision = "{COMMIT}"',
+            f"trees/{COMMIT}.json",
+            "'files' is list, not an object",
+        ),
+        (
+            lambda r: (r / "trees").mkdir() or (r / "trees" / f"{COMMIT}.json").write_text("[" * 200_000),
+            MOVING,
+            f"trees/{COMMIT}.json",
+            "nested more than 64 levels deep",
+        ),
+    ],
+    ids=["ref-a-folder", "ref-garbage", "ref-empty", "listing-a-list", "listing-files-a-list", "listing-nested"],
+)
+def test_a_damaged_cache_is_one_error_naming_the_file_and_the_fix(
+    hub_cache, tmp_path, damage, revision, where, message
+):
+    damage(hub_cache / REPO)
+    with pytest.raises(SuiteError, match=f"field 'model.id': .*{REPO}/{where}: .*{message}") as info:
+        load_suite(hub_suite(tmp_path / "s", revision))
+    assert "hf download acme/tiny-sentiment --revision" in str(info.value)
+
+
+def test_a_snapshot_that_is_a_file_is_named(hub_cache, tmp_path):
+    snapshot = hub_cache / REPO / "snapshots" / COMMIT
+    for path in sorted(snapshot.iterdir()):
+        path.unlink()
+    snapshot.rmdir()
+    snapshot.write_text("not a folder")
+    with pytest.raises(SuiteError, match=f"snapshots/{COMMIT}: not a folder.*hf download"):
+        load_suite(hub_suite(tmp_path / "s", f'revision = "{COMMIT}"'))
+
+
+def test_what_huggingface_hub_raises_on_a_cache_it_cannot_read_is_a_message(hub_cache, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    def broken(*args, **kwargs):
+        raise AttributeError("'list' object has no attribute 'get'")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", broken)
+    with pytest.raises(SuiteError, match=rf"{REPO}: huggingface_hub cannot read this cache folder \(AttributeError: "):
+        load_suite(hub_suite(tmp_path / "s", f'revision = "{COMMIT}"'))
+
+
+def test_the_fix_for_a_missing_revision_is_the_hf_command(hub_cache, tmp_path):
+    with pytest.raises(SuiteError, match=f"fetch it once with hf download acme/tiny-sentiment --revision {'f' * 40}"):
+        load_suite(hub_suite(tmp_path / "s", f'revision = "{"f" * 40}"'))
+
+
+def test_the_cli_says_a_damaged_cache_in_one_line(hub_cache, tmp_path, capsys):
+    _folder_for_a_file(hub_cache / REPO / "refs" / "main")
+    folder = hub_suite(tmp_path / "s", MOVING)
+    assert exit_code(["check", str(folder), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{REPO}/refs/main: a folder" in err[0] and "Traceback" not in err[0]

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from warp_check.cases import Case, Kind
 from warp_check.errors import CertificateError, SettingsError
 from warp_check.files import write_text_atomically
+from warp_check.json_bounded import read_json as bounded_json
 from warp_check.model.specs import HeadForm
 from warp_check.qp.settings import FLAT_KEYS, SolverSettings
 from warp_check.repair.records import IterationRecord, RepairResult, RepairStatus
@@ -312,14 +313,10 @@ class Certificate(Record):
 
 
 def read_json(path: str | Path) -> Any:
-    """The parsed JSON of a certificate file; a missing or unreadable file is a CertificateError."""
-    path = Path(path)
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CertificateError(f"{path}: no certificate file here") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CertificateError(f"{path}: not a readable JSON certificate ({exc})") from None
+    """The parsed JSON of a certificate file, read within bounds (:mod:`warp_check.json_bounded`): a
+    missing, unreadable, oversized, too deeply nested file or a number no certificate holds is a
+    CertificateError naming the file."""
+    return bounded_json(path, error=CertificateError, what="certificate")
 
 
 def _settings(data: _Object) -> RepairSettings:

@@ -150,24 +150,3 @@ def _check_whole(path: Path, info: dict[str, Any]) -> None:
             "match the config's architecture (a damaged or partial checkpoint); warp-check never runs a model "
             "with randomly initialised weights"
         )
-
-
-def resolve_hub_model(repo_id: str, revision: str) -> tuple[Path, str]:
-    """(folder, commit) of a Hub model in the local Hugging Face cache (``HF_HUB_CACHE``,
-    ``HF_HOME``), never the network: warp-check runs offline. Raises ModelError saying how to
-    fetch it when the cache does not hold that revision."""
-    import os
-
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    cache = os.environ.get("HF_HUB_CACHE") or None  # read now: huggingface_hub reads it once, at import
-    try:
-        folder = Path(snapshot_download(repo_id, revision=revision, local_files_only=True, cache_dir=cache))
-    except (LocalEntryNotFoundError, FileNotFoundError, ValueError) as exc:
-        raise ModelError(
-            f"the Hub model {repo_id!r} at revision {revision!r} is not in the local Hugging Face cache "
-            f"({first_line(exc)}); warp-check never downloads: fetch it once with "
-            f"huggingface-cli download {repo_id} --revision {revision}"
-        ) from None
-    return folder, folder.name

@@ -18,7 +18,8 @@ from typing import Any
 
 from warp_check.errors import ModelError, SuiteError, reraise_interrupt
 from warp_check.model.activation_names import exact_name
-from warp_check.model.loading import read_config, resolve_hub_model
+from warp_check.model.hub_cache import COMMIT, resolve_hub_model
+from warp_check.model.loading import read_config
 from warp_check.suite.toml_lines import SuiteToml
 
 _MODEL_KEYS = (
@@ -267,12 +268,9 @@ def model_labels(loader: SuiteToml, model_dir: Path) -> tuple[dict[int, str], in
     return id2label, num
 
 
-COMMIT = re.compile(r"[0-9a-f]{40}")
-
-
 def hub_folder(loader: SuiteToml, settings: ModelSettings) -> tuple[Path, str]:
     """The Hub model's folder in the Hugging Face cache, and the commit it is: read offline only
-    (a suite never downloads; fetch it once with huggingface-cli download ORG/NAME --revision R)."""
+    (a suite never downloads; fetch it once with hf download ORG/NAME --revision R)."""
     try:
         return resolve_hub_model(settings.id or "", settings.revision or "")
     except ModelError as exc:

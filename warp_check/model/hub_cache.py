@@ -1,0 +1,116 @@
+"""A Hub model in the local Hugging Face cache: found offline, its files read defensively.
+
+warp-check never downloads. The files of the cache it depends on (``models--org--name/refs/<branch>``,
+``snapshots/<commit>/``, the file listing ``trees/<commit>.json``) are checked before
+huggingface_hub reads them, and anything huggingface_hub still raises is caught here, at the one
+call: a folder where a file belongs, bytes that are not a commit or a listing that is not one is a
+:class:`ModelError` naming the path and the fix, never an AttributeError from inside the library.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from warp_check.errors import ModelError, first_line, reraise_interrupt
+from warp_check.json_bounded import read_json
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+_REF_BYTES = 4096  # a ref file holds 40 characters; more is not a ref
+
+
+def resolve_hub_model(repo_id: str, revision: str) -> tuple[Path, str]:
+    """(folder, commit) of a Hub model in the local Hugging Face cache (``HF_HUB_CACHE``,
+    ``HF_HOME``), never the network: warp-check runs offline. Raises ModelError saying how to
+    fetch it when the cache does not hold that revision, or what is wrong with the cache's files."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    cache = hub_cache_folder()
+    fetch = f"hf download {repo_id} --revision {revision}"
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    commit = revision if COMMIT.fullmatch(revision) else _read_ref(repo / "refs" / revision, revision, fetch)
+    if commit is not None:
+        _check_snapshot(repo, commit, fetch)
+    try:
+        folder = Path(snapshot_download(repo_id, revision=revision, local_files_only=True, cache_dir=cache))
+    except (LocalEntryNotFoundError, FileNotFoundError, ValueError) as exc:
+        raise ModelError(
+            f"the Hub model {repo_id!r} at revision {revision!r} is not in the local Hugging Face cache "
+            f"({first_line(exc)}); warp-check never downloads: fetch it once with {fetch}"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 — the library's own failure on a damaged cache: a message
+        reraise_interrupt(exc)
+        raise ModelError(
+            f"{repo}: huggingface_hub cannot read this cache folder ({type(exc).__name__}: {first_line(exc)}); "
+            f"delete the folder and fetch the model again with {fetch}"
+        ) from None
+    return folder, folder.name
+
+
+def hub_cache_folder() -> Path:
+    """Where huggingface_hub keeps models: ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else its default;
+    read from the environment now (huggingface_hub reads it once, at import)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def _read_ref(ref: Path, revision: str, fetch: str) -> str | None:
+    """The commit the branch or tag file ``ref`` names; None when there is no such file (the
+    library then says the revision is not in the cache)."""
+    if not os.path.lexists(ref):
+        return None
+    fix = f"delete it and fetch the model again with {fetch}"
+    if ref.is_dir():
+        raise ModelError(f"{ref}: a folder where the Hugging Face cache keeps the commit of {revision!r}; {fix}")
+    try:
+        with open(ref, "rb") as handle:
+            raw = handle.read(_REF_BYTES + 1)
+    except OSError as exc:
+        raise ModelError(f"{ref}: cannot be read ({exc.strerror or exc}); {fix}") from None
+    text = raw.decode("ascii", errors="replace")
+    if not COMMIT.fullmatch(text):
+        shown = repr(text[:48]) + ("…" if len(text) > 48 else "")
+        raise ModelError(f"{ref}: holds {shown}, not the commit of {revision!r} (40 hex digits); {fix}")
+    return text
+
+
+def _check_snapshot(repo: Path, commit: str, fetch: str) -> None:
+    """The snapshot folder and the file listing of ``commit``, when there are: each what it should be."""
+    snapshot = repo / "snapshots" / commit
+    if os.path.lexists(snapshot) and not snapshot.is_dir():
+        raise ModelError(
+            f"{snapshot}: not a folder, where the Hugging Face cache keeps the model's files; "
+            f"delete it and fetch the model again with {fetch}"
+        )
+    listing = repo / "trees" / f"{commit}.json"
+    if not os.path.lexists(listing):
+        return  # written by newer huggingface_hub only; without it the snapshot folder is taken as it is
+    fix = f"delete it (huggingface_hub writes it again with {fetch})"
+    data = read_json(listing, error=lambda message: ModelError(f"{message}; {fix}"), what="file listing")
+    problem = _listing_problem(data)
+    if problem is not None:
+        raise ModelError(f"{listing}: not a Hugging Face file listing ({problem}); {fix}")
+
+
+def _listing_problem(data: Any) -> str | None:
+    """What makes ``data`` not a listing huggingface_hub reads (``{"format_version": 1, "files":
+    {name: {"size": ..., "blob_id": ...}}}``), or None."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if data.get("format_version") != 1:
+        return None  # a format huggingface_hub does not know: it ignores the file
+    files = data.get("files")
+    if not isinstance(files, dict):
+        return f"'files' is {type(files).__name__}, not an object"
+    for name, info in files.items():
+        if not isinstance(info, dict) or "size" not in info or "blob_id" not in info:
+            return f"the entry of {name!r} has no size and blob_id"
+    return None
