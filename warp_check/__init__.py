@@ -111,7 +111,13 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.runs.regressions import against_baseline
     from warp_check.runs.repair import repair as repair_suite
     from warp_check.runs.repair_cases import RepairOutcome, repair_cases
-    from warp_check.runs.report import REPORT_JSON, check_report_destination, run_from_certificate, write_report
+    from warp_check.runs.report import (
+        REPORT_JSON,
+        check_report_destination,
+        read_report,
+        run_from_certificate,
+        write_report,
+    )
     from warp_check.runs.result import Outcome, RunResult, Verdict
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
     from warp_check.suite.case_files import Location
@@ -229,6 +235,7 @@ _LAZY: dict[str, str] = {
     "REPORT_JSON": "warp_check.runs.report",
     "run_from_certificate": "warp_check.runs.report",
     "write_report": "warp_check.runs.report",
+    "read_report": "warp_check.runs.report",
     "Outcome": "warp_check.runs.result",
     "RunResult": "warp_check.runs.result",
     "Verdict": "warp_check.runs.result",
@@ -371,6 +378,7 @@ __all__ = [
     "pgd_worst_gap",
     "predictor",
     "promote",
+    "read_report",
     "record_counterexamples",
     "repair_cases",
     "repair_head",

@@ -29,7 +29,6 @@ The commands are a table (:func:`commands`): one for each run mode that names a 
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import warnings
@@ -45,7 +44,6 @@ from warp_check import (
     Certificate,
     RunJob,
     RunMode,
-    RunResult,
     SettingsError,
     WarpError,
     WarpWarning,
@@ -56,6 +54,7 @@ from warp_check import (
     load_suite,
     mode_named,
     overriding,
+    read_report,
     run_from_certificate,
     warm_entry,
     write_report,
@@ -271,10 +270,7 @@ def _report(args: argparse.Namespace) -> int:
     if source.is_dir() and (source / CERTIFICATE_NAME).is_file() and not (source / SUITE_FILE).is_file():
         source = source / CERTIFICATE_NAME
     if source.is_file() and source.name == REPORT_JSON:
-        try:
-            runs = [RunResult.from_dict(run) for run in json.loads(source.read_text(encoding="utf-8"))["runs"]]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise WarpError(f"{source}: not a warp-check report.json ({exc})") from None
+        runs = read_report(source)
     elif source.is_file() and source.suffix == ".json":
         runs = [run_from_certificate(Certificate.read(source), source=str(source))]
     else:

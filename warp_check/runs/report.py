@@ -22,6 +22,7 @@ from warp_check.cases import Kind
 from warp_check.certify.certificate import Certificate
 from warp_check.errors import WarpError
 from warp_check.files import replaced_atomically, write_json_atomic, write_text_atomically
+from warp_check.json_bounded import read_json
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
@@ -313,6 +314,16 @@ def check_report_destination(out_dir: str | Path) -> Path:
     if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
         raise WarpError(f"report folder {str(out)!r} cannot be written ({str(existing)!r} is not writable)")
     return out
+
+
+def read_report(path: str | Path) -> list[RunResult]:
+    """The runs of a ``report.json`` written before, read within the bounds of every JSON warp-check
+    reads from a user's folder; anything else is a :class:`WarpError` naming the file."""
+    data = read_json(path, error=WarpError, what="report.json")
+    try:
+        return [RunResult.from_dict(run, path=path) for run in data["runs"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise WarpError(f"{path}: not a warp-check report.json ({exc})") from None
 
 
 def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:

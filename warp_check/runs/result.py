@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, ClassVar
 
 from warp_check.cases import Kind
 from warp_check.files import write_json_atomic
+from warp_check.json_bounded import read_json
 from warp_check.runs.details import Details, RunDetails, read_details
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.serial import Reader, on_disk, read, to_json
@@ -126,7 +126,7 @@ class RunResult:
 
     @classmethod
     def read_json(cls, path: str | Path) -> RunResult:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")), path=path)
+        return cls.from_dict(read_json(path, error=ValueError, what="run result"), path=path)
 
     @classmethod
     def failed(cls, suite: Suite, mode: Mode, message: str) -> RunResult:
