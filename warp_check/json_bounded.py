@@ -65,7 +65,7 @@ def read_json(path: str | Path, *, error: Callable[[str], Exception], what: str)
     except OSError as exc:  # a folder, a file without read permission, a symlink loop
         raise error(f"{path}: not a readable JSON {what} ({exc.strerror or exc})") from None
     if len(raw) > MAX_BYTES:
-        raise error(f"{path}: more than {MAX_BYTES:,} bytes: too large to be a {what} warp-check wrote")
+        raise error(f"{path}: more than {MAX_BYTES:,} bytes: too large for a {what}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -79,7 +79,7 @@ def parse_json(text: str, *, where: str, error: Callable[[str], Exception], what
     """``text`` parsed within the bounds of this module; refusals raise ``error("<where>: ...")``."""
     outside_strings = _STRING.sub('""', text)
     if nesting_depth(outside_strings) > MAX_DEPTH:
-        raise error(f"{where}: nested more than {MAX_DEPTH} levels deep: not a {what} warp-check wrote")
+        raise error(f"{where}: nested more than {MAX_DEPTH} levels deep: too deep for a {what}")
     if (
         "NaN" not in outside_strings and "Infinity" not in outside_strings and not _LONG_NUMBER.search(outside_strings)
     ):  # the common case, at the C parser's full speed
@@ -133,7 +133,7 @@ def _decode(decoder: json.JSONDecoder, text: str, *, where: str, error: Callable
     except json.JSONDecodeError as exc:
         raise error(f"{where}: not a readable JSON {what} ({exc})") from None
     except RecursionError:  # brackets that do not match, nested past the parser's own limit
-        raise error(f"{where}: nested more than {MAX_DEPTH} levels deep: not a {what} warp-check wrote") from None
+        raise error(f"{where}: nested more than {MAX_DEPTH} levels deep: too deep for a {what}") from None
     except ValueError as exc:  # what the checks before let through all the same: a message
         raise error(f"{where}: not a readable JSON {what} ({exc})") from None
 

@@ -52,7 +52,7 @@ def test_a_certificate_nested_200k_deep_is_one_line_from_every_command(command, 
         "promote": ["promote", str(promote_suite), "--from", str(path.parent)],
     }[command]
     line = one_error_line(argv, capsys)
-    assert f"{path}: nested more than 64 levels deep: not a certificate warp-check wrote" in line
+    assert f"{path}: nested more than 64 levels deep: too deep for a certificate" in line
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_a_certificate_over_the_size_limit_is_refused_before_it_is_parsed(tmp_pa
     monkeypatch.setattr(json_bounded, "MAX_BYTES", 100)
     path = certificate(tmp_path / "repaired", FORMAT + '"pad": "' + "x" * 200 + '"}')
     line = one_error_line(["report", str(path), "--out", str(tmp_path / "report")], capsys)
-    assert f"{path}: more than 100 bytes: too large to be a certificate warp-check wrote" in line
+    assert f"{path}: more than 100 bytes: too large for a certificate" in line
 
 
 def test_a_certificate_that_is_a_folder_or_not_utf8_is_not_readable(tmp_path, capsys):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from warp_check.cases import Kind, text_problem
 from warp_check.errors import SettingsError, SuiteError, reraise_interrupt
+from warp_check.json_bounded import parse_json
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 from warp_check.validation import is_decimal
@@ -242,10 +242,7 @@ def _rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str
         for number, raw in enumerate(io.StringIO(_utf8_text(path), newline=None), start=1):  # as open() reads
             if not raw.strip():
                 continue
-            try:
-                row = json.loads(raw)
-            except ValueError as exc:
-                raise SuiteError(f"not valid JSON ({exc})", path=path, line=number) from None
+            row = parse_json(raw, where="", error=_line_error(path, number), what="row")
             if not isinstance(row, dict):
                 raise SuiteError("a row is a JSON object", path=path, line=number)
             yield (number, "line"), row
@@ -253,6 +250,15 @@ def _rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str
         yield from _parquet_rows(path)
     else:
         yield from _advglue_rows(path, settings)
+
+
+def _line_error(path: Path, line: int | None):
+    """The bounded JSON reader's refusal as a SuiteError at ``path`` (and ``line``)."""
+
+    def error(message: str) -> SuiteError:
+        return SuiteError(message.removeprefix(": "), path=path, line=line)
+
+    return error
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
@@ -271,10 +277,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[tuple[int, str], dict[str, Any]]
 
 
 def _advglue_rows(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, str], dict[str, Any]]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise SuiteError(f"not valid JSON ({exc})", path=path) from None
+    data = parse_json(path.read_text(encoding="utf-8"), where="", error=_line_error(path, None), what="AdvGLUE file")
     if not isinstance(data, dict) or not isinstance(data.get(settings.task), list):
         tasks = ", ".join(data) if isinstance(data, dict) else "none"
         raise SuiteError(f"no task {settings.task!r} in this AdvGLUE file (tasks: {tasks})", path=path)

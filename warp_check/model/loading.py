@@ -109,8 +109,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
     where = f"model folder {str(path)!r}: config.json"
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ModelError(f"{where} cannot be read ({exc})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ModelError(f"{where} cannot be read ({why})") from None
     if not isinstance(config, dict):
         raise ModelError(f"{where} is a JSON {type(config).__name__}, not an object: not a Hugging Face config")
     problem = config.get("problem_type")
