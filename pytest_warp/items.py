@@ -14,15 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from warp_check import Case, Kind, SuiteError, Verdict, WarpError
+from warp_check import Case, Kind, RunResult, SuiteError, Verdict, WarpError
 from warp_check.errors import first_line, reraise_interrupt
 
-from .state import STATE
+from .state import STATE, RunRefused
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check import Location
 
 VERDICT = pytest.StashKey[Verdict]()
+REFUSED = pytest.StashKey[str]()  # the core's refusal of the suite, on the one item that reports it
+RESULT = pytest.StashKey[RunResult]()  # the suite's run, as this item's setup got it
 
 
 def shown_path(config: pytest.Config, path: Path) -> Path:
@@ -77,11 +79,27 @@ class CaseItem(pytest.Item):
         if case.source:
             self.extra_keyword_matches.add(case.source)  # -k deepwordbug
 
-    def runtest(self) -> None:
+    def setup(self) -> None:
+        # The suite's run happens in setup, so that a run the core refuses (an input it cannot use: exit 2
+        # from the command) is pytest's error (E) on the one item that met it, not a failure (F) of every
+        # case; the suite's other items are skipped and the session's exit code is a usage error
+        # (pytest_sessionfinish). Reports carry the refusal, so this holds under xdist, where a
+        # pytest.exit() in a worker reads as a crashed worker and a failed test.
         suite_file = self.parent
-        result = self.config.stash[STATE].result_for(
-            suite_file.suite_key, lambda: [item.name for item in self.session.items if item.parent is suite_file]
-        )
+        try:
+            self.stash[RESULT] = self.config.stash[STATE].result_for(
+                suite_file.suite_key, lambda: [item.name for item in self.session.items if item.parent is suite_file]
+            )
+            return
+        except RunRefused as refused:
+            first, message = refused.first, refused.message
+        if not first:
+            pytest.skip(f"warp-check refused the run (the error is reported once): {message}")
+        self.stash[REFUSED] = message
+        pytest.fail(f"warp-check refused the run: {message}", pytrace=False)
+
+    def runtest(self) -> None:
+        result = self.stash[RESULT]
         verdict = result.verdict(self.case.id)
         if verdict is None:
             raise CaseFailure(f"no verdict for this case: {result.message}")

@@ -15,7 +15,7 @@ import pytest
 from warp_check import SUITE_FILE, WarpError, check_report_destination, write_report
 
 from . import record, shutdown
-from .items import VERDICT, CaseItem, SuiteFile
+from .items import REFUSED, VERDICT, CaseItem, SuiteFile
 from .options import add_options, read_options
 from .state import STATE, WarpSession
 from .summary import lines
@@ -88,6 +88,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
+    if call.when == "setup" and isinstance(item, CaseItem) and REFUSED in item.stash:
+        report.warp_refused = item.stash[REFUSED]  # to the xdist controller, for the session's exit code
     if call.when == "call" and isinstance(item, CaseItem) and VERDICT in item.stash:
         verdict = item.stash[VERDICT]
         report.warp_case = verdict.to_dict()  # plain data: it travels with the report to the xdist controller
@@ -105,7 +107,11 @@ def pytest_runtestloop(session: pytest.Session):
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash[STATE]
-    if state.options.report is None or state.is_worker:
+    if state.is_worker:
+        return
+    if state.refused:
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR  # an input the core refused: the command's exit 2
+    if state.options.report is None:
         return
     if not state.runs:
         state.report_error = "no warp-check case ran"

@@ -49,6 +49,17 @@ RUNS_DIR = "runs"  # in <suite>/.warp: result files shared by xdist workers
 RUN_FILE_MAX_AGE_S = 24 * 3600
 
 
+class RunRefused(Exception):
+    """The core refused a suite's run (a WarpError: the suite, the model, the baseline, a setting, the out
+    folder; or the environment's OSError), as the command refuses it with exit 2. The item whose run met it
+    reports it once (``first``); the suite's other items are not verdicts of the model."""
+
+    def __init__(self, message: str, *, first: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.first = first
+
+
 class WarpSession:
     def __init__(self, config: pytest.Config, options: WarpOptions) -> None:
         self.config = config
@@ -60,6 +71,8 @@ class WarpSession:
         # Check mode: suites whose model an earlier check recorded (the model is then never loaded).
         self.warm: dict[Path, WarmEntry] = {}
         self.results: dict[Path, RunResult] = {}
+        self.refusals: dict[Path, str] = {}  # suites whose run the core refused, with its one-line message
+        self.refused: list[str] = []  # what the reports carried back (on the xdist controller too)
         self.announced: set[str] = set()  # suites whose run summary went out with a report
         # What the reports carried back (on the xdist controller too), by suite: for the summary/report.
         self.runs: dict[str, RunResult] = {}  # without verdicts
@@ -128,12 +141,20 @@ class WarpSession:
         return path
 
     def result_for(self, key: Path, selected_ids: Callable[[], list[str]]) -> RunResult:
-        """The run of the suite at ``key`` (computed once, with the ids ``selected_ids`` gives)."""
+        """The run of the suite at ``key`` (computed once, with the ids ``selected_ids`` gives).
+
+        Raises :class:`RunRefused` where the core refused the suite: ``first`` for the item whose run
+        met it, not for the suite's later items (nor for another xdist worker's)."""
+        if key in self.refusals:
+            raise RunRefused(self.refusals[key], first=False)
         if key not in self.results:
             suite = self.suites[key]
             selected = selected_ids()
             try:
                 self.results[key] = self._shared(suite, lambda: self._compute(key, suite, selected), selected)
+            except RunRefused as refused:
+                self.refusals[key] = refused.message
+                raise
             except Exception as exc:  # noqa: BLE001 — stored once: never recomputed for every item
                 reraise_interrupt(exc)
                 message = f"internal error while running the suite: {type(exc).__name__}: {exc}"
@@ -163,7 +184,8 @@ class WarpSession:
         try:
             return mode.run(job)
         except (WarpError, OSError) as exc:  # a user's mistake or environment: a message, not a traceback
-            return RunResult.failed(suite, mode.records, f"{type(exc).__name__}: {exc}")
+            reraise_interrupt(exc)
+            raise RunRefused(f"{type(exc).__name__}: {exc}", first=True) from None
 
     def _shared(self, suite: Suite, compute: Callable[[], RunResult], selected: Sequence[str]) -> RunResult:
         """Compute once per test run: alone, or under xdist by the first worker to get here."""
@@ -178,11 +200,18 @@ class WarpSession:
             "\n".join([workerinput["testrunuid"], str(suite.toml), self.options.mode.name, *sorted(selected)]).encode()
         ).hexdigest()[:32]
         target = runs / f"{key}.json"
+        refusal = runs / f"{key}.refused"  # the refusal's message, for the workers that wait on this run
         with FileLock(str(runs / f"{key}.lock")):
+            if refusal.is_file():
+                raise RunRefused(refusal.read_text(encoding="utf-8"), first=False)
             if target.is_file():
                 return RunResult.read_json(target)
             _prune(runs)
-            result = _stamp(compute(), workerinput.get("workerid", "worker"))
+            try:
+                result = _stamp(compute(), workerinput.get("workerid", "worker"))
+            except RunRefused as refused:
+                refusal.write_text(refused.message, encoding="utf-8")
+                raise
             result.write_json(target)
         return result
 
@@ -201,6 +230,9 @@ class WarpSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep what a report carries back (in a serial run and on the xdist controller)."""
+        refused = getattr(report, "warp_refused", None)
+        if refused is not None:
+            self.refused.append(refused)
         case = getattr(report, "warp_case", None)
         if case is None:
             return

@@ -313,15 +313,16 @@ def test_device_threads_and_batch_size_options_reach_the_encoder(pytester, suite
     assert encoded and max(n for n, _, _ in encoded) == 3 and {(t, d) for _, t, d in encoded} == {(1, "cpu")}
 
 
-def test_an_output_folder_that_is_not_ours_fails_every_case_and_stays_untouched(pytester, suite, cases):
+def test_an_output_folder_that_is_not_ours_is_one_usage_error_and_stays_untouched(pytester, suite, cases):
     wrong, right = cases
     theirs = pytester.path / "theirs"
     theirs.mkdir()
     (theirs / "notes.txt").write_text("mine")
     result = run(pytester, "--warp-repair", "--warp-out", str(theirs))
-    result.assert_outcomes(failed=len(wrong) + len(right))
+    result.assert_outcomes(errors=1, skipped=len(wrong) + len(right) - 1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
-        [f"ArtefactError: output folder '{theirs}' is not empty and holds no warp_certificate.json: refusing*"]
+        [f"*ArtefactError: output folder '{theirs}' is not empty and holds no warp_certificate.json: refusing*"]
     )
     assert [p.name for p in theirs.iterdir()] == ["notes.txt"]
 
@@ -329,7 +330,7 @@ def test_an_output_folder_that_is_not_ours_fails_every_case_and_stays_untouched(
 def test_a_rank_the_layer_cannot_take_names_the_flag_that_gave_it(pytester, suite, cases):
     wrong, right = cases
     result = run(pytester, "--warp-repair", "--warp-rank", "40")
-    result.assert_outcomes(failed=len(wrong) + len(right))
+    result.assert_outcomes(errors=1, skipped=len(wrong) + len(right) - 1)
     result.stdout.fnmatch_lines(
         ["*SettingsError: --warp-rank=40: exceeds the repair layer 'pre_classifier' (32×32): the rank can be at most*"]
     )
