@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from warp_check import Case, Kind, RunResult, SuiteError, Verdict, WarpError
-from warp_check.errors import first_line, reraise_interrupt
+from warp_check import Case, Kind, RunResult, SuiteError, Verdict, WarpError, first_line, reraise_interrupt
 
 from .state import STATE, RunRefused
 

@@ -3,7 +3,7 @@
 Every module of ``warp_check`` and ``pytest_warp`` belongs to one part that the table names; a
 module imports only its own part and the parts on lower floors (imports inside functions
 count: a lazy import is still an arrow); the plugin and the CLI reach the core through its
-public names (``warp_check``'s ``__init__``) and its error types only.
+public names (``warp_check``'s ``__init__``) only.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from testkit import REPO
 
 DESIGN = REPO / "docs" / "design.md"
 PACKAGES = ("warp_check", "pytest_warp")
-# What the plugin and the CLI may import of the core: its public names, and the error types
-# they catch (standard library only, already loaded by ``import warp_check``).
-PUBLIC = {"warp_check", "warp_check.errors", "warp_check.version"}
+# What the plugin and the CLI may import of the core: its public names (the error types among them).
+PUBLIC = {"warp_check"}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -46,7 +46,7 @@ def test_importing_the_package_the_plugin_and_the_warm_check_import_no_numpy():
 def test_every_public_name_resolves_and_all_lists_them():
     eager = {"Case", "Kind", "RepairSettings", "SolverSettings", "WarpWarning", "__version__"}
     eager |= {"KeepChoice", "NeighbourSettings", "SynonymUse"}
-    eager |= {"from_interrupt", "reraise_interrupt"}
+    eager |= {"first_line", "from_interrupt", "reraise_interrupt"}
     eager |= {name for name in dir(warp_check) if name.endswith("Error")}
     assert set(warp_check.__all__) == set(warp_check._LAZY) | eager
     for name in warp_check.__all__:

@@ -28,6 +28,7 @@ from warp_check.errors import (
     SuiteError,
     WarpError,
     WarpWarning,
+    first_line,
     from_interrupt,
     reraise_interrupt,
 )
@@ -360,6 +361,7 @@ __all__ = [
     "eps_star",
     "evaluate",
     "flip_radius",
+    "first_line",
     "from_interrupt",
     "get_activation",
     "import_cases",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -132,17 +131,3 @@ def test_a_mode_added_to_the_table_is_a_pytest_option_and_a_command(toy_table, p
     refused = pytester.runpytest(*args, "--warp-toy", "--warp-repair")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--warp-repair and --warp-toy choose different run modes: give one"])
-
-
-def test_the_plugin_and_the_command_import_only_warp_checks_public_names():
-    import ast
-
-    import pytest_warp
-
-    package = Path(warp_check.__file__).parent
-    command = [package / "cli.py", *(package / "commands").glob("*.py")]
-    parts = "warp_check.commands"  # the command's own modules
-    for source in [*Path(pytest_warp.__file__).parent.glob("*.py"), *command]:
-        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("warp_check."):
-                assert source in command and node.module.startswith(parts), (source.name, node.module)
