@@ -8,13 +8,13 @@ public names (``warp_check``'s ``__init__``) only.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from testkit import REPO
+from testkit.imports import imports_of, modules_under
 
 DESIGN = REPO / "docs" / "design.md"
 PACKAGES = ("warp_check", "pytest_warp")
@@ -41,12 +41,6 @@ def read_table(text: str) -> list[Part]:
     return parts
 
 
-def module_name(path: Path) -> str:
-    relative = path.relative_to(REPO).with_suffix("")
-    names = relative.parts[:-1] if relative.name == "__init__" else relative.parts
-    return ".".join(names)
-
-
 def part_of(module: str, parts: dict[str, Part]) -> Part | None:
     """``warp_check.qp.ipm`` → 'qp/'; ``warp_check.cases`` → 'cases.py'; the package itself → '__init__.py'."""
     top, *rest = module.split(".")
@@ -57,25 +51,13 @@ def part_of(module: str, parts: dict[str, Part]) -> Part | None:
     return parts.get(f"{rest[0]}/") or parts.get(f"{rest[0]}.py")
 
 
-def imports_of(path: Path) -> set[str]:
+def project_imports(path: Path) -> set[str]:
     """Every module of the project that ``path`` imports, at the top or inside a function."""
-    module = module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*anchor, *([base] if base else [])])
-            found.add(base)
-    return {name for name in found if name.split(".")[0] in PACKAGES}
+    return {name for name in imports_of(path) if name.split(".")[0] in PACKAGES}
 
 
 def project_modules() -> dict[str, Path]:
-    return {module_name(p): p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))}
+    return {name: path for package in PACKAGES for name, path in modules_under(package).items()}
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +79,7 @@ def test_every_import_runs_down_the_floors_the_design_gives(parts):
     upward = []
     for module, path in project_modules().items():
         here = part_of(module, parts)
-        for target in imports_of(path):
+        for target in project_imports(path):
             there = part_of(target, parts)
             assert there is not None, f"{module} imports {target}, in no part of the table"
             if there.name != here.name and there.floor >= here.floor:
@@ -111,7 +93,7 @@ def test_the_plugin_and_the_cli_reach_the_core_through_its_public_names(parts):
         front = module.split(".")[:2]
         if not (module.startswith("pytest_warp") or front in (["warp_check", "cli"], ["warp_check", "commands"])):
             continue
-        for target in imports_of(path):
+        for target in project_imports(path):
             inside = target.startswith(("warp_check.cli", "warp_check.commands")) or not target.startswith("warp_check")
             if not inside and target not in PUBLIC:
                 private.append(f"{module} -> {target}")
@@ -121,18 +103,8 @@ def test_the_plugin_and_the_cli_reach_the_core_through_its_public_names(parts):
 def test_the_core_never_imports_pytest():
     for module, path in project_modules().items():
         if module.startswith("warp_check"):
-            names = {n.split(".")[0] for n in _all_imports(path)}
+            names = {n.split(".")[0] for n in imports_of(path)}
             assert "pytest" not in names and "_pytest" not in names, module
-
-
-def _all_imports(path: Path) -> set[str]:
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            found.add(node.module)
-    return found
 
 
 def test_the_table_reader_reads_floors_parts_and_the_graph_rules():

@@ -4,15 +4,13 @@ every backend's advice read without numpy or a backend's numerics."""
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import warp_check.qp
+from testkit.imports import imports_of, modules_under
 
-QP = Path(warp_check.qp.__file__).parent
 NUMERICS = ("osqp_backend", "ipm", "alm", "active_set")
 # Bottom up. A backend's file (backends/<name>.py) is on floor 1 whatever its name: it names its
 # solve as "module:function", so it imports the registry (and the problem, for ``fits``'s type) only.
@@ -39,33 +37,12 @@ def floor_of(module: str) -> int:
 
 def qp_imports(path: Path) -> set[str]:
     """Every module of warp_check.qp the file names in an import, wherever the import stands."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            # `from warp_check.qp import registry` names the module registry, not the package.
-            found |= {submodule_or_package(node.module, alias.name) for alias in node.names}
-    return {name for name in found if name == "warp_check.qp" or name.startswith("warp_check.qp.")}
-
-
-def submodule_or_package(package: str, name: str) -> str:
-    inside = QP.joinpath(*f"{package}.{name}".split(".")[2:])
-    return f"{package}.{name}" if inside.with_suffix(".py").exists() or inside.is_dir() else package
-
-
-def qp_modules() -> dict[str, Path]:
-    modules = {}
-    for path in sorted(QP.rglob("*.py")):
-        parts = path.relative_to(QP).with_suffix("").parts
-        parts = parts[:-1] if parts[-1] == "__init__" else parts
-        modules[".".join(("warp_check.qp", *parts))] = path
-    return modules
+    return {name for name in imports_of(path) if name == "warp_check.qp" or name.startswith("warp_check.qp.")}
 
 
 def test_every_import_inside_qp_runs_down_its_floors():
     upward = []
-    for module, path in qp_modules().items():
+    for module, path in modules_under("warp_check.qp").items():
         for target in qp_imports(path):
             if floor_of(target) >= floor_of(module):
                 upward.append(f"{module} (floor {floor_of(module)}) -> {target} (floor {floor_of(target)})")
