@@ -19,7 +19,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,13 +187,16 @@ def _write_atomically(path: Path, data: bytes, check: CaseFileCheck | None) -> N
                 ) from None
 
 
-def loader_check(suite: Suite, case_file: CaseFile) -> CaseFileCheck:
+def loader_check(suite: Suite, case_file: CaseFile, *, after: Sequence[CaseFile] = ()) -> CaseFileCheck:
     """A check that reads a file as ``suite``'s loader reads ``case_file`` (its [[cases]] kind, the
-    suite's labels): the loader's own rules, not a copy of them. Returns the reader, its cases and
+    suite's labels), after the files ``after`` (what the loader checks across files: ids unique, one
+    label a text): the loader's own rules, not a copy of them. Returns the reader, its cases and
     their lines."""
 
     def check(path: Path) -> CaseReader:
         reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes)
+        for earlier in after:
+            reader.read(earlier)
         reader.read(CaseFile(path=path, kind=case_file.kind, line=case_file.line))
         return reader
 
@@ -202,22 +205,13 @@ def loader_check(suite: Suite, case_file: CaseFile) -> CaseFileCheck:
 
 def writer_check(suite: Suite, path: str | Path, *, kind: Kind) -> CaseFileCheck:
     """The loader's check for a file a command appends ``kind`` cases to, read with the rest of the
-    suite as the loader reads it (ids unique, one label a text across files): the file as ``suite``
-    lists it where it does, else as a ``[[cases]]`` table of that kind would list it. The suite's
-    other files are read first, so what the loader refuses is named at the new line."""
+    suite: the file as ``suite`` lists it where it does, else as a ``[[cases]]`` table of that kind
+    would list it. The suite's other files are read first, so what the loader refuses is named at
+    the new line."""
     where = Path(path).resolve()
     listed = next((f for f in suite.case_files if f.path.resolve() == where), None)
-    target = listed or CaseFile(path=where, kind=kind, line=None)
     others = [f for f in suite.case_files if f.path.resolve() != where]
-
-    def check(written: Path) -> CaseReader:
-        reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes)
-        for case_file in others:
-            reader.read(case_file)
-        reader.read(CaseFile(path=written, kind=target.kind, line=target.line))
-        return reader
-
-    return check
+    return loader_check(suite, listed or CaseFile(path=where, kind=kind, line=None), after=others)
 
 
 def remove_lines(path: str | Path, line_numbers: Iterable[int], *, check: CaseFileCheck) -> int:
