@@ -103,6 +103,18 @@ def test_a_record_reads_back_from_its_json():
     assert read(Drawing, data).layer == 1  # a file written before the key existed
 
 
+def test_a_field_at_its_default_is_left_out_where_its_form_says_so_and_reads_back():
+    @dataclass(frozen=True, kw_only=True)
+    class Counted(Record):
+        name: str
+        merged: int = field(default=0, metadata=on_disk(omit_default=True))
+
+    assert to_json(Counted(name="a")) == {"name": "a"}  # files stay as they were before the field
+    assert to_json(Counted(name="a", merged=3)) == {"name": "a", "merged": 3}
+    assert read(Counted, {"name": "a"}) == Counted(name="a")
+    assert read(Counted, {"name": "a", "merged": 3}).merged == 3
+
+
 def test_a_class_may_order_its_fields_and_keep_its_own_form():
     @dataclass(frozen=True, kw_only=True)
     class Framed(Record):

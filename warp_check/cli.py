@@ -10,6 +10,7 @@
     warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
                      [--predicted]                            unlabelled text: must_keep cases the model labels
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
+                      [--cache DIR]                          v read and stored there (default: the suite's)
     warp-check neighbours SUITE [--per-keep-case N] [--out F]  perturbed cases the model gets wrong
 
 Exit codes: 0 everything holds; 1 a case fails, the repair did not converge or a certificate
@@ -183,6 +184,7 @@ def commands() -> tuple[Command, ...]:
             run=promote_command,
             help="move the must_fix cases a certified repair fixed into the suite's must_keep file",
             positionals=(("suite", "SUITE", None),),
+            options=("cache",),
             arguments=promote_arguments,
         ),
         Command(

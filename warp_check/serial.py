@@ -42,6 +42,7 @@ class Form:
     since: bool = False  # older files lack the key: read as the field's default where missing
     finite: bool = False  # a float that is not finite is written as null
     omit_none: bool = False  # None is not written (the key is left out), and a missing key reads as None
+    omit_default: bool = False  # the field's default is not written (files stay as before), a missing key reads so
     none_as_empty: bool = False  # None is written as {} and {} reads as None
     not_null: bool = False  # the field may hold None in memory, but a file must give a value
     last: bool = False  # written after every other field, whatever the class that declares it
@@ -88,6 +89,8 @@ def to_json(record: Any, *, null_nonfinite: bool = False) -> dict[str, Any]:
         how = _form(fields[name])
         value = getattr(record, name)
         if value is None and how.omit_none:
+            continue
+        if how.omit_default and value == fields[name].default:
             continue
         if value is None and how.none_as_empty:
             out[how.key or name] = {}
@@ -284,7 +287,7 @@ class Reader(Mapping[str, Any]):
                 continue
             how = _form(f)
             key = how.key or f.name
-            if key not in self.data and (how.since or how.omit_none):
+            if key not in self.data and (how.since or how.omit_none or how.omit_default):
                 continue  # an older file: the field's default
             if how.none_as_empty and self.data.get(key) == {}:
                 values[f.name] = None

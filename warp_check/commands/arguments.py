@@ -125,9 +125,12 @@ def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = lo
         check_report_destination(args.report)  # a report that cannot be written fails before the work
     compute = {option.name: getattr(args, option.name, None) for option in overriding("model")}
     suite = load(args.suite, model=args.model).with_compute(**compute)
+    return suite, cache_of(args, suite)
+
+
+def cache_of(args: argparse.Namespace, suite: Suite) -> Path | None:
+    """The representation cache the command's ``--cache`` names: the suite's own by default, None for 'none'."""
     if args.cache is None:
         workdir(suite)
-        cache = default_cache_dir(suite)
-    else:
-        cache = None if args.cache.strip().lower() == "none" else Path(args.cache)
-    return suite, cache
+        return default_cache_dir(suite)
+    return None if args.cache.strip().lower() == "none" else Path(args.cache)

@@ -41,6 +41,7 @@ from warp_check.commands.arguments import (
     EXIT_OK,
     EXIT_USAGE,
     add_declared,
+    cache_of,
     count_or_all,
     count_or_zero,
     suite_and_cache,
@@ -230,7 +231,7 @@ def neighbours_command(args: argparse.Namespace) -> int:
 
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
-    promotion = promote(suite, args.repaired, dry_run=args.dry_run)
+    promotion = promote(suite, args.repaired, dry_run=args.dry_run, cache_dir=cache_of(args, suite))
     dry = args.dry_run
     moved = len(promotion.promoted) - len(promotion.in_place)
     done = []

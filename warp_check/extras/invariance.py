@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from warp_check.cases import Kind
+
 if TYPE_CHECKING:
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.suite.casefile import AppendResult, NewCase
@@ -186,8 +188,13 @@ def record_counterexamples(
     path: str | Path, error: BaseException, *, source: str, id_prefix: str = "inv"
 ) -> AppendResult | None:
     """Append the counterexamples ``error`` carries to the JSONL case file ``path`` (created if
-    needed; deduplicated by text, atomic, safe for concurrent writers); None when it carries none."""
-    from warp_check.suite.casefile import append_cases
+    needed; deduplicated by text, atomic, safe for concurrent writers); None when it carries none.
+    What would be written is read first by the loader's rules (:func:`~warp_check.suite.casefile.file_check`:
+    with the suite that lists the file, where one does): a line the suite would refuse is refused here,
+    and the file stays as it was."""
+    from warp_check.suite.casefile import append_cases, file_check
 
     cases = as_new_cases(counterexamples(error), source=source)
-    return append_cases(path, cases, id_prefix=id_prefix) if cases else None
+    if not cases:
+        return None
+    return append_cases(path, cases, id_prefix=id_prefix, check=file_check(path, kind=Kind.MUST_FIX))

@@ -30,7 +30,8 @@ PROGRESS_MIN_CASES = 256  # below this a progress bar is noise
 
 @dataclass(frozen=True)
 class Encoded:
-    """v for each case id, in the order asked; how many rows came from the cache, how many were encoded."""
+    """v for each case id, in the order asked. Counted per distinct input: how many came from the cache,
+    how many were encoded; a case whose input is an earlier case's (``identical``) shares its v."""
 
     ids: tuple[str, ...]
     V: np.ndarray  # (n, d_in) float32
@@ -38,6 +39,11 @@ class Encoded:
     encoded: int
     upstream_sha256: str | None  # the cache's key for the model; None: no cache asked for, not computed
     input_keys: tuple[str, ...] = ()  # per case, the key its v is cached under (empty: not known)
+
+    @property
+    def identical(self) -> int:
+        """Cases whose input to the model is an earlier case's: encoded once (0 where keys are not known)."""
+        return len(self.input_keys) - len(set(self.input_keys))
 
     def rows(self, ids: Sequence[str]) -> np.ndarray:
         index = {case_id: i for i, case_id in enumerate(self.ids)}
@@ -68,8 +74,13 @@ def encode_cases(
     known = store.load() if store is not None else {}
     d_in = adapter.repair_layer.in_features
     V = np.zeros((len(cases), d_in), dtype=np.float32)
-    missing = []
+    missing = []  # the first case of each input the cache does not have
+    same_as: dict[int, int] = {}  # a later case with an earlier case's input → that case: encoded once
+    first: dict[str, int] = {}
     for i, key in enumerate(keys):
+        if (j := first.setdefault(key, i)) != i:
+            same_as[i] = j
+            continue
         row = known.get(key)
         if row is not None and row.shape == (d_in,):
             V[i] = row
@@ -91,7 +102,9 @@ def encode_cases(
             bar.close()
         if store is not None:
             store.save([keys[i] for i in missing], V[missing])
-    return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream, tuple(keys))
+    for i, j in same_as.items():
+        V[i] = V[j]
+    return Encoded(ids, V, len(cases) - len(missing) - len(same_as), len(missing), upstream, tuple(keys))
 
 
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:

@@ -21,8 +21,9 @@ def encoder_line(details: RunDetails) -> list[str]:
     if not isinstance(details, (CheckDetails, RepairDetails)):
         return []
     warm = isinstance(details, CheckDetails) and not details.model_loaded
+    same = f", {details.identical} identical to an earlier case (encoded once)" if details.identical else ""
     return [
-        f"  encoder: {details.encoded} case(s) encoded, {details.from_cache} from the cache, "
+        f"  encoder: {details.encoded} case(s) encoded, {details.from_cache} from the cache{same}, "
         f"{details.encode_seconds:.2f} s" + ("; model not loaded (same folder as the last check)" if warm else "")
     ]
 

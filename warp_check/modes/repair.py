@@ -72,6 +72,10 @@ class RepairMode(RunMode):
         if details.certs is not None:
             gamma_s, gamma_h = num(details.gamma_s, show_inf=False), num(details.gamma_h, show_inf=False)
             out.append(f"  certificates: {details.certs} (γ_s = {gamma_s}, γ_h = {gamma_h})")
+        if details.merged:
+            out.append(
+                f"  {details.merged} case(s) identical to another (same input and label) merged: each constrained once"
+            )
         if details.excluded:
             out.append(
                 f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong"

@@ -72,6 +72,7 @@ def stack(*, head: DenseHead, fix: CaseSet, kept: CaseSet, settings: RepairSetti
         V_qp=V_qp,
         VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
         linear=head.activation.name == "identity",
+        copies=np.concatenate([fix.copies, kept.copies]),
     )
 
 
@@ -312,6 +313,7 @@ def record(
     """Iteration ``t``'s record; ``solved``: its QP solutions, the one whose step was taken last
     (``trial``; None: the solver had no answer and no step was taken)."""
     gap, targets, n_fix = state.gap, stacked.targets, stacked.n_fix
+    fix_rows = np.arange(len(gap)) < n_fix
     solution = solved[-1]
     state.records.append(
         IterationRecord(
@@ -323,8 +325,8 @@ def record(
             step_norm=step,
             min_gap_fix=_min(gap[:n_fix]),
             min_gap_keep=_min(gap[n_fix:]),
-            fix_met=int(np.sum(gap[:n_fix] >= targets[:n_fix])),
-            keep_met=int(np.sum(gap[n_fix:] >= targets[n_fix:])),
+            fix_met=stacked.count(fix_rows & (gap >= targets)),
+            keep_met=stacked.count(~fix_rows & (gap >= targets)),
             seconds=time.perf_counter() - t_start,
             step_fraction=fraction,
             qp_working_set=solution.working_set_size,

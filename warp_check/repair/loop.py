@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -59,12 +60,19 @@ class _Repair:
 
     def __init__(self, head: DenseHead, fix: CaseSet, keep: CaseSet, aux: CaseSet | None, settings: RepairSettings):
         self.start = time.perf_counter()
-        self.head, self.fix, self.keep, self.settings = head, fix, keep, settings
+        self.head, self.settings = head, settings
+        self.all_fix, self.all_keep = fix, keep  # every case, copies too: the result speaks of each
+        (self.fix, fix_copies), (self.keep, keep_copies) = fix.merged(), keep.merged()
+        self.copies = fix_copies | keep_copies  # a copy's id → the id of the case the loop constrains
         self.aux = aux if aux is not None else CaseSet.empty(head.d_in)
-        self.gaps_keep0 = gaps(head, keep.V, keep.labels)
-        self.gaps_before = _by_id(fix.ids + keep.ids, np.concatenate([gaps(head, fix.V, fix.labels), self.gaps_keep0]))
+        self.gaps_keep0 = gaps(head, self.keep.V, self.keep.labels)
+        self.gaps_before = _by_id(
+            fix.ids + keep.ids, np.concatenate([gaps(head, fix.V, fix.labels), gaps(head, keep.V, keep.labels)])
+        )
         U0 = top_left_singular_vectors(head.W, settings.rank)
-        self.kappa_before = dict(zip(fix.ids, head.gsn_kappa(fix.V, fix.labels, U0).tolist(), strict=True))
+        self.kappa_before = self.each(
+            dict(zip(self.fix.ids, head.gsn_kappa(self.fix.V, self.fix.labels, U0).tolist(), strict=True))
+        )
         self.excluded: tuple[str, ...] = ()
         self.gsn = GsnFtRecord(False, "not run")
 
@@ -97,7 +105,8 @@ class _Repair:
     def exclude_wrong_keep(self) -> CaseSet:
         """must_keep cases the model already gets wrong cannot be "kept": they are left out."""
         right = self.gaps_keep0 > 0
-        self.excluded = tuple(i for i, ok in zip(self.keep.ids, right, strict=True) if not ok)
+        wrong = {i for i, ok in zip(self.keep.ids, right, strict=True) if not ok}
+        self.excluded = tuple(i for i in self.all_keep.ids if self.copies.get(i, i) in wrong)
         return self.keep if np.all(right) else self.keep.select(right)
 
     def gsn_finetune_if_needed(self) -> DenseHead:
@@ -125,9 +134,11 @@ class _Repair:
         misses: tuple[Miss, ...] = (),
         records: Sequence[IterationRecord] = (),
     ) -> RepairResult:
-        fix, keep, settings = self.fix, self.keep, self.settings
+        fix, keep, settings = self.all_fix, self.all_keep, self.settings
         gaps_after = np.concatenate([gaps(head_after, fix.V, fix.labels), gaps(head_after, keep.V, keep.labels)])
         U = top_left_singular_vectors(head_after.W, settings.rank)
+        kappa = head_after.gsn_kappa(self.fix.V, self.fix.labels, U)
+        kappa_after = dict(zip(self.fix.ids, kappa.tolist(), strict=True))
         return RepairResult(
             status=status,
             message=message,
@@ -138,12 +149,24 @@ class _Repair:
             gaps_before=self.gaps_before,
             gaps_after=_by_id(fix.ids + keep.ids, gaps_after),
             kappa_before=self.kappa_before,
-            kappa_after=dict(zip(fix.ids, head_after.gsn_kappa(fix.V, fix.labels, U).tolist(), strict=True)),
+            kappa_after=self.each(kappa_after),
             excluded_keep=self.excluded,
-            misses=tuple(misses),
+            misses=self.each_miss(misses),
             gsn_ft=self.gsn,
             seconds=time.perf_counter() - self.start,
+            merged=len(self.copies),
         )
+
+    def each(self, by_id: dict[str, float]) -> dict[str, float]:
+        """A value per constrained case, given to each of its copies too."""
+        return by_id | {copy: by_id[case] for copy, case in self.copies.items() if case in by_id}
+
+    def each_miss(self, misses: Sequence[Miss]) -> tuple[Miss, ...]:
+        """The misses of the constrained cases, each followed by its copies' (which miss as it does)."""
+        copies_of: dict[str, list[str]] = {}
+        for copy, case in self.copies.items():
+            copies_of.setdefault(case, []).append(copy)
+        return tuple(m2 for m in misses for m2 in (m, *(replace(m, id=c) for c in copies_of.get(m.id, ()))))
 
 
 def _by_id(ids: tuple[str, ...], values: np.ndarray) -> dict[str, float]:

@@ -23,11 +23,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class CaseSet:
-    """Cases of one kind as the loop sees them: ids, representations (n, d_in), labels."""
+    """Cases of one kind as the loop sees them: ids, representations (n, d_in), labels, and how many
+    of the suite's cases each row stands for (``copies``: 1 each but where :meth:`merged` joined
+    identical cases into one row)."""
 
     ids: tuple[str, ...]
     V: np.ndarray
     labels: np.ndarray
+    copies: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -35,10 +38,14 @@ class CaseSet:
         object.__setattr__(self, "ids", tuple(self.ids))
         object.__setattr__(self, "V", np.asarray(self.V, dtype=np.float64))
         object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64))
+        copies = np.ones(len(self.ids), dtype=np.int64) if self.copies is None else np.asarray(self.copies, np.int64)
+        object.__setattr__(self, "copies", copies)
         if self.V.ndim != 2 or self.V.shape[0] != len(self.ids) or self.labels.shape != (len(self.ids),):
             raise ValueError(
                 f"CaseSet shapes disagree: {len(self.ids)} ids, V {self.V.shape}, labels {self.labels.shape}"
             )
+        if copies.shape != (len(self.ids),) or np.any(copies < 1):
+            raise ValueError(f"CaseSet copies: one count ≥ 1 per case, got {copies!r}")
 
     @classmethod
     def empty(cls, d_in: int) -> CaseSet:
@@ -51,7 +58,33 @@ class CaseSet:
 
     def select(self, mask: np.ndarray) -> CaseSet:
         ids = tuple(i for i, keep in zip(self.ids, mask, strict=True) if keep)
-        return CaseSet(ids, self.V[mask], self.labels[mask])
+        return CaseSet(ids, self.V[mask], self.labels[mask], self.copies[mask])
+
+    def merged(self) -> tuple[CaseSet, dict[str, str]]:
+        """The cases with one row per distinct (representation, label), in first-seen order, and
+        each dropped copy's id → the id of the case it is identical to.
+
+        Identical rows are one constraint written twice: a suite that lists a case twice asks for
+        it once, so the copy neither weighs twice in the QP nor costs a second row. Exact: rows are
+        compared bit for bit, so only cases the model cannot tell apart are merged.
+        """
+        import numpy as np
+
+        first: dict[bytes, int] = {}
+        rows: list[int] = []
+        copies: dict[str, str] = {}
+        count = self.copies.copy()
+        V = np.ascontiguousarray(self.V)
+        for i, (row, label) in enumerate(zip(V, self.labels.tolist(), strict=True)):
+            j = first.setdefault(row.tobytes() + label.to_bytes(8, "little", signed=True), i)
+            if j == i:
+                rows.append(i)
+            else:
+                copies[self.ids[i]] = self.ids[j]
+                count[j] += count[i]
+        if not copies:
+            return self, copies
+        return CaseSet(tuple(self.ids[i] for i in rows), self.V[rows], self.labels[rows], count[rows]), copies
 
 
 class RepairStatus(str, enum.Enum):
@@ -159,6 +192,7 @@ class RepairResult:
     misses: tuple[Miss, ...]
     gsn_ft: GsnFtRecord
     seconds: float
+    merged: int = 0  # cases identical to another (representation and label): constrained once
 
     @property
     def repaired(self) -> bool:

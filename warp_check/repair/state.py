@@ -40,6 +40,15 @@ class Stacked:
     # and the rank is the layer's whole smaller side (within max_rank): one QP either meets every margin
     # or proves that no change of the layer can.
     linear: bool
+    copies: np.ndarray  # per row, the suite's cases it stands for (identical cases are one row): what counts count
+
+    def count(self, rows: np.ndarray) -> int:
+        """The suite's cases behind the rows where ``rows`` (a mask over every row) holds."""
+        return int(np.sum(self.copies[rows]))
+
+    def total_shortfall(self, gap: np.ndarray, rows: slice) -> float:
+        """Σ max(target − gap, 0) over the suite's cases behind ``rows``."""
+        return float(np.sum(self.copies[rows] * np.maximum(self.targets[rows] - gap, 0.0)))
 
     def held(self, W: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per case at W: the gap the stopping rule measures (the lower of the float64 ``gap`` and the

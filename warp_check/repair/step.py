@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from warp_check.repair.controls import shortfall
 from warp_check.repair.linearise import gaps_after_step
 from warp_check.repair.settings import RepairSettings
 from warp_check.repair.state import LoopState, Stacked, Trial
@@ -14,13 +13,16 @@ from warp_check.repair.state import LoopState, Stacked, Trial
 PRICE_MAX = 1e4
 
 
-def linear_check(predicted, gap_full, targets, n_fix) -> dict[str, float | int]:
-    """The IterationRecord fields that set the QP's promise against the true full step."""
+def linear_check(predicted: np.ndarray, gap_full: np.ndarray, stacked: Stacked) -> dict[str, float | int]:
+    """The IterationRecord fields that set the QP's promise against the true full step (over the
+    suite's cases: a row that stands for several counts for each)."""
+    fix, targets = slice(0, stacked.n_fix), stacked.targets
+    keep_rows = np.arange(len(targets)) >= stacked.n_fix
     return {
-        "promised_fix_shortfall": shortfall(predicted[:n_fix], targets[:n_fix]),
-        "full_step_fix_shortfall": shortfall(gap_full[:n_fix], targets[:n_fix]),
-        "promised_keep_missed": int(np.sum(predicted[n_fix:] < targets[n_fix:])),
-        "full_step_keep_missed": int(np.sum(gap_full[n_fix:] < targets[n_fix:])),
+        "promised_fix_shortfall": stacked.total_shortfall(predicted[fix], fix),
+        "full_step_fix_shortfall": stacked.total_shortfall(gap_full[fix], fix),
+        "promised_keep_missed": stacked.count(keep_rows & (predicted < targets)),
+        "full_step_keep_missed": stacked.count(keep_rows & (gap_full < targets)),
     }
 
 
@@ -39,14 +41,14 @@ def backtrack(*, stacked: Stacked, state: LoopState, trial: Trial) -> tuple[floa
     """
     head, Z, VB, U, labels = stacked.head, state.Z, trial.VB, trial.U, stacked.labels
     merit, merit_now, predicted, gap_full = state.merit, state.merit_now, trial.predicted, trial.full
-    n_fix, settings = stacked.n_fix, stacked.settings
+    settings = stacked.settings
     tries = []
     check: dict[str, float | int] = {}
     for fraction in step_fractions(settings):
         # The full step's true gaps (``gap_full``) were already taken for the trust region's ratio.
         gap_try = gap_full if fraction == 1.0 else gaps_after_step(head, Z, VB, U, fraction, labels)
         if fraction == 1.0:
-            check = linear_check(predicted, gap_try, merit.targets, n_fix)
+            check = linear_check(predicted, gap_try, stacked)
         tries.append((fraction, merit(gap_try), gap_try))
         if tries[-1][1] < merit_now:
             break

@@ -67,6 +67,7 @@ def check(
         from_cache=evaluation.encoded.from_cache,
         encode_seconds=evaluation.seconds,
         model_loaded=True,
+        identical=evaluation.encoded.identical,
     )
     return _check_result(suite, cases, evaluation.predictions, evaluation.gaps, details)
 

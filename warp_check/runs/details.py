@@ -50,10 +50,11 @@ def _suite_counts(suite: Suite) -> dict[Kind, int]:
 class CheckDetails(RunDetails):
     selected: int  # cases checked (pytest's selection)
     head: str  # the head's chain, e.g. "pre_classifier → relu → classifier"
-    encoded: int  # cases through the encoder
-    from_cache: int
+    encoded: int  # distinct inputs through the encoder
+    from_cache: int  # distinct inputs whose v the cache had
     encode_seconds: float
     model_loaded: bool  # False: answered from a warm entry
+    identical: int = field(default=0, metadata=on_disk(omit_default=True))  # cases whose input is an earlier one's
 
 
 IterationSummary = view(
@@ -145,6 +146,8 @@ class RepairDetails(RunDetails):
     lipschitz: float | None
     # None: none was drawn (off, or nothing needed repair).
     neighbourhood: NeighbourhoodNote | None = field(default=None, metadata=on_disk(none_as_empty=True, since=True))
+    identical: int = field(default=0, metadata=on_disk(omit_default=True))  # cases whose input is an earlier one's
+    merged: int = field(default=0, metadata=on_disk(omit_default=True))  # cases constrained as one (same v, label)
 
 
 @dataclass(frozen=True, kw_only=True)

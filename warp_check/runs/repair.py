@@ -140,6 +140,8 @@ def _details(
         gamma_h=result.settings.gamma_h,
         lipschitz=lip.L if lip is not None else None,
         neighbourhood=NeighbourhoodNote.of(outcome.neighbourhood),
+        identical=encoded.identical,
+        merged=result.merged,
     )
 
 

@@ -27,7 +27,7 @@ from warp_check.cases import Kind
 from warp_check.errors import SuiteError
 from warp_check.files import replaced_atomically
 from warp_check.suite.case_files import CaseFile, CaseReader
-from warp_check.suite.loader import Suite
+from warp_check.suite.loader import Suite, load_suite
 from warp_check.suite.toml_lines import SuiteToml
 
 # Reads a case file (the path given) as the suite's loader would; raises SuiteError at the first bad line.
@@ -212,6 +212,45 @@ def writer_check(suite: Suite, path: str | Path, *, kind: Kind) -> CaseFileCheck
     listed = next((f for f in suite.case_files if f.path.resolve() == where), None)
     others = [f for f in suite.case_files if f.path.resolve() != where]
     return loader_check(suite, listed or CaseFile(path=where, kind=kind, line=None), after=others)
+
+
+def file_check(path: str | Path, *, kind: Kind) -> CaseFileCheck:
+    """The loader's check for a case file written outside any command that names a suite
+    (``--warp-record``): with the suite that lists it, where a ``warp.toml`` in its folder or a folder
+    above does (:func:`writer_check`); else the file on its own, by every rule of the loader but which
+    labels exist, which only a suite says (each label name the file uses stands for a class of its own)."""
+    where = Path(path).resolve()
+    for folder in where.parents:
+        if (folder / "warp.toml").is_file():
+            try:
+                suite = load_suite(folder)
+            except SuiteError:  # a suite that does not load cannot say how this file is read
+                continue
+            if any(f.path.resolve() == where for f in suite.case_files):
+                return writer_check(suite, where, kind=kind)
+
+    def check(tmp: Path) -> CaseReader:
+        labels = list(_labels_in(tmp))
+        names = sorted({label for label in labels if isinstance(label, str)})
+        ids = [label for label in labels if isinstance(label, int) and not isinstance(label, bool) and label >= 0]
+        first = max(ids, default=-1) + 1  # every class id the file uses is a class; each name one more
+        classes = {name: first + i for i, name in enumerate(names)}
+        reader = CaseReader(SuiteToml(where.parent / "warp.toml"), classes, first + len(names))
+        reader.read(CaseFile(path=tmp, kind=kind, line=None))
+        return reader
+
+    return check
+
+
+def _labels_in(path: Path) -> Iterable[object]:
+    """The ``label`` of each line that is a JSON object (the reader names every other line's fault)."""
+    for raw in path.read_bytes().splitlines():
+        try:
+            record = json.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            continue
+        if isinstance(record, dict):
+            yield record.get("label")
 
 
 def remove_lines(path: str | Path, line_numbers: Iterable[int], *, check: CaseFileCheck) -> int:
