@@ -145,8 +145,10 @@ def _legend(series: Sequence[Series]) -> list[str]:
 
 
 def _svg(body: list[str], label: str) -> str:
+    """An ``<svg>`` element for an HTML page: no xmlns, the HTML parser gives it its namespace (and the
+    page then names no URL at all)."""
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
         f'aria-label="{_esc(label)}" class="plot">' + "".join(body) + "</svg>"
     )
 
