@@ -39,6 +39,7 @@ from pathlib import Path
 import warp_check
 from warp_check import (
     CERTIFICATE_NAME,
+    REPORT_HTML,
     REPORT_JSON,
     SUITE_FILE,
     Certificate,
@@ -277,7 +278,7 @@ def _report(args: argparse.Namespace) -> int:
         suite, cache = suite_and_cache(_suite_args(args), load=load_suite)
         runs = [check(suite, load_adapter(suite), cache_dir=cache)]
     path = write_report(args.out, runs)
-    print(f"report: {path}")
+    print(f"report: {path}\nreport page: {path.parent / REPORT_HTML}")
     return EXIT_OK
 
 
