@@ -124,7 +124,7 @@ def commands() -> tuple[Command, ...]:
         Command(
             name="report",
             run=_report,
-            help="write report.md, report.json and plots",
+            help="write index.html, report.md, report.json and plots",
             description="SOURCE is a suite (runs it on the model as it is), a warp_certificate.json, a repaired "
             "model folder holding one, or a report.json written before (re-rendered).",
             positionals=(("source", "SOURCE", None),),

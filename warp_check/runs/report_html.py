@@ -59,7 +59,8 @@ def _num(value: float | None) -> str:
 
 
 def text_cell(text: str, pair: str | None) -> str:
-    """A case's text (and its pair) for a table cell: cut to DISPLAY_CHARS, the rest behind a click."""
+    """A case's text (and its pair) for a table cell: cut to DISPLAY_CHARS, the rest (up to
+    PAGE_CHARS) behind a click."""
     full = text if pair is None else f"{text}  ‖  {pair}"
     if not full:
         return "–"
@@ -68,9 +69,10 @@ def text_cell(text: str, pair: str | None) -> str:
     kept = full[:PAGE_CHARS]
     more = len(full) - len(kept)
     tail = f'<i class="more">… {more:,} more characters in report.json</i>' if more else ""
+    # The click shows the rest, not the whole text again: each text is in the page once.
     return (
-        f"<details><summary>{esc(full[:DISPLAY_CHARS])}… <i>({len(full):,} characters)</i></summary>"
-        f"{esc(kept)}{tail}</details>"
+        f"<details><summary>{esc(kept[:DISPLAY_CHARS])}… <i>({len(full):,} characters)</i></summary>"
+        f"…{esc(kept[DISPLAY_CHARS:])}{tail}</details>"
     )
 
 
