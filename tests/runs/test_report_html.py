@@ -13,10 +13,11 @@ from html.parser import HTMLParser
 
 from hypothesis import given
 from hypothesis import strategies as st
-from testkit.report_runs import check_run, repair_details, repair_run
+from testkit.report_runs import SUITE, check_run, repair_details, repair_run
 
 from warp_check.cases import Kind
-from warp_check.runs.modes import RunStatus
+from warp_check.runs.details import AuditDetails
+from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.report import REPORT_HTML, REPORT_JSON, markdown_text, read_report, write_report
 from warp_check.runs.report_html import DISPLAY_CHARS, PAGE_CHARS, render_html
 from warp_check.runs.report_summary import headline
@@ -274,3 +275,23 @@ def test_outcomes_pytest_reported_are_the_ones_shown():
     run = dataclasses.replace(run, verdicts=(skipped, *run.verdicts[1:]))
     page = page_of(run)
     assert '<option value="skipped">skipped</option>' in page and '<tr class="skipped">' in page
+
+
+def test_an_audit_says_whether_the_certificate_holds_and_which_checks_failed():
+    run = repair_run(2, 2)
+    details = AuditDetails(
+        **SUITE, counts={Kind.MUST_FIX: 2, Kind.MUST_KEEP: 2}, certificate="/m/warp_certificate.json", checks=7,
+        failed_checks=("the repair layer's hash differs",), not_in_suite=(), gamma_s=1.0, gamma_h=0.3,
+    )  # fmt: skip
+    audit = dataclasses.replace(run, mode=Mode.AUDIT, status=RunStatus.FAILED, ok=False, details=details)
+    head = headline(audit)
+    assert head.verdict.startswith("Failed: the certificate does not hold on this model.") and not head.passed
+    facts = {f.name: f for f in head.facts}
+    assert facts["checks"].value == "6 of 7 checks of the certificate hold"
+    assert facts["checks"].detail == "the repair layer's hash differs" and facts["checks"].good is False
+
+
+def test_every_id_in_a_page_of_several_runs_is_its_own():
+    page = page_of(repair_run(3, 3), repair_run(3, 3), check_run(4, wrong=1))
+    ids = [part.split('"')[0] for part in page.split(' id="')[1:]]
+    assert len(ids) == len(set(ids)) and "run-1-gaps" in ids

@@ -160,7 +160,7 @@ def _table(run: RunResult, rows: Sequence[CaseRow]) -> str:
     )
 
 
-def _plots(run: RunResult, rows: Sequence[CaseRow]) -> str:
+def _plots(run: RunResult, rows: Sequence[CaseRow], anchor: str) -> str:
     details = run.details
     gamma_s = gamma_h = None
     if isinstance(details, (RepairDetails, CertificateDetails, AuditDetails)):
@@ -179,7 +179,7 @@ def _plots(run: RunResult, rows: Sequence[CaseRow]) -> str:
             continue
         caption = CAPTIONS[key]
         figures.append(
-            f'<figure id="{key}">{svg}<figcaption><b>{esc(caption.title)}.</b> {esc(caption.plain)}'
+            f'<figure id="{esc_attr(anchor)}-{key}">{svg}<figcaption><b>{esc(caption.title)}.</b> {esc(caption.plain)}'
             f'<span class="technical">{esc(caption.technical)}</span></figcaption></figure>'
         )
     return f'<h3>Plots</h3><div class="plots">{"".join(figures)}</div>' if figures else ""
@@ -199,7 +199,7 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{esc(head.verdict)}</p>'
         f"{_facts(head.facts)}"
         f'<p class="meta">{"; ".join(where)}</p>'
-        f"<h3>Cases</h3>{_table(run, rows)}{_plots(run, rows)}</section>"
+        f"<h3>Cases</h3>{_table(run, rows)}{_plots(run, rows, anchor)}</section>"
     )
 
 
