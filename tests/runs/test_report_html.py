@@ -196,6 +196,7 @@ def test_baseline_gating_counts_regressions_apart_from_expected_failures():
     assert sorted(row[-2] for row in rows[:6]) == ["expected failure"] * 3 + ["failed"] * 3
     page = page_of(run)
     assert ">prediction on the baseline<" in page and ">gap now<" in page
+    assert "<small>baseline mode</small>" in page and ">must_keep on the baseline</text>" in page
 
 
 def test_a_check_says_how_many_cases_the_model_gets_wrong():

@@ -167,7 +167,7 @@ def _plots(run: RunResult, rows: Sequence[CaseRow], anchor: str) -> str:
         gamma_s, gamma_h = details.gamma_s, details.gamma_h
     history = details.history if isinstance(details, (RepairDetails, CertificateDetails)) else ()
     drawn = {
-        "gaps": gaps_plot(rows, gamma_s=gamma_s, gamma_h=gamma_h),
+        "gaps": gaps_plot(rows, gamma_s=gamma_s, gamma_h=gamma_h, when=_when(run)),
         "radius": radius_plot(rows),
         "convergence": convergence_plot(
             [(h.iteration, h.min_gap_fix, h.min_gap_keep) for h in history], gamma_s=gamma_s, gamma_h=gamma_h
@@ -193,12 +193,13 @@ def _run_section(run: RunResult, anchor: str) -> str:
     if details.model:
         where.append(f"model {inline(details.model)}")
     tone = "pass" if head.passed else "fail"
+    mode = "baseline" if is_baseline_run(run) else run.mode.value
     return (
         f'<section class="run {tone}" id="{esc_attr(anchor)}">'
-        f"<h2>{esc(run.name)} <small>{run.mode.value} mode</small></h2>"
+        f"<h2>{esc(run.name)} <small>{mode} mode</small></h2>"
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{esc(head.verdict)}</p>'
         f"{_facts(head.facts)}"
-        f'<p class="meta">{"; ".join(where)}</p>'
+        f'<p class="meta">{"; ".join(where)}</p><p class="meta">{esc(run.message)}</p>'
         f"<h3>Cases</h3>{_table(run, rows)}{_plots(run, rows, anchor)}</section>"
     )
 

@@ -180,8 +180,11 @@ def line_plot(
     return _svg(body + _legend(series), label)
 
 
-def gaps_plot(rows: Sequence[CaseRow], *, gamma_s: float | None, gamma_h: float | None) -> str | None:
-    """Each kind's gaps sorted, before (grey, dashed) and after (its colour); None without gaps."""
+def gaps_plot(
+    rows: Sequence[CaseRow], *, gamma_s: float | None, gamma_h: float | None, when: tuple[str, str] = ("", "")
+) -> str | None:
+    """Each kind's gaps sorted, before (faint, dashed) and after (solid), ``when`` naming the two
+    ("before repair", "after repair"); None without gaps."""
     series = []
     for kind, name in ((Kind.MUST_FIX, "must_fix"), (Kind.MUST_KEEP, "must_keep")):
         before = [r.gap_before for r in rows if r.kind is kind and r.gap_before is not None]
@@ -189,11 +192,15 @@ def gaps_plot(rows: Sequence[CaseRow], *, gamma_s: float | None, gamma_h: float 
         if before and after:
             series.append(
                 Series(
-                    name=f"{name} before", points=tuple(thinned(before)), colour=COLOURS[kind], dashed=True, faint=True
+                    name=f"{name} {when[0] or 'before'}",
+                    points=tuple(thinned(before)),
+                    colour=COLOURS[kind],
+                    dashed=True,
+                    faint=True,
                 )
             )
         if after:
-            series.append(Series(name=f"{name} after" if before else name, points=tuple(thinned(after)),
+            series.append(Series(name=f"{name} {when[1] or 'after'}" if before else name, points=tuple(thinned(after)),
                                  colour=COLOURS[kind]))  # fmt: skip
     if not series:
         return None
