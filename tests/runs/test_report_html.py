@@ -221,6 +221,7 @@ def test_write_report_writes_the_page_and_report_json_keeps_every_text(tmp_path)
     assert [v.text for v in again[0].verdicts] == [v.text for v in run.verdicts]
     assert json.loads((tmp_path / REPORT_JSON).read_text())["runs"][0]["cases"][3]["text"] == HOSTILE["keep-00003"]
     markdown = (tmp_path / "report.md").read_text()
+    assert "\n**Passed: the repaired model fixes 3 must_fix cases and keeps 3 must_keep cases" in markdown
     assert '\\<script\\>document.title="pwned"\\</script\\> & "quotes"' in markdown
     assert "<script>" not in markdown
 

@@ -28,7 +28,7 @@ from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetai
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.report_html import REPORT_HTML, render_html
-from warp_check.runs.report_summary import CAPTIONS
+from warp_check.runs.report_summary import CAPTIONS, headline
 from warp_check.runs.result import Outcome, RunResult, Verdict
 from warp_check.version import __version__
 
@@ -234,7 +234,7 @@ def plot_convergence(run: RunResult, path: Path) -> Path | None:
 
 
 def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str]:
-    out = [f"## {run.name} — {run.mode.value} mode", "", f"- suite: `{run.suite}`"]
+    out = [f"## {run.name} — {run.mode.value} mode", "", f"**{headline(run).verdict}**", "", f"- suite: `{run.suite}`"]
     out += _facts_markdown(run)
     out.append("")
     titles = {"gaps": "Gap per case", "radius": "Certified radius", "convergence": "Convergence"}
