@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from warp_check import Kind, Outcome, RunDetails, RunMode, RunResult, RunStatus, Verdict
+from warp_check import REPORT_HTML, Kind, Outcome, RunDetails, RunMode, RunResult, RunStatus, Verdict
 
 from .state import WarpSession
 
@@ -24,6 +24,7 @@ def lines(state: WarpSession) -> list[str]:
         out += _suite_lines(state.options.mode, run, state.cases.get(suite_path, []), state.config.rootpath)
     if state.report_path is not None:
         out.append(f"report: {state.report_path}")
+        out.append(f"report page: {state.report_path.parent / REPORT_HTML}")
     if state.report_error is not None:
         out.append(f"report NOT written: {state.report_error}")
     return out

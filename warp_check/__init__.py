@@ -113,6 +113,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.runs.repair import repair as repair_suite
     from warp_check.runs.repair_cases import RepairOutcome, repair_cases
     from warp_check.runs.report import (
+        REPORT_HTML,
         REPORT_JSON,
         check_report_destination,
         read_report,
@@ -233,6 +234,7 @@ _LAZY: dict[str, str] = {
     "against_baseline": "warp_check.runs.regressions",
     "repair_suite": "warp_check.runs.repair:repair",
     "check_report_destination": "warp_check.runs.report",
+    "REPORT_HTML": "warp_check.runs.report",
     "REPORT_JSON": "warp_check.runs.report",
     "run_from_certificate": "warp_check.runs.report",
     "write_report": "warp_check.runs.report",
@@ -310,6 +312,7 @@ __all__ = [
     "QPForm",
     "QPSolution",
     "QPStatus",
+    "REPORT_HTML",
     "REPORT_JSON",
     "RecipeSettings",
     "RepairOutcome",

@@ -40,6 +40,7 @@ from pathlib import Path
 import warp_check
 from warp_check import (
     CERTIFICATE_NAME,
+    REPORT_HTML,
     REPORT_JSON,
     SUITE_FILE,
     Certificate,
@@ -124,7 +125,7 @@ def commands() -> tuple[Command, ...]:
         Command(
             name="report",
             run=_report,
-            help="write report.md, report.json and plots",
+            help="write index.html, report.md, report.json and plots",
             description="SOURCE is a suite (runs it on the model as it is), a warp_certificate.json, a repaired "
             "model folder holding one, or a report.json written before (re-rendered).",
             positionals=(("source", "SOURCE", None),),
@@ -279,7 +280,7 @@ def _report(args: argparse.Namespace) -> int:
         suite, cache = suite_and_cache(_suite_args(args), load=load_suite)
         runs = [check(suite, load_adapter(suite), cache_dir=cache)]
     path = write_report(args.out, runs)
-    print(f"report: {path}")
+    print(f"report: {path}\nreport page: {path.parent / REPORT_HTML}")
     return EXIT_OK
 
 

@@ -153,9 +153,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         name="report",
         kind=ValueKind.PATH,
-        help="write report.md, report.json and PNG plots into this folder",
+        help="write index.html, report.md, report.json and PNG plots into this folder",
         cli=("--report",),
-        cli_help="also write report.md, report.json and plots here",
+        cli_help="also write index.html, report.md, report.json and plots here",
     ),
     Option(
         name="baseline",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import subprocess
@@ -140,7 +141,12 @@ def test_report_from_suite_certificate_and_report_json(suite, tmp_path, capsys):
     assert main(["report", str(tmp_path / "b" / "report.json"), "--out", str(tmp_path / "c")]) == 0
     first = json.loads((tmp_path / "b" / "report.json").read_text())["runs"]
     assert json.loads((tmp_path / "c" / "report.json").read_text())["runs"] == first
-    assert "report: " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "report: " in out and f"report page: {tmp_path / 'c' / 'index.html'}" in out
+    for folder in "abc":  # the page beside each report.md, the certified texts on it
+        page = (tmp_path / folder / "index.html").read_text(encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>")
+        assert all(html.escape(case["text"], quote=False) in page for case in first[0]["cases"])
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["verify", "--help"]])

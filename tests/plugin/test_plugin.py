@@ -6,6 +6,7 @@ transformers), so every expected outcome below is computed, not written down.
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import xml.etree.ElementTree as ET
@@ -192,8 +193,12 @@ def test_repair_passes_every_certificate_and_writes_a_verified_artefact(pytester
             "(γ_s = 1, γ_h = 0.3)",
             f"  repaired model: {suite / '.warp' / 'repaired'} (with warp_certificate.json)",
             f"report: {pytester.path / 'rep' / 'report.md'}",
+            f"report page: {pytester.path / 'rep' / 'index.html'}",
         ]
     )
+    page = (pytester.path / "rep" / "index.html").read_text(encoding="utf-8")
+    assert '<p id="verdict" class="verdict pass" data-passed="true">PASSED</p>' in page
+    assert all(html.escape(case["text"], quote=False) in page for case in wrong + right)  # what each case tested
     assert f"- neighbourhood: {hood['wrong']} of " in (pytester.path / "rep" / "report.md").read_text()
     # synonyms = "auto": where WordNet is not installed, the summary says so and what would add it.
     assert ("no WordNet synonyms" in result.stdout.str()) is (hood["synonyms"] == "not installed")

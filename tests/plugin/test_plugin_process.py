@@ -55,6 +55,8 @@ def test_xdist_repairs_once_and_reports_what_a_serial_run_reports(pytester, dist
     # The controller wrote the report from what the workers' reports carried back.
     report = json.loads((pytester.path / "rep" / "report.json").read_text())["runs"][0]
     assert len(report["cases"]) == n and report["details"]["computed_by"].startswith("gw")
+    texts = {case["id"]: case["text"] for case in wrong + right}
+    assert {case["id"]: case["text"] for case in report["cases"]} == texts  # each case's text travelled too
 
 
 def test_help_and_plain_test_runs_do_not_import_heavy_libraries(pytester):

@@ -18,7 +18,14 @@ from warp_check.runs.check import check
 from warp_check.runs.load import load_adapter
 from warp_check.runs.modes import RunStatus
 from warp_check.runs.repair import repair
-from warp_check.runs.report import REPORT_JSON, REPORT_MD, run_from_certificate, write_report
+from warp_check.runs.report import (
+    REPORT_HTML,
+    REPORT_JSON,
+    REPORT_MD,
+    markdown_text,
+    run_from_certificate,
+    write_report,
+)
 from warp_check.suite.loader import load_suite
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -57,13 +64,16 @@ def test_repair_report_has_markdown_json_and_three_plots(repaired, tmp_path):
     assert f"Cert 1 {certs.cert1}, Cert 2 {certs.cert2}, Cert 3 {certs.cert3}" in text
     for plot in ("gaps", "radius", "convergence"):
         assert f"(suite-{plot}.png)" in text
-    for verdict in result.verdicts:  # one table row per case, with its gaps
+    texts = {case.id: case.text for case in suite.cases}
+    for verdict in result.verdicts:  # one table row per case, with its text and gaps
         gap_after = f"{verdict.properties['gap_after']:.4g}"
-        assert any(line.startswith(f"| `{verdict.case_id}` |") and gap_after in line for line in text.splitlines())
+        row = f"| `{verdict.case_id}` | {verdict.kind.value} | {markdown_text(texts[verdict.case_id])} |"
+        assert verdict.text == texts[verdict.case_id]
+        assert any(line.startswith(row) and gap_after in line for line in text.splitlines())
     data = json.loads((tmp_path / "rep" / REPORT_JSON).read_text())
     assert data["runs"] == [json.loads(json.dumps(result.to_dict()))]
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == sorted(
-        [REPORT_MD, REPORT_JSON, "suite-gaps.png", "suite-radius.png", "suite-convergence.png"]
+        [REPORT_MD, REPORT_JSON, REPORT_HTML, "suite-gaps.png", "suite-radius.png", "suite-convergence.png"]
     )  # nothing half-written left behind
 
 
@@ -76,6 +86,7 @@ def test_report_from_a_certificate_carries_its_numbers(repaired, tmp_path):
     cases = {c["id"]: c for c in json.loads((tmp_path / REPORT_JSON).read_text())["runs"][0]["cases"]}
     for claim in certificate.cases:
         assert cases[claim.id]["properties"]["gap_after"] == claim.gap_after
+        assert cases[claim.id]["text"] == claim.text  # the certified text, in report.json and on the page
         held = (claim.cert1 and claim.cert3) if claim.kind is Kind.MUST_FIX else claim.cert2
         assert cases[claim.id]["passed"] == bool(held)
     assert run.details.iterations == certificate.repair.iterations

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from warp_check import (
+    REPORT_HTML,
     Kind,
     RunMode,
     RunResult,
@@ -19,7 +20,7 @@ def finish(args: argparse.Namespace, mode: RunMode, result: RunResult) -> int:
     if getattr(args, "report", None):
         path = write_report(args.report, [result])
         if not args.json:
-            print(f"report: {path}")
+            print(f"report: {path}\nreport page: {path.parent / REPORT_HTML}")
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -161,7 +161,15 @@ def _verdict(
 
     def verdict(passed: bool, message: str) -> Verdict:
         properties = _properties(suite, case, result, record)
-        return Verdict(case_id=case.id, kind=case.kind, passed=passed, message=message, properties=properties)
+        return Verdict(
+            case_id=case.id,
+            kind=case.kind,
+            passed=passed,
+            message=message,
+            text=case.text,
+            text_pair=case.text_pair,
+            properties=properties,
+        )
 
     status = RunStatus.of_repair(result.status)
     if case.id in result.excluded_keep:

@@ -1,10 +1,11 @@
-"""``report.md`` + ``report.json`` + PNG plots for one or more suite runs.
+"""``report.md`` + ``report.json`` + PNG plots + ``index.html`` for one or more suite runs.
 
 A run is a :class:`RunResult` (its verdicts may carry pytest's outcome); a certificate
 converts into one with :func:`run_from_certificate`. Plots per run: the gap of each case
 before and after repair, a histogram of certified radii, and convergence per iteration.
 matplotlib is imported inside the functions and drawn with its Agg canvas directly (no
-pyplot), so a report never touches the user's own matplotlib backend.
+pyplot), so a report never touches the user's own matplotlib backend. The page
+(:mod:`warp_check.runs.report_html`) draws its own plots and needs none of these files.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from warp_check.json_bounded import read_json
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.report_html import REPORT_HTML, render_html
+from warp_check.runs.report_summary import CAPTIONS, headline
 from warp_check.runs.result import Outcome, RunResult, Verdict
 from warp_check.version import __version__
 
 REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
 MAX_TABLE_ROWS = 500  # the table lists failures first; report.json always has every case
+TEXT_CHARS = 80  # a case's text in the Markdown table; index.html and report.json show more
 _cell = functools.partial(num, missing="–", show_inf=False)  # a table shows a dash where there is no number
 
 
@@ -76,6 +80,8 @@ def run_from_certificate(certificate: Certificate, *, source: str = "") -> RunRe
                 kind=c.kind,
                 passed=bool(held) and all(held) and not c.excluded,
                 message="excluded: wrong before repair" if c.excluded else "",
+                text=c.text,
+                text_pair=c.text_pair,
                 properties={
                     "label": c.label,
                     "gap_before": c.gap_before,
@@ -165,8 +171,8 @@ def plot_gaps(run: RunResult, path: Path) -> Path | None:
         axes.axvline(n_fix - 0.5, color="black", linewidth=0.6, alpha=0.4)
     _margins(axes, run.details)
     axes.set_xlabel(f"case (must_fix: first {n_fix}, then must_keep), sorted by gap")
-    axes.set_ylabel("gap = logit(label) − max other")
-    axes.set_title(f"{run.name}: gap per case")
+    axes.set_ylabel("gap: confidence in the label (right above 0)")
+    axes.set_title(f"{run.name}: {CAPTIONS['gaps'].title.lower()}")
     axes.legend(loc="best", fontsize="small")
     return _save(figure, path)
 
@@ -186,9 +192,9 @@ def plot_radius(run: RunResult, path: Path) -> Path | None:
     axes.hist(radii, bins=edges, color="tab:green", alpha=0.75, label="certified radius (max of ε* and local)")
     if star:
         axes.hist(star, bins=edges, histtype="step", color="black", label="paper's ε* = gap / 2L")
-    axes.set_xlabel("radius in the space of v (the repair layer's input), not of text")
-    axes.set_ylabel("must_fix cases")
-    axes.set_title(f"{run.name}: certified radius")
+    axes.set_xlabel("how far the fix holds (certified radius; larger is safer)")
+    axes.set_ylabel("fixed cases")
+    axes.set_title(f"{run.name}: {CAPTIONS['radius'].title.lower()}")
     axes.legend(loc="best", fontsize="small")
     return _save(figure, path)
 
@@ -217,9 +223,9 @@ def plot_convergence(run: RunResult, path: Path) -> Path | None:
                 label=label,
             )
     _margins(axes, run.details)
-    axes.set_xlabel("iteration")
-    axes.set_ylabel("gap")
-    axes.set_title(f"{run.name}: convergence")
+    axes.set_xlabel("step of the repair")
+    axes.set_ylabel("smallest gap")
+    axes.set_title(f"{run.name}: {CAPTIONS['convergence'].title.lower()}")
     axes.legend(loc="best", fontsize="small")
     return _save(figure, path)
 
@@ -228,14 +234,15 @@ def plot_convergence(run: RunResult, path: Path) -> Path | None:
 
 
 def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str]:
-    out = [f"## {run.name} — {run.mode.value} mode", "", f"- suite: `{run.suite}`"]
+    out = [f"## {run.name} — {run.mode.value} mode", "", f"**{headline(run).verdict}**", "", f"- suite: `{run.suite}`"]
     out += _facts_markdown(run)
     out.append("")
     titles = {"gaps": "Gap per case", "radius": "Certified radius", "convergence": "Convergence"}
     for key, title in titles.items():
         image = images.get(key)
         if image is not None:
-            out += [f"![{title}]({image.name})", ""]
+            caption = CAPTIONS[key]
+            out += [f"![{title}]({image.name})", "", f"{caption.plain}", f"<sub>{caption.technical}</sub>", ""]
     missing = [titles[k] for k in titles if images.get(k) is None]
     if missing:
         out += [f"_Not plotted (no data in this run): {', '.join(missing)}._", ""]
@@ -270,8 +277,8 @@ def _facts_markdown(run: RunResult) -> list[str]:
         out.append(f"- neighbourhood: {facts.neighbourhood}")
     if facts.certs is not None:
         out.append(
-            f"- certificates: {facts.certs} (γ_s = {_cell(facts.gamma_s)}, γ_h = {_cell(facts.gamma_h)}; "
-            "radii are in the space of v, not of text)"
+            f"- certificates: {facts.certs} (γ_s = {_cell(facts.gamma_s)}, γ_h = {_cell(facts.gamma_h)}; a "
+            "case's radius says how far the fix holds, measured inside the model, not in edited words)"
         )
     if facts.excluded:
         out.append(f"- must_keep left out (wrong before repair): {', '.join(facts.excluded)}")
@@ -286,21 +293,34 @@ def _table_markdown(run: RunResult) -> list[str]:
     if not ordered:
         return []
     out = [
-        "| case | kind | result | gap before | gap after | radius | why |",
-        "|---|---|---|---|---|---|---|",
+        "| case | kind | text | result | gap before | gap after | radius | why |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for v in ordered[:MAX_TABLE_ROWS]:
         p = v.properties
         before = p.get("gap_before", p.get("gap") if run.mode is Mode.CHECK else None)
         why = v.message.replace("|", "\\|").replace("\n", " ")
         out.append(
-            f"| `{v.case_id}` | {v.kind.value} | {v.reported.value} | {_cell(before)} | "
-            f"{_cell(p.get('gap_after'))} | {_cell(p.get('radius'))} | {why} |"
+            f"| `{v.case_id}` | {v.kind.value} | {markdown_text(v.text, v.text_pair)} | {v.reported.value} | "
+            f"{_cell(before)} | {_cell(p.get('gap_after'))} | {_cell(p.get('radius'))} | {why} |"
         )
     if len(ordered) > MAX_TABLE_ROWS:
         out.append(f"\n_{len(ordered) - MAX_TABLE_ROWS} more case(s) in {REPORT_JSON}._")
     out.append("")
     return out
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def markdown_text(text: str | None, pair: str | None = None) -> str:
+    """A case's text for a Markdown table cell: on one line, cut to TEXT_CHARS, every character
+    Markdown or HTML would read as markup escaped (a case's text is anyone's input)."""
+    if not text:
+        return "–"
+    full = " ".join((text if pair is None else f"{text} ‖ {pair}").split())
+    shown = full if len(full) <= TEXT_CHARS else full[: TEXT_CHARS - 1] + "…"
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown)
 
 
 def check_report_destination(out_dir: str | Path) -> Path:
@@ -327,7 +347,7 @@ def read_report(path: str | Path) -> list[RunResult]:
 
 
 def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:
-    """Write report.md, report.json and the PNGs into ``out_dir``; returns the report.md path.
+    """Write report.md, report.json, the PNGs and index.html into ``out_dir``; returns the report.md path.
 
     Every file is written to a temporary name and renamed, so a reader never sees half a file.
     """
@@ -338,8 +358,10 @@ def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:
     taken: set[str] = set()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     lines = ["# warp-check report", "", f"warp-check {__version__}, {created}.", ""]
+    slugs = []
     for run in runs:
         slug = _slug(run.name or "suite", taken)
+        slugs.append(slug)
         images = {
             "gaps": plot_gaps(run, out / f"{slug}-gaps.png"),
             "radius": plot_radius(run, out / f"{slug}-radius.png"),
@@ -348,10 +370,12 @@ def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:
         lines += _run_markdown(run, images)
     runs_json = [run.to_dict() for run in runs]
     write_json_atomic(out / REPORT_JSON, {"warp_check_version": __version__, "created": created, "runs": runs_json})
+    write_text_atomically(out / REPORT_HTML, render_html(runs, slugs, version=__version__, created=created))
     return write_text_atomically(out / REPORT_MD, "\n".join(lines).rstrip() + "\n")
 
 
 __all__ = [
+    "REPORT_HTML",
     "REPORT_JSON",
     "check_report_destination",
     "REPORT_MD",

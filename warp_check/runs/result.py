@@ -40,6 +40,10 @@ class Verdict:
     kind: Kind
     passed: bool
     message: str
+    # The case's input, so that a report shows what was tested, not only its id; None where the run
+    # that wrote the verdict did not record it (files written before verdicts carried it).
+    text: str | None = field(default=None, metadata=on_disk(omit_none=True))
+    text_pair: str | None = field(default=None, metadata=on_disk(omit_none=True))
     # JUnit properties and report columns, by name.
     properties: dict[str, Any] = field(default_factory=dict, metadata=on_disk(since=True))
     # The suite's warp.toml, where the verdict travels without its run.
@@ -132,7 +136,7 @@ class RunResult:
     def failed(cls, suite: Suite, mode: Mode, message: str) -> RunResult:
         """A run that could not produce verdicts: every case fails with ``message``."""
         verdicts = tuple(
-            Verdict(case_id=c.id, kind=c.kind, passed=False, message=message)
+            Verdict(case_id=c.id, kind=c.kind, passed=False, message=message, text=c.text, text_pair=c.text_pair)
             for c in suite.cases
             if c.kind is not Kind.AUX
         )

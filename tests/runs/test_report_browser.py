@@ -1,0 +1,150 @@
+"""index.html in a real browser: headless Chromium opens the page, its JavaScript runs, and the
+DOM it leaves (``--dump-dom``) shows the verdict, the row counts, a view pre-applied from the URL
+(filters, sorting), and no hostile text run as code; a screenshot shows it renders.
+
+Where no Chromium is installed these tests skip, saying so; with WARP_REQUIRE_BROWSER=1 (CI sets
+it, having installed Debian's ``chromium``) a missing browser fails them instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from testkit.report_runs import check_run, repair_run
+
+from warp_check.runs.report import REPORT_HTML, write_report
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PWNED = "document.body.setAttribute('data-pwned','1')"
+HOSTILE = {
+    "fix-00000": f"<script>{PWNED}</script> runs nothing",
+    "fix-00001": f'<img src=x onerror="{PWNED}"> loads nothing',
+    "keep-00012": "needle in a haystack",
+}
+
+
+@pytest.fixture(scope="module")
+def browser() -> str:
+    found = next((path for path in map(shutil.which, BROWSERS) if path), None)
+    if found is None:
+        reason = "no headless browser (chromium) installed: the report page's browser tests cannot run"
+        if os.environ.get("WARP_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"WARP_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+    return found
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report of two runs: a repair (12 must_fix, 30 must_keep, 2 of them failing) and a check
+    against a baseline (40 cases, 3 regressions, 3 wrong on both)."""
+    out = tmp_path_factory.mktemp("report")
+    write_report(out, [repair_run(12, 30, failed=2, texts=HOSTILE), check_run(40, wrong=6, baseline=True)])
+    return out / REPORT_HTML
+
+
+def run_browser(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+        f"--user-data-dir={profile}", *args,
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+class Dom(HTMLParser):
+    """What a dumped DOM shows: the body's attributes, each table's visible rows, the counts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.body: dict[str, str | None] = {}
+        self.verdict = ""
+        self.counts: list[str] = []
+        self.tables: list[list[list[str]]] = []  # visible rows' cells
+        self._where: str | None = None
+        self._row: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        if tag == "body":
+            self.body = found
+        elif tag == "p" and found.get("id") == "verdict":
+            self._where = "verdict"
+        elif tag == "output":
+            self._where = "count"
+            self.counts.append("")
+        elif tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables and "hidden" not in found:
+            self._row = []
+        elif tag == "tr":
+            self._row = None
+        elif tag == "td" and self._row is not None:
+            self._row.append("")
+
+    def handle_endtag(self, tag):
+        if tag in ("p", "output"):
+            self._where = None
+        elif tag == "tr" and self._row:
+            self.tables[-1].append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._where == "verdict":
+            self.verdict += data
+        elif self._where == "count":
+            self.counts[-1] += data
+        elif self._row:
+            self._row[-1] += data
+
+
+def rendered(browser: str, page: Path, tmp_path: Path, view: str = "") -> Dom:
+    done = run_browser(browser, tmp_path / "profile", "--dump-dom", page.as_uri() + view)
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = Dom()
+    dom.feed(done.stdout)
+    assert dom.body.get("data-ready") == "true", "the page's JavaScript did not run to its end"
+    assert "data-pwned" not in dom.body, "a case's text ran as code"
+    return dom
+
+
+def test_the_browser_shows_the_verdict_and_every_case(browser, page, tmp_path):
+    dom = rendered(browser, page, tmp_path)
+    assert dom.verdict == "FAILED: 2 of 2 suite runs (suite, check)"
+    assert dom.counts == ["showing 42 of 42 cases", "showing 40 of 40 cases"]  # written by the page's script
+    assert [len(rows) for rows in dom.tables] == [42, 40]
+    texts = {row[0]: row[2] for row in dom.tables[0]}
+    assert texts["fix-00000"] == HOSTILE["fix-00000"] and texts["fix-00001"] == HOSTILE["fix-00001"]
+
+
+def test_a_view_in_the_url_filters_by_outcome_and_kind(browser, page, tmp_path):
+    dom = rendered(browser, page, tmp_path, "#outcome=failed")
+    assert dom.counts == ["showing 2 of 42 cases", "showing 3 of 40 cases"]
+    assert all(row[-2] == "failed" for rows in dom.tables for row in rows)
+    dom = rendered(browser, page, tmp_path, "?kind=must_fix")
+    assert dom.counts[0] == "showing 12 of 42 cases" and {row[1] for row in dom.tables[0]} == {"must_fix"}
+    dom = rendered(browser, page, tmp_path, "#q=NEEDLE")  # words of a case's text, any case
+    assert [row[0] for row in dom.tables[0]] == ["keep-00012"] and dom.counts[1] == "showing 0 of 40 cases"
+
+
+def test_a_view_in_the_url_sorts_by_a_column_either_way(browser, page, tmp_path):
+    for view, descending in (("#sort=gap_after", False), ("#sort=gap_after&desc=1&kind=must_keep", True)):
+        rows = rendered(browser, page, tmp_path, view).tables[0]
+        gaps = [float(row[7]) for row in rows]
+        assert gaps == sorted(gaps, reverse=descending) and len(set(gaps)) > 10, view
+
+
+def test_the_page_renders_to_a_screenshot(browser, page, tmp_path):
+    shot = tmp_path / "report.png"
+    done = run_browser(
+        browser, tmp_path / "profile", "--hide-scrollbars", "--window-size=1280,1800", f"--screenshot={shot}",
+        page.as_uri(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == PNG_SIGNATURE and len(data) > 20_000  # a page with text and plots, not a blank one

@@ -1,0 +1,299 @@
+"""index.html as a release manager reads it, checked on the page's text (no browser: see
+test_report_browser.py for the page after its JavaScript ran): the verdict in words, the figures
+a run has and no line for those it has not, one row per case with its text, hostile texts
+escaped, a bounded size, and nothing the page would fetch."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+from dataclasses import dataclass
+from html.parser import HTMLParser
+
+from hypothesis import given
+from hypothesis import strategies as st
+from testkit.report_runs import SUITE, check_run, repair_details, repair_run
+
+from warp_check.cases import Kind
+from warp_check.runs.details import AuditDetails
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.report import REPORT_HTML, REPORT_JSON, markdown_text, read_report, write_report
+from warp_check.runs.report_html import DISPLAY_CHARS, PAGE_CHARS, render_html
+from warp_check.runs.report_summary import headline
+from warp_check.runs.report_svg import MAX_POINTS, nice_ticks, thinned
+from warp_check.runs.result import Outcome, RunResult, Verdict
+
+HOSTILE = {
+    "fix-00000": '<script>document.title="pwned"</script> & "quotes" \'single\' </td></table>',
+    "fix-00001": "\u202eevil override\u202c and \u2067isolate\u2069 عربي",
+    "fix-00002": "bell\x07 and escape\x1b[31m in a text",
+    "keep-00003": "long " + "x" * 100_000,
+}
+
+
+class Table(HTMLParser):
+    """The cells of every case table's body, row by row (end tags are optional in the page)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self.scripts = 0
+        self._in_body = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self.scripts += 1
+        elif tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            if self.rows and self.rows[-1]:  # the page's line break between rows
+                self.rows[-1][-1] = self.rows[-1][-1].removesuffix("\n")
+            self.rows.append([])
+        elif tag == "td" and self._in_body:
+            self.rows[-1].append("")
+
+    def handle_endtag(self, tag):
+        if tag == "tbody":
+            self._in_body = False
+            if self.rows and self.rows[-1]:
+                self.rows[-1][-1] = self.rows[-1][-1].removesuffix("\n")
+
+    def handle_data(self, data):
+        if self._in_body and self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+def parsed(page: str) -> Table:
+    table = Table()
+    table.feed(page)
+    return table
+
+
+def page_of(*runs: RunResult) -> str:
+    return render_html(runs, [f"run-{i}" for i in range(len(runs))], version="1.0", created="2026-01-01T00:00:00Z")
+
+
+def test_the_page_opens_with_the_verdict_and_has_one_row_per_case_with_its_text():
+    run = repair_run(6, 10, failed=2)
+    page = page_of(run)
+    assert page.index('id="verdict"') < page.index("<table")
+    assert '<p id="verdict" class="verdict fail" data-passed="false">FAILED</p>' in page
+    assert "Failed: 2 of 16 cases fail on the repaired model." in page
+    rows = parsed(page).rows
+    assert len(rows) == 16
+    by_id = {row[0]: row for row in rows}
+    for verdict in run.verdicts:
+        row = by_id[verdict.case_id]
+        assert row[1] == verdict.kind.value and row[2] == verdict.text and row[3] == verdict.properties["label"]
+        assert (
+            row[5] == f"{verdict.properties['gap_before']:.3g}" and row[7] == f"{verdict.properties['gap_after']:.3g}"
+        )
+    assert [row[-2] for row in rows[:2]] == ["failed", "failed"]  # failures first
+    assert all(row[-1] == "" for row in rows[2:])  # a passing case needs no why
+
+
+def test_hostile_texts_are_escaped_cut_and_kept_apart_from_the_page():
+    run = repair_run(3, 2, texts=HOSTILE, name='</title><script>alert("name")</script>')
+    run = dataclasses.replace(run, details=dataclasses.replace(run.details, model="/m/\u202e<b>odd</b>"))
+    page = page_of(run)
+    table = parsed(page)
+    assert table.scripts == 1  # the page's own, and no other
+    assert "<script>document" not in page and "</td></table>" not in page and "<b>odd" not in page
+    assert "&lt;script&gt;alert(&quot;name&quot;)" not in page  # text, not attribute: quotes as they are
+    assert '&lt;/title&gt;&lt;script&gt;alert("name")&lt;/script&gt;' in page
+    cells = {row[0]: row[2] for row in table.rows}
+    assert cells["fix-00000"] == HOSTILE["fix-00000"]  # what the browser shows is the text itself
+    assert cells["fix-00001"] == HOSTILE["fix-00001"]
+    assert cells["fix-00002"] == "bell\ufffd and escape\ufffd[31m in a text"  # no control character reaches HTML
+    text = HOSTILE["keep-00003"]  # the summary, then the rest up to PAGE_CHARS, then how much more there is
+    shown = f"{text[:DISPLAY_CHARS]}… (100,005 characters)…{text[DISPLAY_CHARS:PAGE_CHARS]}"
+    assert cells["keep-00003"] == f"{shown}… 98,005 more characters in report.json"
+    assert len(page) < 20_000 + PAGE_CHARS + DISPLAY_CHARS  # the 100,000 characters are not all there
+    assert "<bdi>/m/\u202e&lt;b&gt;odd&lt;/b&gt;</bdi>" in page  # a user's string is isolated from our words
+
+
+def test_the_page_names_no_address_and_loads_nothing():
+    run = repair_run(4, 4, texts={"fix-00000": "see https://example.com/x.png and http://evil/a.js"})
+    page = page_of(run, check_run(6, wrong=2, baseline=True)).replace(
+        "see https://example.com/x.png and http://evil/a.js", ""
+    )  # the one address is a case's text, shown as text
+    assert "http://" not in page and "https://" not in page and "//" not in page.replace("://", "")
+    for loads in ("<link", "<img", "<iframe", " src=", "url(", "@import"):
+        assert loads not in page
+    assert "default-src 'none'" in page  # and the browser refuses anything it would load
+
+
+def test_five_thousand_cases_cost_their_texts_and_a_small_row_each():
+    run = repair_run(2500, 2500, failed=40)
+    size = len(page_of(run).encode("utf-8"))
+    texts = sum(len(v.text.encode("utf-8")) for v in run.verdicts)
+    per_case = (size - texts) / len(run.verdicts)
+    assert per_case < 130, f"{per_case:.0f} bytes per case beside its text"
+    short = repair_run(2500, 2500, words=6)  # the plots do not grow with the cases
+    assert len(page_of(short).encode("utf-8")) < 900_000
+
+
+def test_a_repair_says_what_it_fixed_kept_and_certified():
+    facts = {f.name: f for f in headline(repair_run(6, 10)).facts}
+    assert facts["fixed"].value == "6 of 6 must_fix cases" and facts["fixed"].good
+    assert facts["kept"].value == "10 of 10 must_keep cases"
+    assert facts["certificates"].value == "Cert 1 6/6, Cert 2 10/10, Cert 3 6/6"
+    assert "restored" not in facts and "traffic" not in facts and "left out" not in facts
+    assert headline(repair_run(6, 10)).verdict.startswith("Passed: the repaired model fixes 6 must_fix cases")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traffic:
+    n: int
+    changed: int
+    bound: float
+    confidence: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DetailsWithExtras(repair_details(1, 1).__class__):
+    """A repair's details where the run measured traffic and restored regressions."""
+
+    traffic: Traffic
+    restored: tuple[str, ...]
+
+
+def test_restored_regressions_and_a_traffic_bound_are_shown_where_the_run_has_them():
+    base = repair_details(2, 4)
+    details = DetailsWithExtras(
+        **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+        traffic=Traffic(n=800, changed=3, bound=0.0117, confidence=0.95),
+        restored=("keep-00002", "keep-00003"),
+    )
+    run = repair_run(2, 4, details=details)
+    facts = {f.name: f for f in headline(run).facts}
+    assert facts["restored"].value == "2 of 2 regressions restored"
+    assert facts["kept"].value == "2 of 2 must_keep cases"  # the restored ones are counted apart
+    assert facts["traffic"].value == "changes at most 1.17% of predictions on traffic like this"
+    assert facts["traffic"].detail == "3 of 800 sampled texts changed prediction; 95% confidence"
+    page = page_of(run)
+    assert "regressions restored" in page and "changes at most 1.17% of predictions" in page
+    marked = dataclasses.replace(
+        repair_run(2, 4),
+        verdicts=tuple(
+            dataclasses.replace(v, properties=v.properties | {"restored": True}) if v.case_id == "keep-00005" else v
+            for v in repair_run(2, 4).verdicts
+        ),
+    )
+    assert {f.name: f.value for f in headline(marked).facts}["restored"] == "1 of 1 regressions restored"
+
+
+def test_baseline_gating_counts_regressions_apart_from_expected_failures():
+    run = check_run(40, wrong=6, baseline=True)  # 3 regressions, 3 wrong on both
+    head = headline(run)
+    facts = {f.name: f.value for f in head.facts}
+    assert (
+        facts["regressions"] == "3 cases" and facts["still wrong"] == "3 cases" and facts["right"] == "34 of 40 cases"
+    )
+    assert head.verdict == "Failed: 3 regressions against the baseline (right before, wrong now)."
+    rows = parsed(page_of(run)).rows
+    assert sorted(row[-2] for row in rows[:6]) == ["expected failure"] * 3 + ["failed"] * 3
+    page = page_of(run)
+    assert ">prediction on the baseline<" in page and ">gap now<" in page
+    assert "<small>baseline mode</small>" in page and ">must_keep on the baseline</text>" in page
+
+
+def test_a_check_says_how_many_cases_the_model_gets_wrong():
+    assert headline(check_run(10, wrong=0)).verdict == "Passed: the model answers all 10 cases right."
+    failing = headline(check_run(10, wrong=4)).verdict
+    assert failing.startswith("Failed: the model answers 4 of 10 cases wrong (0 must_fix, 4 must_keep).")
+    page = page_of(check_run(10, wrong=0))
+    assert "before" not in page.split("<thead>")[1].split("</thead>")[0]  # a check has no before
+
+
+def test_a_run_that_failed_before_its_verdicts_says_so():
+    run = dataclasses.replace(repair_run(1, 1), status=RunStatus.ERROR, ok=False, message="the model folder is gone")
+    assert headline(run).verdict == "Failed: the run could not finish. the model folder is gone"
+    assert "the model folder is gone" in page_of(run)
+
+
+def test_write_report_writes_the_page_and_report_json_keeps_every_text(tmp_path):
+    run = repair_run(3, 3, texts=HOSTILE)
+    write_report(tmp_path, [run])
+    assert parsed((tmp_path / REPORT_HTML).read_text(encoding="utf-8")).rows
+    again = read_report(tmp_path / REPORT_JSON)
+    assert [v.text for v in again[0].verdicts] == [v.text for v in run.verdicts]
+    assert json.loads((tmp_path / REPORT_JSON).read_text())["runs"][0]["cases"][3]["text"] == HOSTILE["keep-00003"]
+    markdown = (tmp_path / "report.md").read_text()
+    assert "\n**Passed: the repaired model fixes 3 must_fix cases and keeps 3 must_keep cases" in markdown
+    assert '\\<script\\>document.title="pwned"\\</script\\> & "quotes"' in markdown
+    assert "<script>" not in markdown
+
+
+def test_a_verdict_keeps_its_text_through_json_and_an_older_file_reads_without_one():
+    verdict = Verdict(case_id="k", kind=Kind.MUST_KEEP, passed=True, message="", text="a", text_pair="b")
+    data = verdict.to_dict()
+    assert list(data)[:6] == ["id", "kind", "passed", "message", "text", "text_pair"]
+    assert Verdict.from_dict(data) == verdict
+    older = {k: v for k, v in data.items() if k not in ("text", "text_pair")}
+    assert Verdict.from_dict(older).text is None
+    row = parsed(page_of(dataclasses.replace(repair_run(1, 0), verdicts=(Verdict.from_dict(older),)))).rows[0]
+    assert row[2] == "–"  # shown as missing, not as an empty or broken cell
+
+
+def test_markdown_cells_take_any_text_on_one_line():
+    assert markdown_text("a | b\nc *d* _e_ <i>") == "a \\| b c \\*d\\* \\_e\\_ \\<i\\>"
+    assert markdown_text("x" * 200) == "x" * 79 + "…"
+    assert markdown_text("premise", "hypothesis") == "premise ‖ hypothesis"
+    assert markdown_text(None) == "–"
+
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=2000), st.integers(2, 400))
+def test_a_thinned_curve_keeps_its_ends_and_order_within_its_limit(values, limit):
+    points = thinned(values, limit)
+    assert len(points) <= max(limit, 1) and points[0][1] == min(values) and points[-1][1] == max(values)
+    assert [y for _, y in points] == sorted(y for _, y in points)
+    assert all(0 <= x <= 1 for x, _ in points)
+
+
+@given(st.floats(-1e6, 1e6), st.floats(1e-6, 1e6))
+def test_ticks_are_round_increasing_and_inside_their_range(low, width):
+    ticks = nice_ticks(low, low + width)
+    assert 1 <= len(ticks) <= 12 and ticks == sorted(ticks)
+    assert all(low - 1e-9 * max(1, abs(low)) <= t <= low + width + 1e-9 * max(1, abs(low + width)) for t in ticks)
+
+
+def test_plots_have_plain_captions_and_a_bounded_size():
+    page = page_of(repair_run(2500, 2500))
+    figures = page[page.index('<div class="plots">') :]
+    assert len(figures) < 60_000
+    for title in ("How sure the model is, case by case.", "How firmly each fix holds.", "How the repair got there."):
+        assert title in figures
+    assert "Larger is safer" in figures and "not a number of edited words or characters" in figures
+    assert figures.count("<polyline") == 6  # before and after of each kind, and the two convergence lines
+    assert max(len(p.split('"')[0].split(" ")) for p in figures.split('points="')[1:]) <= MAX_POINTS
+    assert html.escape("γ_s") in figures
+
+
+def test_outcomes_pytest_reported_are_the_ones_shown():
+    run = repair_run(2, 2)
+    skipped = dataclasses.replace(run.verdicts[0], outcome=Outcome.SKIPPED)
+    run = dataclasses.replace(run, verdicts=(skipped, *run.verdicts[1:]))
+    page = page_of(run)
+    assert '<option value="skipped">skipped</option>' in page and '<tr class="skipped">' in page
+
+
+def test_an_audit_says_whether_the_certificate_holds_and_which_checks_failed():
+    run = repair_run(2, 2)
+    details = AuditDetails(
+        **SUITE, counts={Kind.MUST_FIX: 2, Kind.MUST_KEEP: 2}, certificate="/m/warp_certificate.json", checks=7,
+        failed_checks=("the repair layer's hash differs",), not_in_suite=(), gamma_s=1.0, gamma_h=0.3,
+    )  # fmt: skip
+    audit = dataclasses.replace(run, mode=Mode.AUDIT, status=RunStatus.FAILED, ok=False, details=details)
+    head = headline(audit)
+    assert head.verdict.startswith("Failed: the certificate does not hold on this model.") and not head.passed
+    facts = {f.name: f for f in head.facts}
+    assert facts["checks"].value == "6 of 7 checks of the certificate hold"
+    assert facts["checks"].detail == "the repair layer's hash differs" and facts["checks"].good is False
+
+
+def test_every_id_in_a_page_of_several_runs_is_its_own():
+    page = page_of(repair_run(3, 3), repair_run(3, 3), check_run(4, wrong=1))
+    ids = [part.split('"')[0] for part in page.split(' id="')[1:]]
+    assert len(ids) == len(set(ids)) and "run-1-gaps" in ids

@@ -1,0 +1,118 @@
+"""Runs built by hand for the report's tests: a repair of many cases with texts, gaps and radii,
+without a model (the report renders records; the records' own tests build them from models)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from warp_check.cases import Kind
+from warp_check.certify.certificate import Summary
+from warp_check.repair.settings import RepairSettings
+from warp_check.runs.details import CheckDetails, GsnFtNote, IterationSummary, RepairDetails
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.result import Outcome, RunResult, Verdict
+
+SUITE = {"model": "/models/m", "suite_sha256": "ab" * 32}
+WORDS = (
+    "a charming and often affecting journey unflinchingly bleak and desperate the film is strictly routine "
+    "it 's slow very slow a gorgeous witty seductive movie the acting costumes music cinematography and sound "
+    "are all astounding given the production 's austere locales"
+).split()
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def repair_run(
+    n_fix: int, n_keep: int, *, seed: int = 0, failed: int = 0, words: int = 18, texts: dict[str, str] | None = None,
+    name: str = "suite", details: RepairDetails | None = None,
+) -> RunResult:  # fmt: skip
+    """A converged repair of ``n_fix`` must_fix and ``n_keep`` must_keep cases; the first ``failed``
+    must_keep cases fail Cert 2. ``texts``: a case's text by id, where the test wants its own."""
+    rng = random.Random(seed)
+    verdicts = []
+    for i in range(n_fix + n_keep):
+        kind = Kind.MUST_FIX if i < n_fix else Kind.MUST_KEEP
+        case_id = f"{'fix' if kind is Kind.MUST_FIX else 'keep'}-{i:05d}"
+        before = -rng.uniform(0.05, 3.0) if kind is Kind.MUST_FIX else rng.uniform(0.3, 5.0)
+        passed = not (kind is Kind.MUST_KEEP and i - n_fix < failed)
+        after = (
+            (rng.uniform(1.0, 4.0) if kind is Kind.MUST_FIX else before + rng.uniform(-0.2, 0.2)) if passed else -0.4
+        )
+        properties = {"label": rng.choice(("negative", "positive")), "gap_before": before, "gap_after": after}
+        if kind is Kind.MUST_FIX:
+            properties["radius"] = rng.uniform(0.01, 0.3)
+        verdicts.append(
+            Verdict(
+                case_id=case_id,
+                kind=kind,
+                passed=passed,
+                message="Cert 2 fails: the label changed" if not passed else "Cert 1 holds",
+                text=(texts or {}).get(case_id, sentence(rng, words)),
+                properties=properties,
+            )  # fmt: skip
+        )
+    return RunResult(
+        suite="/suites/s/warp.toml", name=name, mode=Mode.REPAIR, ok=True, status=RunStatus.CONVERGED,
+        message="converged", verdicts=tuple(verdicts), details=details or repair_details(n_fix, n_keep),
+    )  # fmt: skip
+
+
+def repair_details(n_fix: int, n_keep: int, **changes) -> RepairDetails:
+    history = tuple(
+        IterationSummary(
+            iteration=i,
+            min_gap_fix=-1.0 + 0.25 * i,
+            min_gap_keep=0.5 - 0.02 * i,
+            fix_met=i,
+            keep_met=n_keep,
+            step_norm=0.5,
+            seconds=0.1,
+        )  # fmt: skip
+        for i in range(1, 10)
+    )
+    values = dict(
+        SUITE, counts={Kind.MUST_FIX: n_fix, Kind.MUST_KEEP: n_keep, Kind.AUX: 0},
+        head="pre_classifier → relu → classifier", encoded=n_fix + n_keep, from_cache=0, encode_seconds=0.5,
+        status=RunStatus.CONVERGED, repair_message="converged", iterations=len(history), repair_seconds=1.25,
+        kappa_before=0.5, kappa_after=0.75, gsn_ft=GsnFtNote(applied=False, reason="κ high enough"),
+        certs=Summary(cert1=f"{n_fix}/{n_fix}", cert2=f"{n_keep}/{n_keep}", cert3=f"{n_fix}/{n_fix}"), excluded=(),
+        artefact="/out/repaired", history=history, settings=RepairSettings(), gamma_s=1.0, gamma_h=0.3,
+        lipschitz=6.5,
+    )  # fmt: skip
+    return RepairDetails(**values | changes)
+
+
+def check_run(n: int, *, wrong: int, seed: int = 0, baseline: bool = False) -> RunResult:
+    """A check of ``n`` must_keep cases, the first ``wrong`` answered wrong; ``baseline``: judged
+    against a baseline that got the first half of those right (regressions) and the rest wrong too."""
+    rng = random.Random(seed)
+    verdicts = []
+    for i in range(n):
+        right = i >= wrong
+        gap = rng.uniform(0.1, 3.0) if right else -rng.uniform(0.1, 3.0)
+        properties = {"label": "positive", "predicted": "positive" if right else "negative", "gap": gap}
+        verdict = Verdict(
+            case_id=f"case-{i:04d}", kind=Kind.MUST_KEEP, passed=right, message="" if right else "must_keep case wrong",
+            text=sentence(rng, 10), properties=properties,
+        )  # fmt: skip
+        if baseline:
+            regression = not right and i < wrong // 2
+            old = abs(gap) if right or regression else -0.5
+            verdict = dataclasses.replace(
+                verdict, properties=properties | {"baseline_predicted": "positive" if old > 0 else "negative",
+                                                  "baseline_gap": old},
+                expected_failure=None if right or regression else "the baseline gets it wrong too",
+                outcome=Outcome.PASSED if right else (Outcome.FAILED if regression else Outcome.XFAILED),
+            )  # fmt: skip
+        verdicts.append(verdict)
+    details = CheckDetails(
+        **SUITE, counts={Kind.MUST_KEEP: n}, selected=n, head="h", encoded=n, from_cache=0, encode_seconds=0.1,
+        model_loaded=True,
+    )  # fmt: skip
+    return RunResult(
+        suite="/suites/s/warp.toml", name="check", mode=Mode.CHECK, ok=True, status=RunStatus.CHECKED,
+        message="checked", verdicts=tuple(verdicts), details=details,
+    )  # fmt: skip

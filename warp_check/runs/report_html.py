@@ -1,0 +1,355 @@
+"""``index.html``: the report as one self-contained page a release manager reads, and CI publishes.
+
+The page opens with the verdict and the figures behind it, then each run's cases in a table
+(sortable by a click on a header, filterable by kind, outcome and text), then its plots as
+inline SVG with captions in plain words. It loads nothing: no network, no file beside it (its
+Content-Security-Policy forbids both); its CSS and JavaScript are inline, and the table is plain
+HTML, so the page reads without JavaScript too.
+
+Every string from a suite or a model (case texts and ids, label names, paths, messages) is
+hostile input: escaped, stripped of characters HTML cannot carry, isolated from the text
+around it so a right-to-left mark cannot reorder the page, and cut to :data:`DISPLAY_CHARS`
+in the table (the full text, up to :data:`PAGE_CHARS`, one click away; report.json has all).
+The URL's query or fragment pre-applies a view: ``#kind=must_fix&outcome=failed&q=word&sort=gap_after&desc=1``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails
+from warp_check.runs.modes import Mode
+from warp_check.runs.report_summary import CAPTIONS, CaseRow, Fact, case_rows, headline, is_baseline_run
+from warp_check.runs.report_svg import convergence_plot, gaps_plot, radius_plot
+from warp_check.runs.result import Outcome, RunResult
+
+REPORT_HTML = "index.html"
+DISPLAY_CHARS = 160  # a case's text shown in its table cell
+PAGE_CHARS = 2000  # the most of one text the page holds
+# Characters no HTML page can carry (C0/C1 controls but tab and newline, lone surrogates, noncharacters).
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
+OUTCOME_WORDS = {
+    Outcome.PASSED: "passed",
+    Outcome.FAILED: "failed",
+    Outcome.XFAILED: "expected failure",
+    Outcome.SKIPPED: "skipped",
+}
+
+
+def esc(text: object) -> str:
+    """``text`` as HTML text: ``&``, ``<`` and ``>`` escaped (quotes need no escape outside a tag,
+    and a case's text is full of them)."""
+    return html.escape(_UNSAFE.sub("\ufffd", str(text)), quote=False)
+
+
+def esc_attr(text: object) -> str:
+    """``text`` as an attribute value in double quotes: quotes escaped too."""
+    return html.escape(_UNSAFE.sub("\ufffd", str(text)), quote=True)
+
+
+def inline(text: object) -> str:
+    """A user's string inside a sentence of ours: escaped and bidi-isolated."""
+    return f"<bdi>{esc(text)}</bdi>"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def text_cell(text: str, pair: str | None) -> str:
+    """A case's text (and its pair) for a table cell: cut to DISPLAY_CHARS, the rest (up to
+    PAGE_CHARS) behind a click."""
+    full = text if pair is None else f"{text}  ‖  {pair}"
+    if not full:
+        return "–"
+    if len(full) <= DISPLAY_CHARS:
+        return esc(full)
+    kept = full[:PAGE_CHARS]
+    more = len(full) - len(kept)
+    tail = f'<i class="more">… {more:,} more characters in report.json</i>' if more else ""
+    # The click shows the rest, not the whole text again: each text is in the page once.
+    return (
+        f"<details><summary>{esc(kept[:DISPLAY_CHARS])}… <i>({len(full):,} characters)</i></summary>"
+        f"…{esc(kept[DISPLAY_CHARS:])}{tail}</details>"
+    )
+
+
+# -- one run --------------------------------------------------------------------------------------
+
+
+def _facts(facts: Sequence[Fact]) -> str:
+    items = []
+    for fact in facts:
+        tone = "" if fact.good is None else (' class="good"' if fact.good else ' class="bad"')
+        detail = f"<small>{esc(fact.detail)}</small>" if fact.detail else ""
+        items.append(f"<div{tone}><dt>{esc(fact.name)}</dt><dd>{inline(fact.value)}{detail}</dd></div>")
+    return f'<dl class="facts">{"".join(items)}</dl>' if items else ""
+
+
+def _when(run: RunResult) -> tuple[str, str]:
+    """What 'before' and 'after' mean in this run's table."""
+    if run.mode is Mode.CHECK:
+        return ("on the baseline", "now") if is_baseline_run(run) else ("", "")
+    return "before repair", "after repair"
+
+
+def _columns(run: RunResult, rows: Sequence[CaseRow]) -> list[tuple[str, str, str]]:
+    """(key, header, type) of the table's columns; a column no case has a value in is left out."""
+    before, after = _when(run)
+    columns = [("case", "case", "text"), ("kind", "kind", "text"), ("text", "text", "text"), ("label", "label", "text")]
+    if any(r.gap_before is not None or r.predicted_before is not None for r in rows):
+        columns += [
+            ("predicted_before", f"prediction {before}", "text"),
+            ("gap_before", f"gap {before}", "num"),
+        ]
+    columns += [
+        ("predicted_after", f"prediction {after}".strip(), "text"),
+        ("gap_after", f"gap {after}".strip(), "num"),
+    ]
+    if any(r.radius is not None for r in rows):
+        columns.append(("radius", "certified radius", "num"))
+    return columns + [("outcome", "outcome", "text"), ("why", "why", "text")]
+
+
+def _cell(row: CaseRow, key: str) -> str:
+    if key == "case":
+        return esc(row.case_id)
+    if key == "kind":
+        return row.kind.value
+    if key == "text":
+        return text_cell(row.text, row.text_pair)
+    if key == "outcome":
+        return OUTCOME_WORDS[row.outcome]
+    if key == "why":
+        return esc(row.why)
+    value = getattr(row, key)
+    if isinstance(value, float) or key in ("gap_before", "gap_after", "radius"):
+        return _num(value)
+    return "–" if value is None else esc(value)
+
+
+def _table(run: RunResult, rows: Sequence[CaseRow]) -> str:
+    columns = _columns(run, rows)
+    head = "".join(
+        f'<th data-key="{key}" data-type="{kind}" scope="col" tabindex="0">{esc(title)}</th>'
+        for key, title, kind in columns
+    )
+    # End tags of cells and rows are optional in HTML: leaving them out saves a tenth of the page.
+    # A row is marked only where its case did not pass (its colour, and what the filter reads).
+    body = "\n".join(
+        ("<tr>" if row.outcome is Outcome.PASSED else f'<tr class="{row.outcome.value}">')
+        + "".join(f"<td>{_cell(row, key)}" for key, _, _ in columns)
+        for row in rows
+    )
+    kinds = sorted({r.kind.value for r in rows})
+    outcomes = [o for o in Outcome if any(r.outcome is o for r in rows)]
+    kind_options = "".join(f'<option value="{k}">{k}</option>' for k in kinds)
+    outcome_options = "".join(f'<option value="{o.value}">{OUTCOME_WORDS[o]}</option>' for o in outcomes)
+    controls = (
+        '<div class="controls">'
+        f'<label>kind <select data-filter="kind"><option value="">all</option>{kind_options}</select></label>'
+        f'<label>outcome <select data-filter="outcome"><option value="">all</option>{outcome_options}</select></label>'
+        '<label>text <input type="search" data-filter="q" placeholder="words in the text, id or why"></label>'
+        f'<output class="count" data-total="{len(rows)}">{len(rows)} cases</output></div>'
+    )
+    return (
+        f'{controls}<div class="scroll"><table class="cases" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>\n{body}\n</tbody></table></div>"
+    )
+
+
+def _plots(run: RunResult, rows: Sequence[CaseRow], anchor: str) -> str:
+    details = run.details
+    gamma_s = gamma_h = None
+    if isinstance(details, (RepairDetails, CertificateDetails, AuditDetails)):
+        gamma_s, gamma_h = details.gamma_s, details.gamma_h
+    history = details.history if isinstance(details, (RepairDetails, CertificateDetails)) else ()
+    drawn = {
+        "gaps": gaps_plot(rows, gamma_s=gamma_s, gamma_h=gamma_h, when=_when(run)),
+        "radius": radius_plot(rows),
+        "convergence": convergence_plot(
+            [(h.iteration, h.min_gap_fix, h.min_gap_keep) for h in history], gamma_s=gamma_s, gamma_h=gamma_h
+        ),
+    }
+    figures = []
+    for key, svg in drawn.items():
+        if svg is None:
+            continue
+        caption = CAPTIONS[key]
+        figures.append(
+            f'<figure id="{esc_attr(anchor)}-{key}">{svg}<figcaption><b>{esc(caption.title)}.</b> {esc(caption.plain)}'
+            f'<span class="technical">{esc(caption.technical)}</span></figcaption></figure>'
+        )
+    return f'<h3>Plots</h3><div class="plots">{"".join(figures)}</div>' if figures else ""
+
+
+def _run_section(run: RunResult, anchor: str) -> str:
+    head = headline(run)
+    rows = case_rows(run)
+    details = run.details
+    where = [f"suite {inline(run.suite)}"] if run.suite else []
+    if details.model:
+        where.append(f"model {inline(details.model)}")
+    tone = "pass" if head.passed else "fail"
+    mode = "baseline" if is_baseline_run(run) else run.mode.value
+    return (
+        f'<section class="run {tone}" id="{esc_attr(anchor)}">'
+        f"<h2>{esc(run.name)} <small>{mode} mode</small></h2>"
+        f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{esc(head.verdict)}</p>'
+        f"{_facts(head.facts)}"
+        f'<p class="meta">{"; ".join(where)}</p><p class="meta">{esc(run.message)}</p>'
+        f"<h3>Cases</h3>{_table(run, rows)}{_plots(run, rows, anchor)}</section>"
+    )
+
+
+# -- the page -----------------------------------------------------------------------------------
+
+
+def _page_verdict(runs: Sequence[RunResult]) -> tuple[bool, str]:
+    failed = [run.name for run in runs if not headline(run).passed]
+    if len(runs) == 1:
+        return not failed, "FAILED" if failed else "PASSED"
+    if not failed:
+        return True, f"PASSED: all {len(runs)} suite runs"
+    return False, f"FAILED: {len(failed)} of {len(runs)} suite runs ({', '.join(failed)})"
+
+
+def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: str, created: str) -> str:
+    """The whole page for ``runs`` (``anchors``: each run's id in the page, as its plots' file names)."""
+    passed, verdict = _page_verdict(runs)
+    tone = "pass" if passed else "fail"
+    contents = ""
+    if len(runs) > 1:
+        links = "".join(
+            f'<li><a href="#{esc_attr(a)}">{esc(r.name)}</a> — {"passed" if headline(r).passed else "failed"}</li>'
+            for r, a in zip(runs, anchors, strict=True)
+        )
+        contents = f'<ul class="contents">{links}</ul>'
+    sections = "\n".join(_run_section(run, anchor) for run, anchor in zip(runs, anchors, strict=True))
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        # Nothing leaves the page: no request of any kind, whatever a case's text holds.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>warp-check report: {'passed' if passed else 'failed'}</title>"
+        f"<style>{_CSS}</style></head>\n"
+        f'<body class="{tone}"><header><h1>warp-check report</h1>'
+        f'<p id="verdict" class="verdict {tone}" data-passed="{str(passed).lower()}">{esc(verdict)}</p>'
+        f'<p class="meta">warp-check {esc(version)}, {esc(created)}. The full numbers of every case are in '
+        "report.json beside this page.</p>"
+        f"{contents}</header>\n<main>{sections}</main>\n<script>{_JS}</script></body></html>\n"
+    )
+
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1280px;
+padding:0 18px 40px;color:#1b1b1b}
+h1{margin:18px 0 4px;font-size:24px}h2{margin:30px 0 4px;font-size:20px}h2 small{color:#666;font-weight:normal}
+h3{margin:22px 0 6px;font-size:16px}
+.verdict{font-size:18px;font-weight:600;padding:10px 14px;border-radius:6px;border-left:6px solid}
+.verdict.pass{background:#e8f5ec;border-color:#2e8b57}.verdict.fail{background:#fdecea;border-color:#c0392b}
+header .verdict{font-size:22px}
+.meta{color:#555;font-size:13px;overflow-wrap:anywhere}
+.facts{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}
+.facts div{border:1px solid #ddd;border-radius:6px;padding:6px 10px;min-width:150px;max-width:420px}
+.facts div.good{border-color:#2e8b57}.facts div.bad{border-color:#c0392b;background:#fff6f5}
+.facts dt{font-size:12px;color:#666;text-transform:uppercase;letter-spacing:.03em}
+.facts dd{margin:0;font-weight:600;overflow-wrap:anywhere}.facts small{display:block;font-weight:normal;color:#555}
+.controls{display:flex;flex-wrap:wrap;gap:14px;align-items:center;margin:6px 0}
+.controls output{color:#444;font-weight:600}
+.scroll{overflow-x:auto;max-height:80vh;overflow-y:auto;border:1px solid #ddd}
+table.cases{border-collapse:collapse;font-size:13px;width:100%}
+.cases th{position:sticky;top:0;background:#f3f3f3;text-align:left;cursor:pointer;padding:5px 6px;
+white-space:nowrap;user-select:none}
+.cases th[aria-sort=ascending]::after{content:" ▲"}.cases th[aria-sort=descending]::after{content:" ▼"}
+.cases td{padding:4px 6px;border-top:1px solid #eee;vertical-align:top;unicode-bidi:plaintext;white-space:nowrap}
+.cases td:nth-child(3),.cases td:last-child{white-space:normal;overflow-wrap:anywhere}
+.cases td:nth-child(3){min-width:280px;max-width:560px}
+.cases td:last-child{color:#444;min-width:240px;max-width:420px;font-size:12px}
+.cases tr.failed td{background:#fff6f5}.cases tr.xfailed td{background:#fbfbf0}
+details summary{cursor:pointer}i.more{color:#777}
+.plots{display:flex;flex-wrap:wrap;gap:18px}
+figure{margin:0;max-width:660px}figure svg{width:100%;height:auto;font-size:11px;font-family:inherit}
+figcaption{font-size:13px}.technical{display:block;color:#666;font-size:12px;margin-top:3px}
+.contents{margin:4px 0}
+"""
+
+# Sort on a header's click (Enter too), filter by kind, outcome and text; a view from the URL
+# (?kind=…&outcome=…&q=…&sort=KEY&desc=1, or the same after #) is applied on load, and each
+# change is written back into the URL so that a link shows the same view.
+_JS = r"""
+(function(){
+"use strict";
+var params=new URLSearchParams(location.search);
+new URLSearchParams(location.hash.slice(1)).forEach(function(v,k){params.set(k,v);});
+var view={kind:params.get("kind")||"",outcome:params.get("outcome")||"",q:params.get("q")||"",
+  sort:params.get("sort")||"",desc:params.get("desc")==="1"};
+function column(table,key){
+  var ths=table.tHead.rows[0].cells;
+  for(var i=0;i<ths.length;i++){if(ths[i].getAttribute("data-key")===key){return i;}}
+  return -1;
+}
+function filter(section){
+  var table=section.querySelector("table.cases");if(!table){return;}
+  var kindAt=column(table,"kind"),rows=table.tBodies[0].rows,shown=0,q=view.q.toLowerCase();
+  for(var i=0;i<rows.length;i++){
+    var r=rows[i];
+    var ok=(!view.kind||r.cells[kindAt].textContent===view.kind)
+      &&(!view.outcome||(r.className||"passed")===view.outcome)&&(!q||r.textContent.toLowerCase().indexOf(q)>=0);
+    r.hidden=!ok;if(ok){shown++;}
+  }
+  table.setAttribute("data-shown",shown);
+  section.querySelector("output.count").textContent="showing "+shown+" of "+rows.length+" cases";
+}
+function sort(table,key,desc){
+  var at=column(table,key);if(at<0){return;}
+  var th=table.tHead.rows[0].cells[at],numeric=th.getAttribute("data-type")==="num";
+  var body=table.tBodies[0],rows=Array.prototype.slice.call(body.rows);
+  var keyed=rows.map(function(r,i){var t=r.cells[at].textContent;return [numeric?parseFloat(t):t.toLowerCase(),i,r];});
+  keyed.sort(function(a,b){
+    var x=a[0],y=b[0];
+    if(numeric){var nx=isNaN(x),ny=isNaN(y);if(nx||ny){return (nx-ny)||(a[1]-b[1]);}return (desc?y-x:x-y)||(a[1]-b[1]);}
+    return (desc?-1:1)*x.localeCompare(y)||(a[1]-b[1]);
+  });
+  var frag=document.createDocumentFragment();
+  keyed.forEach(function(k){frag.appendChild(k[2]);});body.appendChild(frag);
+  var ths=table.tHead.rows[0].cells;
+  for(var i=0;i<ths.length;i++){ths[i].removeAttribute("aria-sort");}
+  th.setAttribute("aria-sort",desc?"descending":"ascending");
+}
+function remember(){
+  var out=new URLSearchParams();
+  ["kind","outcome","q","sort"].forEach(function(k){if(view[k]){out.set(k,view[k]);}});
+  if(view.sort&&view.desc){out.set("desc","1");}
+  try{history.replaceState(null,"",location.pathname+(out.toString()?"#"+out:""));}catch(e){}
+}
+var sections=document.querySelectorAll("section.run");
+Array.prototype.forEach.call(sections,function(section){
+  var table=section.querySelector("table.cases");if(!table){return;}
+  Array.prototype.forEach.call(section.querySelectorAll("[data-filter]"),function(input){
+    var name=input.getAttribute("data-filter");input.value=view[name];
+    input.addEventListener("input",function(){view[name]=input.value;sections.forEach(filter);syncInputs();remember();});
+  });
+  Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th){
+    function click(){
+      var key=th.getAttribute("data-key");view.desc=view.sort===key?!view.desc:false;view.sort=key;
+      sort(table,key,view.desc);remember();
+    }
+    th.addEventListener("click",click);
+    th.addEventListener("keydown",function(e){if(e.key==="Enter"){click();}});
+  });
+  if(view.sort){sort(table,view.sort,view.desc);}
+  filter(section);
+});
+function syncInputs(){
+  Array.prototype.forEach.call(document.querySelectorAll("[data-filter]"),function(input){
+    var name=input.getAttribute("data-filter");if(input.value!==view[name]){input.value=view[name];}
+  });
+}
+document.body.setAttribute("data-ready","true");
+})();
+"""

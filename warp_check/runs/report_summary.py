@@ -1,0 +1,356 @@
+"""What a report says about a run, in words a release manager reads: the verdict, the figures,
+each case's answers before and after, and what each plot shows.
+
+The Markdown and the HTML report both render these records, so the two say the same thing.
+Figures another part of a run may carry (restored regressions, a traffic bound) are read where
+the run has them; a run without them simply has no such line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from warp_check.cases import Kind
+from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.result import Outcome, RunResult, Verdict
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fact:
+    """One figure of a run: what it counts, its value, and (where it helps) what it means."""
+
+    name: str
+    value: str
+    detail: str = ""
+    good: bool | None = None  # None: neither good nor bad news
+
+
+@dataclass(frozen=True, kw_only=True)
+class Headline:
+    """The verdict of a run in words, and the figures behind it."""
+
+    passed: bool
+    verdict: str  # one sentence, starting with what happened
+    facts: tuple[Fact, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseRow:
+    """One case as the report's table shows it: the model's answer before and after."""
+
+    case_id: str
+    kind: Kind
+    text: str  # "" where the run did not record it
+    text_pair: str | None
+    label: str
+    predicted_before: str | None
+    gap_before: float | None
+    predicted_after: str | None
+    gap_after: float | None
+    radius: float | None
+    outcome: Outcome
+    why: str  # the verdict's sentence; "" for a case that passed
+
+
+@dataclass(frozen=True, kw_only=True)
+class Caption:
+    """What a plot shows, in plain words, with the technical definition on a second line."""
+
+    title: str
+    plain: str
+    technical: str
+
+
+CAPTIONS: dict[str, Caption] = {
+    "gaps": Caption(
+        title="How sure the model is, case by case",
+        plain=(
+            "Each line is one kind of case, sorted from the least to the most confident answer. A case is "
+            "answered right when its line is above zero; the higher, the more the model would have to change "
+            "before it answers otherwise. After a repair, every fixed case should sit above the fix margin and "
+            "every kept case above the keep margin (dashed)."
+        ),
+        technical=(
+            "gap = logit of the case's label − the largest other logit; margins γ_s (must_fix) and γ_h "
+            "(must_keep). Dashed and faint: before repair (or on the baseline); solid: after."
+        ),
+    ),
+    "radius": Caption(
+        title="How firmly each fix holds",
+        plain=(
+            "For each fixed case, how far the sentence's internal representation may move before the fix could "
+            "be undone. Larger is safer: a case near zero is fixed by a hair, and a slightly different wording "
+            "may fail again. Add its variants to the suite (warp-check neighbours) to make such fixes hold."
+        ),
+        technical=(
+            "certified radius = max(ε* = gap / 2L, the local radius): an L2 distance in the space of v, the "
+            "input of the repaired layer; it is not a number of edited words or characters."
+        ),
+    ),
+    "convergence": Caption(
+        title="How the repair got there",
+        plain=(
+            "The weakest fixed case and the weakest kept case after each step of the repair. The repair stops "
+            "when both lines are above their dashed margins; a line that stays flat below its margin is what "
+            "makes a repair fail."
+        ),
+        technical="smallest must_fix gap and smallest must_keep gap per iteration of the repair loop.",
+    ),
+}
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def is_baseline_run(run: RunResult) -> bool:
+    """A check judged against a baseline model: its verdicts carry the baseline's answers."""
+    return run.mode is Mode.CHECK and any("baseline_gap" in v.properties for v in run.verdicts)
+
+
+def _answer(label: str, gap: float | None) -> str | None:
+    """The prediction a gap implies where the run did not record it: the label, or not the label."""
+    if gap is None:
+        return None
+    return label if gap > 0 else f"not {label}"
+
+
+def case_row(run: RunResult, verdict: Verdict) -> CaseRow:
+    """``verdict`` as a row: before is the baseline's answer (baseline mode) or the model's before
+    repair; after is the model's answer now (a check) or after repair."""
+    p = verdict.properties
+    label = str(p.get("label", ""))
+    if run.mode is Mode.CHECK:
+        before_gap, after_gap = _finite(p.get("baseline_gap")), _finite(p.get("gap"))
+        before = p.get("baseline_predicted") if "baseline_predicted" in p else _answer(label, before_gap)
+        after = p.get("predicted") if "predicted" in p else _answer(label, after_gap)
+    else:
+        before_gap, after_gap = _finite(p.get("gap_before")), _finite(p.get("gap_after"))
+        before, after = _answer(label, before_gap), _answer(label, after_gap)
+    outcome = verdict.reported
+    return CaseRow(
+        case_id=verdict.case_id,
+        kind=verdict.kind,
+        text=verdict.text or "",
+        text_pair=verdict.text_pair,
+        label=label,
+        predicted_before=None if before is None else str(before),
+        gap_before=before_gap,
+        predicted_after=None if after is None else str(after),
+        gap_after=after_gap,
+        radius=_finite(p.get("radius")),
+        outcome=outcome,
+        why="" if outcome is Outcome.PASSED else verdict.message,
+    )
+
+
+def case_rows(run: RunResult) -> list[CaseRow]:
+    """Every case of the run, failures first, then by kind and id."""
+    rows = [case_row(run, v) for v in run.verdicts if v.kind is not Kind.AUX]
+    return sorted(rows, key=lambda r: (r.outcome is Outcome.PASSED, r.kind.value, r.case_id))
+
+
+# -- figures other parts of a run may carry ----------------------------------------------------
+
+
+def restored_ids(run: RunResult) -> set[str]:
+    """must_keep cases the repair put back (wrong on the model under repair, right on the baseline
+    it started from): the verdicts marked ``restored``, or the ids the run's details list."""
+    marked = {v.case_id for v in run.verdicts if v.properties.get("restored") is True}
+    listed = getattr(run.details, "restored", None)
+    if isinstance(listed, (tuple, list, frozenset, set)):
+        marked |= {str(i) for i in listed}
+    return marked
+
+
+def traffic_fact(run: RunResult) -> Fact | None:
+    """The bound on how many predictions the repair changes on traffic like the suite's sample
+    (Cert 4), where the run measured one."""
+    traffic = getattr(run.details, "traffic", None)
+    n, changed = getattr(traffic, "n", None), getattr(traffic, "changed", None)
+    bound, confidence = _finite(getattr(traffic, "bound", None)), _finite(getattr(traffic, "confidence", None))
+    if not isinstance(n, int) or not isinstance(changed, int) or bound is None or confidence is None:
+        return None
+    limit = _finite(getattr(traffic, "max_change", None))
+    return Fact(
+        name="traffic",
+        value=f"changes at most {bound:.2%} of predictions on traffic like this",
+        detail=f"{changed} of {n} sampled texts changed prediction; {confidence:.0%} confidence"
+        + (f"; budget {limit:.2%}" if limit is not None else ""),
+        good=None if limit is None else bound <= limit,
+    )
+
+
+# -- the headline -------------------------------------------------------------------------------
+
+
+def _count(rows: Sequence[CaseRow], kind: Kind, outcome: Outcome | None = None) -> int:
+    return sum(1 for r in rows if r.kind is kind and (outcome is None or r.outcome is outcome))
+
+
+def _of(part: int, whole: int) -> str:
+    return f"{part} of {whole}"
+
+
+def headline(run: RunResult) -> Headline:
+    """The run's verdict in words and the figures a release manager needs."""
+    rows = case_rows(run)
+    if run.status is RunStatus.ERROR:
+        return Headline(passed=False, verdict=f"Failed: the run could not finish. {run.message}", facts=())
+    if run.mode is Mode.REPAIR:
+        return _repair_headline(run, rows)
+    if run.mode is Mode.AUDIT:
+        return _audit_headline(run, rows)
+    if is_baseline_run(run):
+        return _baseline_headline(run, rows)
+    return _check_headline(run, rows)
+
+
+def _failed(rows: Sequence[CaseRow]) -> int:
+    return sum(1 for r in rows if r.outcome is Outcome.FAILED)
+
+
+def _repair_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+    restored = restored_ids(run)
+    fix_total, keep_rows = _count(rows, Kind.MUST_FIX), [r for r in rows if r.case_id not in restored]
+    fixed = _count(rows, Kind.MUST_FIX, Outcome.PASSED)
+    keep_total, kept = _count(keep_rows, Kind.MUST_KEEP), _count(keep_rows, Kind.MUST_KEEP, Outcome.PASSED)
+    facts = [
+        Fact(name="fixed", value=f"{_of(fixed, fix_total)} must_fix cases", good=fixed == fix_total),
+        Fact(name="kept", value=f"{_of(kept, keep_total)} must_keep cases", good=kept == keep_total),
+    ]
+    if restored:
+        back = sum(1 for r in rows if r.case_id in restored and r.outcome is Outcome.PASSED)
+        facts.append(
+            Fact(
+                name="restored",
+                value=f"{_of(back, len(restored))} regressions restored",
+                detail="must_keep cases this model got wrong and its baseline right, repaired back",
+                good=back == len(restored),
+            )
+        )
+    details = run.details
+    excluded = details.excluded if isinstance(details, (RepairDetails, CertificateDetails)) else ()
+    if excluded:
+        facts.append(
+            Fact(
+                name="left out",
+                value=f"{len(excluded)} must_keep cases",
+                detail="the model under repair already got them wrong, so the repair did not try to keep them",
+                good=False,
+            )
+        )
+    facts += _repair_facts(run)
+    if run.passed and run.status is RunStatus.NOTHING_TO_REPAIR:
+        verdict = f"Passed: nothing needed repair; the model already gets all {len(rows)} cases right."
+    elif run.passed:
+        put_back = f", restores {len(restored)} regressions" if restored else ""
+        verdict = (
+            f"Passed: the repaired model fixes {fix_total} must_fix cases{put_back} and keeps {keep_total} must_keep "
+            "cases, each claim certified from the saved weights."
+        )
+    elif not run.status.settled:
+        verdict = f"Failed: the repair did not succeed ({run.status.value}) and wrote no model. {run.message}"
+    else:
+        verdict = f"Failed: {_failed(rows)} of {len(rows)} cases fail on the repaired model."
+    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
+
+
+def _repair_facts(run: RunResult) -> list[Fact]:
+    details, facts = run.details, []
+    traffic = traffic_fact(run)
+    if traffic is not None:
+        facts.append(traffic)
+    if isinstance(details, (RepairDetails, CertificateDetails)):
+        if details.certs is not None:
+            facts.append(
+                Fact(
+                    name="certificates",
+                    value=str(details.certs),
+                    detail="held / claimed: Cert 1 fixed cases clear γ_s, Cert 2 kept cases clear γ_h, Cert 3 "
+                    "no flip within the certified radius",
+                )
+            )
+        seconds = _finite(details.repair_seconds)
+        took = f" in {seconds:.1f} s" if seconds is not None else ""
+        facts.append(Fact(name="repair", value=f"{details.iterations} iteration(s){took}"))
+        if details.artefact:
+            facts.append(Fact(name="repaired model", value=details.artefact))
+    return facts
+
+
+def _audit_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+    details = run.details
+    facts = [
+        Fact(name="cases", value=f"{_of(len(rows) - _failed(rows), len(rows))} hold", good=not _failed(rows)),
+    ]
+    if isinstance(details, AuditDetails):
+        failed = len(details.failed_checks)
+        facts.append(
+            Fact(
+                name="checks",
+                value=f"{_of(details.checks - failed, details.checks)} checks of the certificate hold",
+                detail="; ".join(details.failed_checks),
+                good=not failed,
+            )
+        )
+        facts.append(Fact(name="certificate", value=details.certificate))
+    traffic = traffic_fact(run)
+    if traffic is not None:
+        facts.append(traffic)
+    if run.passed:
+        verdict = "Passed: the certificate holds on this model; every claim was checked again from its weights."
+    else:
+        verdict = f"Failed: the certificate does not hold on this model. {run.message}"
+    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
+
+
+def _baseline_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+    regressions = _failed(rows)
+    expected = sum(1 for r in rows if r.outcome is Outcome.XFAILED)
+    fixed_since = sum(1 for r in rows if r.outcome is Outcome.PASSED and r.gap_before is not None and r.gap_before <= 0)
+    facts = [
+        Fact(
+            name="regressions",
+            value=f"{regressions} cases",
+            detail="right on the baseline, wrong on this model",
+            good=not regressions,
+        ),
+        Fact(name="still wrong", value=f"{expected} cases", detail="wrong on the baseline too: expected failures"),
+        Fact(name="fixed since", value=f"{fixed_since} cases", detail="wrong on the baseline, right now"),
+        Fact(name="right", value=f"{_of(len(rows) - regressions - expected, len(rows))} cases"),
+    ]
+    if run.passed:
+        verdict = f"Passed: no regression against the baseline in {len(rows)} cases."
+    else:
+        verdict = f"Failed: {regressions} regressions against the baseline (right before, wrong now)."
+    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
+
+
+def _check_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+    facts = []
+    for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
+        total = _count(rows, kind)
+        if total:
+            right = _count(rows, kind, Outcome.PASSED)
+            facts.append(Fact(name=f"{kind.value} right", value=_of(right, total), good=right == total))
+    if isinstance(run.details, CheckDetails):
+        facts.append(Fact(name="head", value=run.details.head))
+    wrong = _failed(rows)
+    if run.passed:
+        verdict = f"Passed: the model answers all {len(rows)} cases right."
+    else:
+        fix_wrong = _count(rows, Kind.MUST_FIX, Outcome.FAILED)
+        verdict = (
+            f"Failed: the model answers {wrong} of {len(rows)} cases wrong ({fix_wrong} must_fix, "
+            f"{wrong - fix_wrong} must_keep)."
+        )
+        if fix_wrong:
+            verdict += " Repair it (pytest --warp-repair, or warp-check repair) to fix the must_fix cases."
+    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
