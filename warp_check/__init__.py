@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.encode import Encoded, encode_cases
     from warp_check.model.head import DenseHead, top_left_singular_vectors
+    from warp_check.model.hub_cache import HUB_ID, HubModel, ModelSource, resolve_model
     from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
     from warp_check.modes import MODES, RunJob, RunMode, mode_named
     from warp_check.options import (
@@ -182,6 +183,10 @@ _LAZY: dict[str, str] = {
     "Encoded": "warp_check.model.encode",
     "DenseHead": "warp_check.model.head",
     "top_left_singular_vectors": "warp_check.model.head",
+    "HUB_ID": "warp_check.model.hub_cache",
+    "HubModel": "warp_check.model.hub_cache",
+    "ModelSource": "warp_check.model.hub_cache",
+    "resolve_model": "warp_check.model.hub_cache",
     "HEAD_SPECS": "warp_check.model.specs",
     "HeadSpec": "warp_check.model.specs",
     "resolve_spec": "warp_check.model.specs",
@@ -289,7 +294,9 @@ __all__ = [
     "Evaluation",
     "FORMAT",
     "HEAD_SPECS",
+    "HUB_ID",
     "HeadSpec",
+    "HubModel",
     "IMPORT_FORMATS",
     "ImportSettings",
     "InvarianceFailure",
@@ -301,6 +308,7 @@ __all__ = [
     "MODES",
     "Mode",
     "ModelError",
+    "ModelSource",
     "NeighbourSettings",
     "OPTION",
     "OPTIONS",
@@ -386,6 +394,7 @@ __all__ = [
     "repair_head",
     "repair_suite",
     "reraise_interrupt",
+    "resolve_model",
     "resolve_recipe",
     "resolve_spec",
     "run_attack",

@@ -55,6 +55,7 @@ from warp_check import (
     mode_named,
     overriding,
     read_report,
+    resolve_model,
     run_from_certificate,
     warm_entry,
     write_report,
@@ -117,7 +118,7 @@ def commands() -> tuple[Command, ...]:
             name="verify",
             run=verify_command,
             help="re-check a repaired model's certificate from scratch",
-            positionals=(("model_dir", "MODEL_DIR", "the repaired model folder"),),
+            positionals=(("model_dir", "MODEL_DIR", "the repaired model: a folder, or a Hub id org/name"),),
             arguments=verify_arguments,
         ),
         Command(
@@ -129,7 +130,8 @@ def commands() -> tuple[Command, ...]:
             positionals=(("source", "SOURCE", None),),
             options=(
                 ("out", {"required": True, "help": "folder for the report"}),
-                ("model", {"help": "for a suite: model folder instead of its [model]"}),
+                ("model", {"help": "for a suite: model folder or Hub id instead of its [model]"}),
+                "revision",
                 ("cache", {"help": "for a suite: representation cache folder, or 'none'"}),
             ),
         ),
@@ -139,7 +141,7 @@ def commands() -> tuple[Command, ...]:
             help="WARP beside same-layer LoRA and all-layers fine-tuning on the suite's cases (paper Table 3)",
             description="Trains the baselines on copies of the model in memory; writes nothing unless --out is given.",
             positionals=(SUITE,),
-            options=("model",),
+            options=("model", "revision"),
             arguments=compare_arguments,
         ),
         Command(
@@ -147,11 +149,12 @@ def commands() -> tuple[Command, ...]:
             run=_diff,
             help="gate NEW on regressions against OLD: a case fails only if OLD got it right and NEW does not",
             positionals=(
-                ("old", "OLD", "the baseline model folder (the last release)"),
-                ("new", "NEW", "the model folder under test"),
+                ("old", "OLD", "the baseline model (the last release): a folder, or a Hub id org/name[@revision]"),
+                ("new", "NEW", "the model under test: a folder, or a Hub id (with --revision)"),
                 ("suite", "SUITE", None),
             ),
             options=(
+                ("revision", {"help": "revision of NEW where it is a Hub id (default main)"}),
                 ("cache", {"help": "representation cache folder, or 'none' (default <suite>/.warp)"}),
                 "json",
                 ("quiet", {"help": "print only the summary, not every regression"}),
@@ -282,13 +285,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _suite_args(args: argparse.Namespace) -> argparse.Namespace:
-    return argparse.Namespace(suite=args.source, model=args.model, cache=args.cache)
+    return argparse.Namespace(suite=args.source, model=args.model, revision=args.revision, cache=args.cache)
 
 
 def _diff(args: argparse.Namespace) -> int:
     args.model = args.new
     suite, cache = suite_and_cache(args, load=load_suite)
-    mode = mode_named("baseline").chosen_with(args.old)
+    mode = mode_named("baseline").chosen_with(resolve_model(args.old).folder)
     job = RunJob(
         suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=not args.json
     )

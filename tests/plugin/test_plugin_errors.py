@@ -48,8 +48,8 @@ MISTAKES = {
         toml("distilbert-base-uncased"),
         {"fix.jsonl": GOOD},
         "suite/warp.toml:2: field 'model.path': model folder 'distilbert-base-uncased' does not exist; relative "
-        "paths are read from the folder of warp.toml, and hub ids are not downloaded: download the model and give "
-        "its local folder",
+        "paths are read from the folder of warp.toml; a Hub model is model.id = 'org/name' with model.revision, "
+        "read from the local Hugging Face cache (never downloaded: hf download org/name)",
     ),
     "model without weights": (
         toml("empty-model"),

@@ -32,6 +32,7 @@ from warp_check import (
     load_suite,
     must_fix_file,
     promote,
+    resolve_model,
     resolve_recipe,
     run_attack,
     workdir,
@@ -103,7 +104,14 @@ def neighbours_arguments(neighbours: argparse.ArgumentParser) -> None:
 
 
 def promote_arguments(promote: argparse.ArgumentParser) -> None:
-    promote.add_argument("--from", dest="repaired", metavar="REPAIRED", required=True, help="the repaired model folder")
+    promote.add_argument(
+        "--from",
+        dest="repaired",
+        metavar="REPAIRED",
+        required=True,
+        help="the repaired model: a folder, or a Hub id read from the local Hugging Face cache",
+    )
+    add_declared(promote, "revision", help="revision of REPAIRED where it is a Hub id (default main)")
     promote.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
 
 
@@ -122,6 +130,7 @@ def attack_arguments(attack: argparse.ArgumentParser) -> None:
     attack.add_argument("--query-budget", type=int, metavar="Q", help="model queries per case (default: unbounded)")
     attack.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (1 is fastest on a busy machine)")
     add_declared(attack, "model")
+    add_declared(attack, "revision")
     attack.add_argument("--dry-run", action="store_true", help="attack and report, write nothing")
     add_declared(attack, "json")
     add_declared(attack, "quiet", help="no progress bar, no per-case lists")
@@ -230,7 +239,7 @@ def neighbours_command(args: argparse.Namespace) -> int:
 
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
-    promotion = promote(suite, args.repaired, dry_run=args.dry_run)
+    promotion = promote(suite, resolve_model(args.repaired, args.revision).folder, dry_run=args.dry_run)
     dry = args.dry_run
     moved = len(promotion.promoted) - len(promotion.in_place)
     done = []
@@ -269,7 +278,7 @@ def attack_command(args: argparse.Namespace) -> int:
         print(f"warp-check attack: error: {ATTACK_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     check_recipe_ready(recipe)
-    suite = load_suite(args.suite, model=args.model)
+    suite = load_suite(args.suite, model=args.model, revision=args.revision)
     settings = dataclasses.replace(settings, batch_size=suite.model.batch_size)
     out = None if args.dry_run else Path(args.out) if args.out else must_fix_file(suite)
     if out is not None:
