@@ -7,7 +7,9 @@
     warp-check compare SUITE [--heldout F] [--general F] ...   WARP beside LoRA and full fine-tuning
     warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
     warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
-    warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
+    warp-check init SUITE --model DIR|ORG/NAME [--revision R]  a new suite: warp.toml and empty case files
+    warp-check import SUITE FILE [--out F] [--format ...]       cases from CSV/TSV/JSONL/Parquet/AdvGLUE
+                     [--split-by-model | --drop-wrong]         labelled rows sorted by the model (wrong: must_fix)
                      [--predicted]                            unlabelled text: must_keep cases the model labels
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
     warp-check neighbours SUITE [--per-keep-case N] [--out F]  perturbed cases the model gets wrong
@@ -83,6 +85,7 @@ from warp_check.commands.cases import (
 )
 from warp_check.commands.certificates import verify_arguments, verify_command
 from warp_check.commands.compare import compare_arguments, compare_command
+from warp_check.commands.init import init_arguments, init_command
 from warp_check.commands.results import finish
 
 
@@ -159,6 +162,15 @@ def commands() -> tuple[Command, ...]:
                 "json",
                 ("quiet", {"help": "print only the summary, not every regression"}),
             ),
+        ),
+        Command(
+            name="init",
+            run=init_command,
+            help="start a suite: warp.toml for a model (a folder or a Hub id) and empty case files",
+            description="Writes SUITE/warp.toml (the model, its labels from its id2label, a must_keep and a must_fix "
+            "file) and the two empty JSONL files; refuses a folder that holds any of them. Fill it with import.",
+            positionals=(("suite", "SUITE", "the new suite's folder (created if needed)"),),
+            arguments=init_arguments,
         ),
         Command(
             name="import",

@@ -154,7 +154,8 @@ MISTAKES = {
     "no testable case": (
         toml("{model}", cases='[[cases]]\npath = "fix.jsonl"\nkind = "aux"\n'),
         {"fix.jsonl": GOOD},
-        "suite/warp.toml:4: field 'cases': the suite has no must_fix or must_keep cases: there is nothing to test",
+        "suite/warp.toml:4: field 'cases': the suite has no must_fix or must_keep cases: there is nothing to test; "
+        "add some with warp-check import SUITE FILE (or write JSONL lines into its case files)",
     ),
     "layer that is not dense": (
         toml("{model}", model_lines='layer = ["distilbert.embeddings.LayerNorm", "relu", "classifier"]'),
