@@ -326,6 +326,14 @@ class ClassifierAdapter:
     def num_classes(self) -> int:
         return int(self.logits_layer.out_features)
 
+    @property
+    def labels(self) -> dict[str, int]:
+        """The model's label names, name → class id (its config's id2label), for ``Case.labelled``; empty
+        where two classes share a name or the config names none."""
+        raw = getattr(getattr(self.model, "config", None), "id2label", None) or {}
+        labels = {str(name): int(index) for index, name in raw.items() if 0 <= int(index) < self.num_classes}
+        return labels if len(labels) == len(raw) else {}
+
     # -- the head as numbers ----------------------------------------------------------
     def head(self) -> DenseHead:
         """The head in float64; the final-linear form as W v + b with an identity classifier."""
