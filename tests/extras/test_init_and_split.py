@@ -212,3 +212,15 @@ def test_one_text_with_two_labels_is_refused_before_anything_is_written(distilbe
     err = capsys.readouterr().err
     assert "rows.csv:3: field 'label': the same text is labelled 'positive' at line 2 and 'negative' here" in err
     assert lines(folder / "must_keep.jsonl") == [] and lines(folder / "must_fix.jsonl") == []
+
+
+def test_the_written_toml_reads_back_whatever_the_paths_and_label_names():
+    from warp_check.model.hub_cache import ModelSource
+    from warp_check.suite.init import suite_toml
+
+    labels = {0: "not good", 1: 'say "yes"', 2: "ok"}
+    inside = tomllib.loads(suite_toml(Path("/srv/suites/x"), ModelSource(folder=Path("/srv/models/m")), labels))
+    assert inside["model"]["path"] == "../../models/m"  # a project that moves as a whole
+    assert inside["labels"] == {"not good": 0, 'say "yes"': 1, "ok": 2}
+    apart = tomllib.loads(suite_toml(Path("/srv/suites/x"), ModelSource(folder=Path("/opt/cache/m")), {}))
+    assert apart["model"]["path"] == "/opt/cache/m" and "labels" not in apart  # a cache of its own: absolute

@@ -240,3 +240,26 @@ def test_pytest_takes_hub_ids_for_the_model_and_the_baseline(hub_cache, tiny_sui
     local = pytester.runpytest(*args, "--warp-model", str(tiny_suite), "--warp-revision", "main")
     assert local.ret == pytest.ExitCode.USAGE_ERROR
     local.stderr.fnmatch_lines(["*--warp-revision: * is a local folder; a revision applies to a Hub id*"])
+
+
+def test_every_command_that_takes_a_model_takes_a_hub_id(hub_cache, tiny_suite, tmp_path, capsys):
+    assert exit_code(["check", str(tiny_suite), "--model", REPO_ID, "--cache", "none"]) == 1  # its must_fix fail
+    assert f"model: {REPO_ID}@main = {COMMIT} (" in capsys.readouterr().out
+    # diff: the baseline inline with its revision, the model under test by --revision; the same model twice
+    # has no regression.
+    argv = ["diff", f"{REPO_ID}@{COMMIT}", REPO_ID, str(tiny_suite), "--revision", "main", "--cache", "none", "-q"]
+    assert exit_code(argv) == 0
+    # A repaired model published to the Hub (here: laid out in the cache) is verified and promoted from by its id.
+    out = tmp_path / "repaired"
+    assert exit_code(["repair", str(tiny_suite), "--out", str(out), "--cache", "none", "-q"]) == 0
+    repaired_commit = "f" * 40
+    repo = hub_cache / "models--acme--tiny-repaired"
+    shutil.copytree(out, repo / "snapshots" / repaired_commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(repaired_commit)
+    capsys.readouterr()
+    assert exit_code(["verify", "acme/tiny-repaired"]) == 0
+    assert exit_code(["verify", "acme/tiny-repaired", "--revision", "v9"]) == 2
+    assert "hf download acme/tiny-repaired --revision v9" in capsys.readouterr().err
+    assert exit_code(["promote", str(tiny_suite), "--from", "acme/tiny-repaired", "--dry-run"]) == 0
+    assert "would move" in capsys.readouterr().out

@@ -30,8 +30,8 @@ def init_command(args: argparse.Namespace) -> int:
     print(f"  labels: {labels or 'none named: the case files give class ids'}")
     print(f"  empty case files: {', '.join(path.name for path in made.case_files)}")
     root = _shown(suite.root)
-    print(f"  next: warp-check import {root} FILE.csv --split-by-model   (labelled rows: right ones must_keep, ")
-    print(f"        wrong ones must_fix), then pytest {root}")
+    print(f"  next: warp-check import {root} FILE --split-by-model  (labelled rows: those the model gets right")
+    print(f"        become must_keep cases, those it gets wrong must_fix cases), then pytest {root}")
     return EXIT_OK
 
 

@@ -82,7 +82,7 @@ def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str
         "[model]",
     ]
     if source.hub is None:
-        lines.append(f"path = {_string(_relative(source.folder, folder))}  # relative to this file")
+        lines.append(f"path = {_string(_relative(source.folder, folder))}  # a relative path is read from this folder")
     else:
         lines.append(f"id = {_string(source.hub.id)}  # read from the local Hugging Face cache, never downloaded")
         asked = "" if source.hub.revision == source.hub.commit else f" ({source.hub.revision} when the suite was made)"
@@ -94,7 +94,7 @@ def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str
         "",
     ]
     if labels:
-        lines.append("[labels]  # the model's id2label; rename them here if you like")
+        lines.append("[labels]  # the model's id2label: the names the case files use")
         lines += [f"{_key(name)} = {index}" for index, name in sorted(labels.items())]
         lines.append("")
     for name, kind, what in CASE_FILES:
@@ -120,12 +120,16 @@ def _labels(model_dir: Path) -> dict[int, str]:
 
 
 def _relative(target: Path, folder: Path) -> str:
-    """``target`` as written in ``folder``'s warp.toml: relative where the two share a root."""
+    """``target`` as written in ``folder``'s warp.toml: relative where the two share a folder below the
+    root (a project that moves as a whole), absolute otherwise (a model in a cache of its own)."""
     target, base = target.resolve(), folder.resolve()
     try:
-        return Path(os.path.relpath(target, base)).as_posix()
+        shared = os.path.commonpath([target, base])
     except ValueError:  # another drive (Windows): no relative path exists
-        return str(target)
+        return target.as_posix()
+    if Path(shared) == Path(target.anchor):
+        return target.as_posix()
+    return Path(os.path.relpath(target, base)).as_posix()
 
 
 def _string(text: str) -> str:
