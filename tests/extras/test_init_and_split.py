@@ -224,3 +224,14 @@ def test_the_written_toml_reads_back_whatever_the_paths_and_label_names():
     assert inside["labels"] == {"not good": 0, 'say "yes"': 1, "ok": 2}
     apart = tomllib.loads(suite_toml(Path("/srv/suites/x"), ModelSource(folder=Path("/opt/cache/m")), {}))
     assert apart["model"]["path"] == "/opt/cache/m" and "labels" not in apart  # a cache of its own: absolute
+
+
+def test_predicted_rows_go_into_a_new_suite_too(distilbert_dir, tiny_split, tmp_path, capsys):
+    _, right = tiny_split
+    folder = tmp_path / "suite"
+    init_suite(folder, distilbert_dir)
+    source = tmp_path / "traffic.csv"
+    source.write_text("sentence\n" + "\n".join(r["text"] for r in right[:4]) + "\n", encoding="utf-8")
+    assert exit_code(["import", str(folder), str(source), "--text", "sentence", "--predicted"]) == 0
+    assert "must_keep case(s) appended to" in capsys.readouterr().out
+    assert 0 < len(lines(folder / "must_keep.jsonl")) <= 4

@@ -263,3 +263,12 @@ def test_every_command_that_takes_a_model_takes_a_hub_id(hub_cache, tiny_suite, 
     assert "hf download acme/tiny-repaired --revision v9" in capsys.readouterr().err
     assert exit_code(["promote", str(tiny_suite), "--from", "acme/tiny-repaired", "--dry-run"]) == 0
     assert "would move" in capsys.readouterr().out
+
+
+def test_pytest_gates_another_revision_of_the_suites_own_hub_model(hub_cache, tmp_path, pytester):
+    folder = hub_suite(tmp_path / "s", f'revision = "{COMMIT}"')
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(folder), "--warp-cache", "none"]
+    pytester.runpytest(*args, "--warp-revision", "main").assert_outcomes(passed=1)
+    missing = pytester.runpytest(*args, "--warp-revision", "v2")
+    missing.assert_outcomes(errors=1)
+    missing.stdout.fnmatch_lines(["*'model.id'*revision 'v2' is not in the local Hugging Face cache*hf download*"])
