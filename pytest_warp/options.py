@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import warp_check
-from warp_check import CERTIFICATE_NAME, BadValue, Option, Problem, RunMode, SettingsError, ValueKind
+from warp_check import CERTIFICATE_NAME, BadValue, ModelSource, Option, Problem, RunMode, SettingsError, ValueKind
 
 # How pytest words a bad value (where: the flag or ini key; value: what was given; number: as read).
 _WORDING = {
@@ -58,7 +58,8 @@ def _default_mode() -> RunMode:
 @dataclass(frozen=True, kw_only=True)
 class WarpOptions:
     mode: RunMode = field(default_factory=_default_mode)
-    model: Path | None = None
+    model: Path | ModelSource | None = None  # a folder, or a Hub model read from the local cache
+    revision: str | None = None  # of the suites' own [model] id, where no --warp-model is given
     repair: bool = False
     out: Path | None = None
     certificate: Path | None = None
@@ -66,7 +67,7 @@ class WarpOptions:
     cache: Path | None = None
     no_cache: bool = False
     record: Path | None = None
-    baseline: Path | None = None
+    baseline: Path | ModelSource | None = None
     compute: Mapping[str, Any] = field(default_factory=dict)  # encoder overrides ([model]), for Suite.with_compute
     overrides: Mapping[str, Any] = field(default_factory=dict)  # repair overrides ([repair]), for Suite.settings
 
@@ -99,11 +100,38 @@ def _read(config: pytest.Config, option: Option) -> Any:
         return None
     if option.kind is ValueKind.PATH:
         return (base / Path(str(value)).expanduser()).resolve()
+    if option.kind is ValueKind.MODEL:
+        return _model(str(value), base)
     try:
         return option.parse(str(value))
     except BadValue as exc:
         number = int(value) if exc.problem is Problem.TOO_SMALL else None
         raise pytest.UsageError(_WORDING[exc.problem].format(where=where, value=value, number=number)) from None
+
+
+def _model(value: str, base: Path | None) -> Path | str:
+    """A model option's folder (relative to ``base``), or the Hub id it names where no such folder
+    exists (a folder that exists wins)."""
+    folder = ((base or Path.cwd()) / Path(value).expanduser()).resolve()
+    if folder.exists() or not warp_check.HUB_ID.fullmatch(value.partition("@")[0]):
+        return folder
+    return value
+
+
+def _folder(model: Any) -> Any:
+    """The folder a model option names (a Hub model's snapshot), or the value as it is."""
+    return model.folder if isinstance(model, ModelSource) else model
+
+
+def _resolved(model: Path | str | None, revision: str | None, flag: str) -> Path | ModelSource | None:
+    """A Hub id read from the local Hugging Face cache (at ``revision``); a folder as it is. A
+    UsageError naming ``flag`` where the cache does not hold the model."""
+    if not isinstance(model, str):
+        return model
+    try:
+        return warp_check.resolve_model(model, revision)
+    except warp_check.ModelError as exc:
+        raise pytest.UsageError(f"{flag}: {exc}") from None
 
 
 def read_options(config: pytest.Config) -> WarpOptions:
@@ -112,11 +140,16 @@ def read_options(config: pytest.Config) -> WarpOptions:
     no_cache = str(cache_raw).strip().lower() == "none" if cache_raw not in (None, "") else False
     values = {option.name: _read(config, option) for option in declared() if option.name != "cache"}
     values["cache"] = None if no_cache else _read(config, warp_check.OPTION["cache"])
+    revision = values.pop("revision")
+    if revision is not None and isinstance(values["model"], Path):
+        raise pytest.UsageError(f"--warp-revision: {values['model']} is a local folder; a revision applies to a Hub id")
+    values["model"] = _resolved(values["model"], revision, "--warp-model")
+    values["baseline"] = _resolved(values["baseline"], None, "--warp-baseline")
     certificate = values["certificate"]
     if certificate is not None and certificate.is_dir():
         values["certificate"] = certificate / CERTIFICATE_NAME
     chosen = [
-        (mode, values[mode.selected_by.name])
+        (mode, _folder(values[mode.selected_by.name]))
         for mode in warp_check.MODES
         if mode.selected_by is not None and values[mode.selected_by.name]
     ]
@@ -125,6 +158,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
     fields = {"model", "repair", "out", "certificate", "report", "record", "baseline", "cache"}
     options = WarpOptions(
         mode=chosen[0][0].chosen_with(chosen[0][1]) if chosen else _default_mode(),
+        revision=revision if values["model"] is None else None,
         no_cache=no_cache,
         compute={name: value for name, value in compute.items() if value is not None},
         overrides={name: value for name, value in overrides.items() if value is not None},
@@ -142,10 +176,14 @@ def _check(options: WarpOptions, chosen: list[RunMode]) -> None:
         )
     if options.certificate is not None and not options.certificate.is_file():
         raise pytest.UsageError(f"--warp-certificate: no certificate file at {options.certificate}")
-    if options.model is not None and not options.model.is_dir():
-        raise pytest.UsageError(f"--warp-model: {options.model} is not a folder (a local Hugging Face model folder)")
-    if options.baseline is not None and not options.baseline.is_dir():
-        raise pytest.UsageError(f"--warp-baseline: {options.baseline} is not a folder (the last release's model)")
+    if options.model is not None and not _folder(options.model).is_dir():
+        raise pytest.UsageError(
+            f"--warp-model: {options.model} is not a folder (a Hugging Face model folder, or a Hub id org/name)"
+        )
+    if options.baseline is not None and not _folder(options.baseline).is_dir():
+        raise pytest.UsageError(
+            f"--warp-baseline: {options.baseline} is not a folder (the last release's model, or its Hub id org/name)"
+        )
     if options.baseline is not None and (options.repair or options.certificate is not None):
         raise pytest.UsageError(
             "--warp-baseline gates a model on regressions: it goes with a plain run, not with --warp-repair or "

@@ -105,7 +105,9 @@ class WarpSession:
             if model is None and self.options.certificate is not None:
                 model = self.options.certificate.parent  # audit: the certified folder itself
             with collected_notices() as warned:  # shown with the suite's run, as a run's own notices are
-                suite = load_suite(toml, model=model).with_compute(**self.options.compute)
+                suite = load_suite(toml, model=model, revision=self.options.revision).with_compute(
+                    **self.options.compute
+                )
                 self.suites[key] = suite
                 entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode.recalls_checks else None
                 if entry is not None:

@@ -55,7 +55,14 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.extras.compare import METHODS as COMPARE_METHODS
     from warp_check.extras.compare import CompareSettings, compare_suite, write_comparison
     from warp_check.extras.compare import check_out_path as check_comparison_out
-    from warp_check.extras.importer import ADVGLUE_FIELDS, ImportSettings, import_cases
+    from warp_check.extras.importer import (
+        ADVGLUE_FIELDS,
+        ImportSettings,
+        LabelledRow,
+        case_file_of,
+        import_cases,
+        read_labelled,
+    )
     from warp_check.extras.importer import FORMATS as IMPORT_FORMATS
     from warp_check.extras.importer import format_of as import_format_of
     from warp_check.extras.invariance import (
@@ -70,10 +77,12 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.extras.neighbours import add_neighbours
     from warp_check.extras.predictions import import_predicted
     from warp_check.extras.promote import promote
+    from warp_check.extras.split import SplitImport, import_split
     from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.encode import Encoded, encode_cases
     from warp_check.model.head import DenseHead, top_left_singular_vectors
+    from warp_check.model.hub_cache import HUB_ID, HubModel, ModelSource, resolve_model
     from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
     from warp_check.modes import MODES, RunJob, RunMode, mode_named
     from warp_check.options import (
@@ -123,6 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.runs.result import Outcome, RunResult, Verdict
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
     from warp_check.suite.case_files import Location
+    from warp_check.suite.init import NewSuite, init_suite
     from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
 
 # Public name → the module that defines it ("module:name" where it is named otherwise there, or where the
@@ -165,6 +175,9 @@ _LAZY: dict[str, str] = {
     "import_format_of": "warp_check.extras.importer:format_of",
     "IMPORT_FORMATS": "warp_check.extras.importer:FORMATS",
     "ImportSettings": "warp_check.extras.importer",
+    "case_file_of": "warp_check.extras.importer",
+    "LabelledRow": "warp_check.extras.importer",
+    "read_labelled": "warp_check.extras.importer",
     "assert_moves_toward": "warp_check.extras.invariance",
     "assert_same_label": "warp_check.extras.invariance",
     "Counterexample": "warp_check.extras.invariance",
@@ -175,6 +188,8 @@ _LAZY: dict[str, str] = {
     "add_neighbours": "warp_check.extras.neighbours",
     "import_predicted": "warp_check.extras.predictions",
     "promote": "warp_check.extras.promote",
+    "SplitImport": "warp_check.extras.split",
+    "import_split": "warp_check.extras.split",
     "Activation": "warp_check.model.activations",
     "ACTIVATIONS": "warp_check.model.activations",
     "get_activation": "warp_check.model.activations",
@@ -183,6 +198,10 @@ _LAZY: dict[str, str] = {
     "Encoded": "warp_check.model.encode",
     "DenseHead": "warp_check.model.head",
     "top_left_singular_vectors": "warp_check.model.head",
+    "HUB_ID": "warp_check.model.hub_cache",
+    "HubModel": "warp_check.model.hub_cache",
+    "ModelSource": "warp_check.model.hub_cache",
+    "resolve_model": "warp_check.model.hub_cache",
     "HEAD_SPECS": "warp_check.model.specs",
     "HeadSpec": "warp_check.model.specs",
     "resolve_spec": "warp_check.model.specs",
@@ -246,6 +265,8 @@ _LAZY: dict[str, str] = {
     "default_out_dir": "warp_check.runs.workdir",
     "workdir": "warp_check.runs.workdir",
     "Location": "warp_check.suite.case_files",
+    "NewSuite": "warp_check.suite.init",
+    "init_suite": "warp_check.suite.init",
     "load_suite": "warp_check.suite.loader",
     "Suite": "warp_check.suite.loader",
     "SUITE_FILE": "warp_check.suite.loader",
@@ -291,19 +312,24 @@ __all__ = [
     "Evaluation",
     "FORMAT",
     "HEAD_SPECS",
+    "HUB_ID",
     "HeadSpec",
+    "HubModel",
     "IMPORT_FORMATS",
     "ImportSettings",
     "InvarianceFailure",
     "KeepChoice",
     "Kind",
+    "LabelledRow",
     "LinearisedProblem",
     "Lipschitz",
     "Location",
     "MODES",
     "Mode",
     "ModelError",
+    "ModelSource",
     "NeighbourSettings",
+    "NewSuite",
     "OPTION",
     "OPTIONS",
     "Option",
@@ -327,6 +353,7 @@ __all__ = [
     "SUITE_FILE",
     "SettingsError",
     "SolverSettings",
+    "SplitImport",
     "Suite",
     "SuiteError",
     "SynonymUse",
@@ -346,6 +373,7 @@ __all__ = [
     "assert_same_label",
     "audit",
     "case_and_punctuation",
+    "case_file_of",
     "certify_cases",
     "check",
     "check_attack_out",
@@ -370,6 +398,8 @@ __all__ = [
     "import_cases",
     "import_format_of",
     "import_predicted",
+    "import_split",
+    "init_suite",
     "lipschitz",
     "load_adapter",
     "load_suite",
@@ -383,12 +413,14 @@ __all__ = [
     "pgd_worst_gap",
     "predictor",
     "promote",
+    "read_labelled",
     "read_report",
     "record_counterexamples",
     "repair_cases",
     "repair_head",
     "repair_suite",
     "reraise_interrupt",
+    "resolve_model",
     "resolve_recipe",
     "resolve_spec",
     "run_attack",

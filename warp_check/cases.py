@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import enum
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -46,9 +48,58 @@ class Case:
             problem = None if value is None else text_problem(value)
             if problem is not None:
                 raise ValueError(f"{name}={value[:40]!r}: {problem}")
+        if isinstance(self.label, str):
+            raise ValueError(
+                f"label={self.label!r}: a Case holds the class id; for a label name, build it with "
+                "Case.labelled(labels, ...), labels being a suite's suite.labels or a model's adapter.labels"
+            )
         if isinstance(self.label, bool) or not isinstance(self.label, int) or self.label < 0:
             raise ValueError(f"label={self.label!r}: must be a class id (int >= 0)")
         object.__setattr__(self, "kind", Kind(self.kind))
+
+    @classmethod
+    def labelled(
+        cls,
+        labels: Mapping[str, int],
+        /,
+        *,
+        id: str,  # noqa: A002 - the field's name
+        text: str,
+        label: str | int,
+        kind: Kind | str,
+        text_pair: str | None = None,
+        source: str | None = None,
+        origin: str | None = None,
+    ) -> Case:
+        """A case whose ``label`` is a name of ``labels`` (name → class id: ``suite.labels``, or a
+        model's ``ClassifierAdapter.labels``) or one of its class ids; an unknown one is a
+        ValueError listing the known labels."""
+        return cls(
+            id=id,
+            text=text,
+            label=label_id(label, labels),
+            kind=Kind(kind),
+            text_pair=text_pair,
+            source=source,
+            origin=origin,
+        )
+
+
+def label_id(label: str | int, labels: Mapping[str, int]) -> int:
+    """The class id ``label`` names in ``labels`` (name → class id): a name, or a class id it has (with
+    no names known, any class id). Raises ValueError naming the known labels."""
+    known = ", ".join(f"{name!r} ({index})" for name, index in sorted(labels.items(), key=lambda kv: kv[1]))
+    if isinstance(label, str):
+        if label in labels:
+            return int(labels[label])
+        close = difflib.get_close_matches(label, list(labels), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"label={label!r}: not a label of this model{hint}; use one of {known or 'none named'}")
+    if isinstance(label, bool) or not isinstance(label, int) or label < 0:
+        raise ValueError(f"label={label!r}: must be a label name or a class id (an int >= 0)")
+    if labels and label not in set(labels.values()):
+        raise ValueError(f"label={label!r}: not a class of this model; use one of {known}")
+    return label
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -7,7 +7,9 @@
     warp-check compare SUITE [--heldout F] [--general F] ...   WARP beside LoRA and full fine-tuning
     warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
     warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
-    warp-check import SUITE FILE --out F [--format ...]         cases from CSV/TSV/JSONL/Parquet/AdvGLUE
+    warp-check init SUITE --model DIR|ORG/NAME [--revision R]  a new suite: warp.toml and empty case files
+    warp-check import SUITE FILE [--out F] [--format ...]       cases from CSV/TSV/JSONL/Parquet/AdvGLUE
+                     [--split-by-model | --drop-wrong]         labelled rows sorted by the model (wrong: must_fix)
                      [--predicted]                            unlabelled text: must_keep cases the model labels
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
                       [--cache DIR]                          v read and stored there (default: the suite's)
@@ -57,6 +59,7 @@ from warp_check import (
     mode_named,
     overriding,
     read_report,
+    resolve_model,
     run_from_certificate,
     warm_entry,
     write_report,
@@ -84,6 +87,7 @@ from warp_check.commands.cases import (
 )
 from warp_check.commands.certificates import verify_arguments, verify_command
 from warp_check.commands.compare import compare_arguments, compare_command
+from warp_check.commands.init import init_arguments, init_command
 from warp_check.commands.results import finish
 
 
@@ -119,7 +123,7 @@ def commands() -> tuple[Command, ...]:
             name="verify",
             run=verify_command,
             help="re-check a repaired model's certificate from scratch",
-            positionals=(("model_dir", "MODEL_DIR", "the repaired model folder"),),
+            positionals=(("model_dir", "MODEL_DIR", "the repaired model: a folder, or a Hub id org/name"),),
             arguments=verify_arguments,
         ),
         Command(
@@ -131,7 +135,8 @@ def commands() -> tuple[Command, ...]:
             positionals=(("source", "SOURCE", None),),
             options=(
                 ("out", {"required": True, "help": "folder for the report"}),
-                ("model", {"help": "for a suite: model folder instead of its [model]"}),
+                ("model", {"help": "for a suite: model folder or Hub id instead of its [model]"}),
+                "revision",
                 ("cache", {"help": "for a suite: representation cache folder, or 'none'"}),
             ),
         ),
@@ -141,7 +146,7 @@ def commands() -> tuple[Command, ...]:
             help="WARP beside same-layer LoRA and all-layers fine-tuning on the suite's cases (paper Table 3)",
             description="Trains the baselines on copies of the model in memory; writes nothing unless --out is given.",
             positionals=(SUITE,),
-            options=("model",),
+            options=("model", "revision"),
             arguments=compare_arguments,
         ),
         Command(
@@ -149,15 +154,25 @@ def commands() -> tuple[Command, ...]:
             run=_diff,
             help="gate NEW on regressions against OLD: a case fails only if OLD got it right and NEW does not",
             positionals=(
-                ("old", "OLD", "the baseline model folder (the last release)"),
-                ("new", "NEW", "the model folder under test"),
+                ("old", "OLD", "the baseline model (the last release): a folder, or a Hub id org/name[@revision]"),
+                ("new", "NEW", "the model under test: a folder, or a Hub id (with --revision)"),
                 ("suite", "SUITE", None),
             ),
             options=(
+                ("revision", {"help": "revision of NEW where it is a Hub id (default main)"}),
                 ("cache", {"help": "representation cache folder, or 'none' (default <suite>/.warp)"}),
                 "json",
                 ("quiet", {"help": "print only the summary, not every regression"}),
             ),
+        ),
+        Command(
+            name="init",
+            run=init_command,
+            help="start a suite: warp.toml for a model (a folder or a Hub id) and empty case files",
+            description="Writes SUITE/warp.toml (the model, its labels from its id2label, a must_keep and a must_fix "
+            "file) and the two empty JSONL files; refuses a folder that holds any of them. Fill it with import.",
+            positionals=(("suite", "SUITE", "the new suite's folder (created if needed)"),),
+            arguments=init_arguments,
         ),
         Command(
             name="import",
@@ -285,13 +300,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _suite_args(args: argparse.Namespace) -> argparse.Namespace:
-    return argparse.Namespace(suite=args.source, model=args.model, cache=args.cache)
+    return argparse.Namespace(suite=args.source, model=args.model, revision=args.revision, cache=args.cache)
 
 
 def _diff(args: argparse.Namespace) -> int:
     args.model = args.new
     suite, cache = suite_and_cache(args, load=load_suite)
-    mode = mode_named("baseline").chosen_with(args.old)
+    mode = mode_named("baseline").chosen_with(resolve_model(args.old).folder)
     job = RunJob(
         suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=not args.json
     )

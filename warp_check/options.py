@@ -29,6 +29,7 @@ class ValueKind(enum.Enum):
 
     FLAG = "flag"  # on when given
     PATH = "path"  # a file or folder
+    MODEL = "model"  # a model folder, or a Hub id (org/name) read from the local Hugging Face cache
     TEXT = "text"  # a word checked where it is used
     INTEGER = "integer"
     COUNT = "count"  # an integer >= 1
@@ -127,10 +128,23 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option(
         name="model",
-        kind=ValueKind.PATH,
-        help="model folder to test instead of each suite's [model] (a local folder)",
+        kind=ValueKind.MODEL,
+        metavar="DIR|ORG/NAME",
+        help="model to test instead of each suite's [model]: a local folder, or a Hub id read from the local "
+        "Hugging Face cache, never downloaded (a folder that exists wins)",
         cli=("--model",),
-        cli_help="model folder to use instead of the suite's [model]",
+        cli_help="model to use instead of the suite's [model]: a folder, or a Hub id (org/name) read from the local "
+        "Hugging Face cache (a folder that exists wins)",
+    ),
+    Option(
+        name="revision",
+        kind=ValueKind.TEXT,
+        metavar="REV",
+        help="revision (commit, branch or tag) of the Hub id given to --warp-model (default main), or without it of "
+        "each suite's [model] id; the certificate records the commit read",
+        cli=("--revision",),
+        cli_help="revision (commit, branch or tag) of the Hub id given to --model (default main), or without it of "
+        "the suite's [model] id",
     ),
     Option(
         name="repair",
@@ -159,9 +173,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         name="baseline",
-        kind=ValueKind.PATH,
-        help="regression-only gate: a case fails only if this model folder (the last release) got it right and the "
-        "model under test does not; cases both get wrong are xfail",
+        kind=ValueKind.MODEL,
+        metavar="DIR|ORG/NAME[@REV]",
+        help="regression-only gate: a case fails only if this model (the last release: a folder, or a Hub id read "
+        "from the local Hugging Face cache) got it right and the model under test does not; cases both get wrong "
+        "are xfail",
     ),
     Option(
         name="cache",

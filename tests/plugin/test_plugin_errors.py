@@ -48,8 +48,8 @@ MISTAKES = {
         toml("distilbert-base-uncased"),
         {"fix.jsonl": GOOD},
         "suite/warp.toml:2: field 'model.path': model folder 'distilbert-base-uncased' does not exist; relative "
-        "paths are read from the folder of warp.toml, and hub ids are not downloaded: download the model and give "
-        "its local folder",
+        "paths are read from the folder of warp.toml; a Hub model is model.id = 'org/name' with model.revision, "
+        "read from the local Hugging Face cache (never downloaded: hf download org/name)",
     ),
     "model without weights": (
         toml("empty-model"),
@@ -154,7 +154,8 @@ MISTAKES = {
     "no testable case": (
         toml("{model}", cases='[[cases]]\npath = "fix.jsonl"\nkind = "aux"\n'),
         {"fix.jsonl": GOOD},
-        "suite/warp.toml:4: field 'cases': the suite has no must_fix or must_keep cases: there is nothing to test",
+        "suite/warp.toml:4: field 'cases': the suite has no must_fix or must_keep cases: there is nothing to test; "
+        "add some with warp-check import SUITE FILE (or write JSONL lines into its case files)",
     ),
     "layer that is not dense": (
         toml("{model}", model_lines='layer = ["distilbert.embeddings.LayerNorm", "relu", "classifier"]'),

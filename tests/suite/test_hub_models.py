@@ -6,14 +6,20 @@ No network: the fixture lays out a cache folder as huggingface_hub writes it
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
-from testkit.hub import COMMIT, hub_suite, lay_out_hub_cache
-from testkit.suite_builder import exit_code
+from testkit.hub import COMMIT, REPO_ID, hub_suite, lay_out_hub_cache
+from testkit.suite_builder import exit_code, write_suite
 
-from warp_check.errors import SuiteError
+from warp_check.certify.certificate import Certificate
+from warp_check.errors import ModelError, SuiteError
+from warp_check.model.hub_cache import HubModel, resolve_model
 from warp_check.suite.loader import load_suite
+
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
@@ -152,3 +158,117 @@ def test_the_cli_says_a_damaged_cache_in_one_line(hub_cache, tmp_path, capsys):
     assert exit_code(["check", str(folder), "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{REPO}/refs/main: a folder" in err[0] and "Traceback" not in err[0]
+
+
+# ---- a Hub id wherever a model is given: --model, --warp-model, --warp-baseline, the API
+
+
+def test_a_hub_id_given_for_the_model_is_read_from_the_cache_at_main(hub_cache, tiny_suite):
+    suite = load_suite(tiny_suite, model=REPO_ID)
+    snapshot = hub_cache / REPO / "snapshots" / COMMIT
+    assert suite.model_dir.resolve() == snapshot.resolve()
+    assert suite.hub == HubModel(id=REPO_ID, revision="main", commit=COMMIT)
+    pinned = load_suite(tiny_suite, model=f"{REPO_ID}@{COMMIT}")
+    assert pinned.hub == HubModel(id=REPO_ID, revision=COMMIT, commit=COMMIT)
+    assert load_suite(tiny_suite, model=REPO_ID, revision=COMMIT).hub == pinned.hub
+
+
+def test_a_local_folder_spelt_like_a_hub_id_wins(hub_cache, tiny_suite, distilbert_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(distilbert_dir, tmp_path / REPO_ID)
+    suite = load_suite(tiny_suite, model=REPO_ID)
+    assert suite.hub is None and suite.model_dir == (tmp_path / REPO_ID).resolve()
+    with pytest.raises(ModelError, match="is a local folder: a revision .* applies to a Hub id only"):
+        resolve_model(REPO_ID, "main")
+
+
+def test_a_hub_id_not_in_the_cache_says_how_to_fetch_it(hub_cache, tiny_suite, capsys):
+    with pytest.raises(
+        SuiteError,
+        match=r"field 'model.path': the model given to override \[model\]: no model folder 'acme/other' here, and "
+        r"the Hub model 'acme/other' at revision 'main' is not in the local Hugging Face cache .*fetch it once with "
+        r"hf download acme/other --revision main",
+    ):
+        load_suite(tiny_suite, model="acme/other")
+    assert exit_code(["check", str(tiny_suite), "--model", "acme/other", "--cache", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "hf download acme/other --revision main" in err and "huggingface-cli" not in err
+
+
+def test_a_revision_moves_the_suites_own_hub_model(hub_cache, tmp_path):
+    folder = hub_suite(tmp_path / "s", f'revision = "{COMMIT}"')
+    assert load_suite(folder, revision="main").hub == HubModel(id=REPO_ID, revision="main", commit=COMMIT)
+    local = tmp_path / "local"
+    write_suite(local, model=hub_cache / REPO / "snapshots" / COMMIT, keep=[{"text": "good", "label": "positive"}])
+    with pytest.raises(SuiteError, match=r"field 'model': revision 'main' applies to a Hub model \(\[model\] id\)"):
+        load_suite(local, revision="main")
+
+
+def test_the_certificate_records_the_hub_id_and_the_commit(hub_cache, tiny_suite, tmp_path, capsys):
+    out = tmp_path / "repaired"
+    argv = ["repair", str(tiny_suite), "--model", REPO_ID, "--revision", "main", "--out", str(out), "--cache", "none"]
+    assert exit_code(argv) == 0
+    model = Certificate.read(out / "warp_certificate.json").model
+    assert (model.hub_id, model.hub_revision, model.hub_commit) == (REPO_ID, "main", COMMIT)
+    assert exit_code(["verify", str(out)]) == 0
+    # A local model's certificate has no Hub keys, as certificates written before them.
+    local = tmp_path / "local-repaired"
+    assert exit_code(["repair", str(tiny_suite), "--out", str(local), "--cache", "none"]) == 0
+    written = json.loads((local / "warp_certificate.json").read_text(encoding="utf-8"))["model"]
+    assert not {"hub_id", "hub_revision", "hub_commit"} & set(written)
+    assert Certificate.read(local / "warp_certificate.json").model.hub_id is None
+
+
+def test_the_python_api_loads_a_hub_id(hub_cache):
+    from warp_check import ClassifierAdapter
+
+    adapter = ClassifierAdapter.from_pretrained(REPO_ID, revision="main")
+    assert adapter.hub == HubModel(id=REPO_ID, revision="main", commit=COMMIT)
+    assert Path(adapter.source).name == COMMIT
+
+
+def test_pytest_takes_hub_ids_for_the_model_and_the_baseline(hub_cache, tiny_suite, tiny_split, pytester):
+    wrong, right = tiny_split
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(tiny_suite), "--warp-cache", "none"]
+    result = pytester.runpytest(*args, "--warp-model", REPO_ID, "--warp-revision", COMMIT)
+    result.assert_outcomes(failed=len(wrong), passed=len(right))
+    gated = pytester.runpytest(*args, "--warp-model", REPO_ID, "--warp-baseline", f"{REPO_ID}@main")
+    gated.assert_outcomes(xfailed=len(wrong), passed=len(right))  # the same model: no regression
+    missing = pytester.runpytest(*args, "--warp-baseline", "acme/gone")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stderr.fnmatch_lines(["*--warp-baseline: no model folder 'acme/gone' here*hf download acme/gone*"])
+    local = pytester.runpytest(*args, "--warp-model", str(tiny_suite), "--warp-revision", "main")
+    assert local.ret == pytest.ExitCode.USAGE_ERROR
+    local.stderr.fnmatch_lines(["*--warp-revision: * is a local folder; a revision applies to a Hub id*"])
+
+
+def test_every_command_that_takes_a_model_takes_a_hub_id(hub_cache, tiny_suite, tmp_path, capsys):
+    assert exit_code(["check", str(tiny_suite), "--model", REPO_ID, "--cache", "none"]) == 1  # its must_fix fail
+    assert f"model: {REPO_ID}@main = {COMMIT} (" in capsys.readouterr().out
+    # diff: the baseline inline with its revision, the model under test by --revision; the same model twice
+    # has no regression.
+    argv = ["diff", f"{REPO_ID}@{COMMIT}", REPO_ID, str(tiny_suite), "--revision", "main", "--cache", "none", "-q"]
+    assert exit_code(argv) == 0
+    # A repaired model published to the Hub (here: laid out in the cache) is verified and promoted from by its id.
+    out = tmp_path / "repaired"
+    assert exit_code(["repair", str(tiny_suite), "--out", str(out), "--cache", "none", "-q"]) == 0
+    repaired_commit = "f" * 40
+    repo = hub_cache / "models--acme--tiny-repaired"
+    shutil.copytree(out, repo / "snapshots" / repaired_commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(repaired_commit)
+    capsys.readouterr()
+    assert exit_code(["verify", "acme/tiny-repaired"]) == 0
+    assert exit_code(["verify", "acme/tiny-repaired", "--revision", "v9"]) == 2
+    assert "hf download acme/tiny-repaired --revision v9" in capsys.readouterr().err
+    assert exit_code(["promote", str(tiny_suite), "--from", "acme/tiny-repaired", "--dry-run"]) == 0
+    assert "would move" in capsys.readouterr().out
+
+
+def test_pytest_gates_another_revision_of_the_suites_own_hub_model(hub_cache, tmp_path, pytester):
+    folder = hub_suite(tmp_path / "s", f'revision = "{COMMIT}"')
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(folder), "--warp-cache", "none"]
+    pytester.runpytest(*args, "--warp-revision", "main").assert_outcomes(passed=1)
+    missing = pytester.runpytest(*args, "--warp-revision", "v2")
+    missing.assert_outcomes(errors=1)
+    missing.stdout.fnmatch_lines(["*'model.id'*revision 'v2' is not in the local Hugging Face cache*hf download*"])

@@ -58,6 +58,11 @@ class ModelRecord(Record):
     """Which model was repaired, where, and the hashes that say what changed."""
 
     source: str | None
+    # The Hub model ``source`` is a snapshot of: its id, the revision asked for and the commit read.
+    # Left out for a local folder (and read as None from certificates written before they were kept).
+    hub_id: str | None = field(default=None, metadata=on_disk(since=True, omit_none=True))
+    hub_revision: str | None = field(default=None, metadata=on_disk(since=True, omit_none=True))
+    hub_commit: str | None = field(default=None, metadata=on_disk(since=True, omit_none=True))
     model_type: str | None
     repair_layer: str
     activation: str

@@ -26,7 +26,8 @@ from warp_check import (
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
-SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "batch_size", "threads")  # every suite command's
+# Every suite command's.
+SUITE_OPTIONS = ("model", "revision", "cache", "json", "quiet", "device", "batch_size", "threads")
 
 # How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
 _WORDING = {
@@ -83,7 +84,7 @@ def add_declared(parser: argparse.ArgumentParser, name: str, **changes: Any) -> 
         given["action"] = "store_true"
     else:
         given["metavar"] = option.metavar or "DIR"
-        if option.kind not in (ValueKind.PATH, ValueKind.TEXT):
+        if option.kind not in (ValueKind.PATH, ValueKind.MODEL, ValueKind.TEXT):
             given["type"] = _parsed_by(name)
     parser.add_argument(*option.cli, **(given | changes))
 
@@ -124,7 +125,7 @@ def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = lo
     if getattr(args, "report", None):
         check_report_destination(args.report)  # a report that cannot be written fails before the work
     compute = {option.name: getattr(args, option.name, None) for option in overriding("model")}
-    suite = load(args.suite, model=args.model).with_compute(**compute)
+    suite = load(args.suite, model=args.model, revision=getattr(args, "revision", None)).with_compute(**compute)
     return suite, cache_of(args, suite)
 
 

@@ -22,16 +22,19 @@ from warp_check import (
     SettingsError,
     SynonymUse,
     add_neighbours,
+    case_file_of,
     check_attack_out,
     check_recipe_ready,
     default_cache_dir,
     import_cases,
     import_format_of,
     import_predicted,
+    import_split,
     load_adapter,
     load_suite,
     must_fix_file,
     promote,
+    resolve_model,
     resolve_recipe,
     run_attack,
     workdir,
@@ -49,7 +52,9 @@ from warp_check.commands.arguments import (
 
 
 def import_arguments(importer: argparse.ArgumentParser) -> None:
-    importer.add_argument("--out", metavar="FILE", required=True, help="the JSONL case file to append to")
+    importer.add_argument(
+        "--out", metavar="FILE", help="the JSONL case file to append to (default: the suite's file of --kind)"
+    )
     importer.add_argument("--format", choices=IMPORT_FORMATS, help="default: from the file's name")
     importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
     importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
@@ -64,6 +69,20 @@ def import_arguments(importer: argparse.ArgumentParser) -> None:
         help="unlabelled text: label each row by the model's own prediction (no label column read) and append "
         "those predicted by at least the must_keep margin gamma_h as must_keep cases, which a repair then keeps "
         "(source prediction:FILE)",
+    )
+    importer.add_argument(
+        "--split-by-model",
+        action="store_true",
+        help="run the suite's model on the labelled rows: those it gets right go to --out (default: the must_keep "
+        "file) as must_keep cases, those it gets wrong to --fix-out (default: the must_fix file) as must_fix cases",
+    )
+    importer.add_argument(
+        "--drop-wrong",
+        action="store_true",
+        help="run the suite's model on the labelled rows and leave out those it gets wrong (the rest: must_keep)",
+    )
+    importer.add_argument(
+        "--fix-out", metavar="FILE", help="with --split-by-model: where wrong rows go (default: the must_fix file)"
     )
 
 
@@ -104,7 +123,14 @@ def neighbours_arguments(neighbours: argparse.ArgumentParser) -> None:
 
 
 def promote_arguments(promote: argparse.ArgumentParser) -> None:
-    promote.add_argument("--from", dest="repaired", metavar="REPAIRED", required=True, help="the repaired model folder")
+    promote.add_argument(
+        "--from",
+        dest="repaired",
+        metavar="REPAIRED",
+        required=True,
+        help="the repaired model: a folder, or a Hub id read from the local Hugging Face cache",
+    )
+    add_declared(promote, "revision", help="revision of REPAIRED where it is a Hub id (default main)")
     promote.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
 
 
@@ -123,6 +149,7 @@ def attack_arguments(attack: argparse.ArgumentParser) -> None:
     attack.add_argument("--query-budget", type=int, metavar="Q", help="model queries per case (default: unbounded)")
     attack.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (1 is fastest on a busy machine)")
     add_declared(attack, "model")
+    add_declared(attack, "revision")
     attack.add_argument("--dry-run", action="store_true", help="attack and report, write nothing")
     add_declared(attack, "json")
     add_declared(attack, "quiet", help="no progress bar, no per-case lists")
@@ -140,7 +167,7 @@ ATTACK_FLAGS = {
 
 
 def import_command(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite)
+    suite = load_suite(args.suite, empty=True)  # a suite just made has no cases yet
     try:
         file_format = args.format or import_format_of(args.source)
     except SettingsError as exc:
@@ -150,6 +177,12 @@ def import_command(args: argparse.Namespace) -> int:
         why = f"makes must_keep cases, not {args.kind}" if args.label is None else "reads no label column (--label)"
         print(f"warp-check import: error: --predicted {why}", file=sys.stderr)
         return EXIT_USAGE
+    by_model = args.split_by_model or args.drop_wrong
+    refusal = _split_refusal(args) if by_model or args.fix_out else None
+    if refusal is not None:
+        print(f"warp-check import: error: {refusal}", file=sys.stderr)
+        return EXIT_USAGE
+    args.out = Path(args.out) if args.out else case_file_of(suite, Kind(args.kind))
     settings = ImportSettings(
         format=file_format,
         text=args.text,
@@ -163,13 +196,72 @@ def import_command(args: argparse.Namespace) -> int:
     )
     if args.predicted:
         return _import_predicted(suite, args, settings)
+    if by_model:
+        return _import_split(suite, args, settings)
     result = import_cases(suite, args.source, args.out, settings)
     appended = result.appended
     print(
         f"{result.rows} row(s) read from {args.source}: {len(appended.added)} case(s) appended to {appended.path}, "
         f"{appended.duplicates} already there"
     )
+    _say_where_to_list(suite, appended)
     return EXIT_OK
+
+
+def _split_refusal(args: argparse.Namespace) -> str | None:
+    """Why the flags that sort rows by the model do not go with the others given, or None."""
+    flag = "--split-by-model" if args.split_by_model else "--drop-wrong"
+    if args.fix_out and not args.split_by_model:
+        return "--fix-out goes with --split-by-model (where the rows the model gets wrong go)"
+    if args.split_by_model and args.drop_wrong:
+        return "--split-by-model sends wrong rows to must_fix, --drop-wrong leaves them out: give one"
+    if args.predicted:
+        return f"{flag} sorts labelled rows by the model; --predicted labels rows by the model: give one"
+    if args.kind != Kind.MUST_KEEP.value:
+        return f"{flag} makes must_keep cases of the rows the model gets right, not {args.kind} cases"
+    return None
+
+
+def _import_split(suite, args: argparse.Namespace, settings: ImportSettings) -> int:
+    fix_out = None if args.drop_wrong else Path(args.fix_out) if args.fix_out else case_file_of(suite, Kind.MUST_FIX)
+    workdir(suite)
+    result = import_split(
+        suite,
+        args.source,
+        settings,
+        keep_out=args.out,
+        fix_out=fix_out,
+        cache_dir=default_cache_dir(suite),
+        progress=True,
+    )
+    kept = result.kept
+    print(f"{result.rows} row(s) read from {args.source}; the model gets {result.right} right and {result.wrong} wrong")
+    print(
+        f"  right: {len(kept.added)} must_keep case(s) appended to {kept.path}"
+        + (f", {kept.duplicates} already there" if kept.duplicates else "")
+    )
+    if result.fixed is None:
+        print(f"  wrong: {result.dropped} left out (--drop-wrong)")
+    else:
+        fixed = result.fixed
+        print(
+            f"  wrong: {len(fixed.added)} must_fix case(s) appended to {fixed.path}"
+            + (f", {fixed.duplicates} already there" if fixed.duplicates else "")
+        )
+    for appended in (kept, result.fixed):
+        if appended is not None:
+            _say_where_to_list(suite, appended)
+    return EXIT_OK
+
+
+def _say_where_to_list(suite, appended, *, caution: str = "") -> None:
+    """A line saying how to list ``appended``'s file in warp.toml, where cases went to a file the suite does
+    not list (they are not tested until it does)."""
+    listed = {case_file.path.resolve() for case_file in suite.case_files}
+    if appended.added and appended.path.resolve() not in listed:
+        where = appended.path.resolve()
+        shown = where.relative_to(suite.root) if where.is_relative_to(suite.root) else where
+        print(f'  to use them, list the file in {suite.toml.name}: [[cases]] path = "{shown}"{caution}')
 
 
 def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings) -> int:
@@ -192,14 +284,7 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
         print(f"  left out: {result.in_suite} the model sees as cases of the suite (their labels are the suite's)")
     if result.no_text:
         print(f"  left out: {result.no_text} the model sees as no text (nothing but special and unknown tokens)")
-    listed = {case_file.path.resolve() for case_file in suite.case_files}
-    if appended.added and appended.path.resolve() not in listed:
-        where = appended.path.resolve()
-        shown = where.relative_to(suite.root) if where.is_relative_to(suite.root) else where
-        print(
-            f'  to use them, list the file in {suite.toml.name}: [[cases]] path = "{shown}" (they keep the '
-            "model's predictions, right or wrong: read them first)"
-        )
+    _say_where_to_list(suite, appended, caution=" (they keep the model's predictions, right or wrong: read them first)")
     return EXIT_OK
 
 
@@ -231,7 +316,9 @@ def neighbours_command(args: argparse.Namespace) -> int:
 
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
-    promotion = promote(suite, args.repaired, dry_run=args.dry_run, cache_dir=cache_of(args, suite))
+    promotion = promote(
+        suite, resolve_model(args.repaired, args.revision).folder, dry_run=args.dry_run, cache_dir=cache_of(args, suite)
+    )
     dry = args.dry_run
     moved = len(promotion.promoted) - len(promotion.in_place)
     done = []
@@ -270,7 +357,7 @@ def attack_command(args: argparse.Namespace) -> int:
         print(f"warp-check attack: error: {ATTACK_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     check_recipe_ready(recipe)
-    suite = load_suite(args.suite, model=args.model)
+    suite = load_suite(args.suite, model=args.model, revision=args.revision)
     settings = dataclasses.replace(settings, batch_size=suite.model.batch_size)
     out = None if args.dry_run else Path(args.out) if args.out else must_fix_file(suite)
     if out is not None:

@@ -15,6 +15,7 @@ from warp_check import (
     load_adapter,
     load_suite,
     mode_named,
+    resolve_model,
     verify,
     verify_chain,
 )
@@ -28,6 +29,7 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
     )
     verify.add_argument("--suite", metavar="SUITE", help="also check that the certificate covers this suite's cases")
     add_declared(verify, "cache", help="representation cache folder (default: none)")
+    add_declared(verify, "revision", help="revision of MODEL_DIR where it is a Hub id (default main)")
     add_declared(verify, "json", help="print the checks as JSON")
     verify.add_argument(
         "--chain",
@@ -38,6 +40,7 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
 
 
 def verify_command(args: argparse.Namespace) -> int:
+    args.model_dir = str(resolve_model(args.model_dir, args.revision).folder)  # a Hub id: its snapshot
     if args.chain:
         return _verify_chain(args)
     model_dir = Path(args.model_dir)

@@ -70,7 +70,7 @@ def _name_list(text: str) -> tuple[str, ...]:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    suite = load_suite(args.suite, model=args.model)
+    suite = load_suite(args.suite, model=args.model, revision=args.revision)
     if args.out:
         check_comparison_out(args.out, suite.model_dir)  # before the training, not after
     cache = None if args.cache is None or args.cache.strip().lower() == "none" else Path(args.cache)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Kind, text_problem
-from warp_check.errors import SettingsError, SuiteError, reraise_interrupt
+from warp_check.errors import SettingsError, SuiteError, WarpError, reraise_interrupt
 from warp_check.json_bounded import parse_json
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
@@ -96,20 +96,52 @@ class UnlabelledRow:
     where: tuple[int, str]
 
 
+@dataclass(frozen=True, kw_only=True)
+class LabelledRow:
+    """A row read as a case (its label as the suite names it), its class id, and where it is."""
+
+    case: NewCase
+    label: int
+    where: tuple[int, str]
+
+
 def import_cases(suite: Suite, source: str | Path, out: str | Path, settings: ImportSettings) -> ImportResult:
     """Read ``source``, check every row against the suite's labels, append the cases to ``out``."""
     if settings.predicted:
         raise SettingsError("predicted", True, "needs the model: use warp_check.extras.predictions.import_predicted")
-    source, settings = _opened(source, settings)
-    cases = []
-    for where, row in _rows(source, settings):
-        case = _case(suite, where, row, settings, source)
-        check_id(suite, case.id, out, row_error(source, where), settings.id or "id")
-        cases.append(case)
+    source = Path(source)
+    rows = read_labelled(suite, source, settings)
+    for row in rows:
+        check_id(suite, row.case.id, out, row_error(source, row.where), settings.id or "id")
+    cases = [row.case for row in rows]
     appended = append_cases(
-        out, cases, id_prefix=f"import-{source.stem}", check=writer_check(suite, out, kind=settings.kind)
+        out, cases, id_prefix=import_prefix(source), check=writer_check(suite, out, kind=settings.kind)
     )
     return ImportResult(len(cases), appended)
+
+
+def read_labelled(suite: Suite, source: str | Path, settings: ImportSettings) -> list[LabelledRow]:
+    """Every row of ``source`` as a case of ``settings.kind``, its label checked against the suite's."""
+    source, settings = _opened(source, settings)
+    rows = []
+    for where, row in _rows(source, settings):
+        case, label = _case(suite, where, row, settings, source)
+        rows.append(LabelledRow(case=case, label=label, where=where))
+    return rows
+
+
+def import_prefix(source: Path) -> str:
+    """The prefix of the ids made for rows of ``source`` that give none."""
+    return f"import-{source.stem}"
+
+
+def case_file_of(suite: Suite, kind: Kind) -> Path:
+    """The suite's one case file of ``kind``: where imported cases of that kind go by default."""
+    files = [f.path for f in suite.case_files if f.kind is kind]
+    if len(files) == 1:
+        return files[0]
+    what = f"no [[cases]] file of kind {kind.value}" if not files else f"{len(files)} {kind.value} case files"
+    raise WarpError(f"{suite.toml} has {what}: say where the {kind.value} cases go with --out FILE.jsonl")
 
 
 def read_unlabelled(source: str | Path, settings: ImportSettings) -> list[UnlabelledRow]:
@@ -157,13 +189,15 @@ def row_error(source: Path, where: tuple[int, str]):
     return error
 
 
-def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: ImportSettings, source: Path) -> NewCase:
+def _case(
+    suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: ImportSettings, source: Path
+) -> tuple[NewCase, int]:
     error = row_error(source, where)
     text, pair, case_id = _fields(row, settings, error)
     if settings.label not in row or row[settings.label] in (None, ""):
         raise error(settings.label, f"no label in column {settings.label!r}")
     label = _label(suite, row[settings.label], error, settings.label)
-    return NewCase(
+    case = NewCase(
         text=text,
         text_pair=pair,
         label=suite.label_name(label),
@@ -171,6 +205,7 @@ def _case(suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: I
         kind=settings.kind.value,
         source=settings.source or source.name,
     )
+    return case, label
 
 
 def _fields(row: dict[str, Any], settings: ImportSettings, error) -> tuple[str, str | None, str | None]:

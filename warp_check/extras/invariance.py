@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from warp_check.cases import Kind
+from warp_check.cases import Kind, label_id
 
 if TYPE_CHECKING:
     from warp_check.model.adapter import ClassifierAdapter
@@ -57,20 +57,40 @@ def _logits(adapter: ClassifierAdapter, texts: list[str], batch_size: int) -> np
     return np.concatenate(rows) if rows else np.zeros((0, adapter.num_classes))
 
 
+@dataclass(frozen=True)
+class _Predictor:
+    """``texts -> labels``, knowing the model's label names (``labels``: name → class id)."""
+
+    adapter: ClassifierAdapter
+    batch_size: int
+
+    @property
+    def labels(self) -> dict[str, int]:
+        return self.adapter.labels
+
+    def __call__(self, texts: list[str]) -> list[int]:
+        return [int(k) for k in _logits(self.adapter, list(texts), self.batch_size).argmax(axis=1)]
+
+
+@dataclass(frozen=True)
+class _Scorer(_Predictor):
+    """``texts -> (n, classes) softmax probabilities``, knowing the model's label names."""
+
+    def __call__(self, texts: list[str]) -> np.ndarray:  # type: ignore[override]
+        logits = _logits(self.adapter, list(texts), self.batch_size).astype(np.float64)
+        z = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return z / z.sum(axis=1, keepdims=True)
+
+
 def predictor(adapter: ClassifierAdapter, *, batch_size: int = 32) -> Callable[[list[str]], list[int]]:
-    """``texts -> labels``: the adapter's argmax prediction for each text."""
-    return lambda texts: [int(k) for k in _logits(adapter, list(texts), batch_size).argmax(axis=1)]
+    """``texts -> labels``: the adapter's argmax prediction for each text. It knows the model's label
+    names, so the assertions below take ``label="positive"`` with it."""
+    return _Predictor(adapter, batch_size)
 
 
 def scorer(adapter: ClassifierAdapter, *, batch_size: int = 32) -> Callable[[list[str]], np.ndarray]:
     """``texts -> (n, classes) softmax probabilities``: the scores :func:`assert_moves_toward` compares."""
-
-    def scores(texts: list[str]) -> np.ndarray:
-        logits = _logits(adapter, list(texts), batch_size).astype(np.float64)
-        z = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return z / z.sum(axis=1, keepdims=True)
-
-    return scores
+    return _Scorer(adapter, batch_size)
 
 
 def _two(result, what: str) -> list:
@@ -80,26 +100,41 @@ def _two(result, what: str) -> list:
     return rows
 
 
-def _check_label(label: object) -> None:
+def _class_id(label: object, model: object) -> int:
+    """The class id ``label`` gives: an id, or a name the model (``predictor``/``scorer``) knows."""
+    if isinstance(label, str):
+        labels = getattr(model, "labels", None)
+        if labels is None:
+            raise ValueError(
+                f"label={label!r}: a label name needs the model's names: pass warp_check.predictor(adapter) or "
+                "scorer(adapter), which know them, or give the class id"
+            )
+        return label_id(label, labels)
     if isinstance(label, bool) or not isinstance(label, (int, np.integer)) or label < 0:
-        raise ValueError(f"label={label!r}: must be a class id (an int >= 0)")
+        raise ValueError(f"label={label!r}: must be a label name or a class id (an int >= 0)")
+    return int(label)
 
 
 def assert_same_label(
-    predict: Predict, original: str, variant: str, *, label: int | None = None, original_id: str | None = None
+    predict: Predict,
+    original: str,
+    variant: str,
+    *,
+    label: int | str | None = None,
+    original_id: str | None = None,
 ) -> None:
     """INV: ``predict`` gives ``variant`` the same label as ``original``.
 
-    With ``label`` (the original's true class id), both must get ``label``: a model that already
+    With ``label`` (the original's true class id, or its name where ``predict`` is a
+    :func:`predictor`), both must get ``label``: a model that already
     gets the original wrong fails on the original itself (hypothesis then shrinks to it), and a
     recorded counterexample never carries the model's mistake as its label. Without it, the
     original's predicted label is the expected one. ``original_id`` (the original's case id in a
     suite) goes into a recorded case's ``original`` field.
     """
-    if label is not None:
-        _check_label(label)
+    wanted = None if label is None else _class_id(label, predict)
     before, after = (int(k) for k in _two(predict([original, variant]), "predict"))
-    expected = before if label is None else int(label)
+    expected = before if wanted is None else wanted
 
     def case(text: str) -> Counterexample:
         return Counterexample(text=text, label=expected, original=original, check="same_label", original_id=original_id)
@@ -122,7 +157,7 @@ def assert_moves_toward(
     predict_scores: PredictScores,
     original: str,
     variant: str,
-    label: int,
+    label: int | str,
     *,
     tolerance: float = 0.0,
     original_id: str | None = None,
@@ -135,7 +170,7 @@ def assert_moves_toward(
     """
     if tolerance < 0:
         raise ValueError(f"tolerance={tolerance!r}: must be >= 0")
-    _check_label(label)
+    label = _class_id(label, predict_scores)  # a name where predict_scores is a scorer()
     before, after = (np.asarray(row, dtype=np.float64) for row in _two(predict_scores([original, variant]), "scores"))
     if not 0 <= label < before.shape[-1]:
         raise ValueError(f"label={label!r}: out of range for {before.shape[-1]} classes")

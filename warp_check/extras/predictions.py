@@ -76,7 +76,7 @@ def import_predicted(
     _check_fits(suite, source, out, rows, settings)
     adapter = adapter if adapter is not None else load_adapter(suite)
     probes = _probes(source, rows)
-    with _naming_the_file(source):
+    with naming_the_file(source):
         keys = input_keys(adapter, probes)
     # What the model sees, not the raw text: a copy of a suite case, even one differing in case or
     # spacing, would be the same input twice, with a label the suite does not give it. A row it sees
@@ -90,7 +90,7 @@ def import_predicted(
     logits = np.zeros((0, adapter.num_classes))
     if firsts:
         labelled = [probes[i] for i in firsts]
-        with _naming_the_file(source):
+        with naming_the_file(source):
             evaluation = evaluate(
                 adapter, labelled, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
             )
@@ -169,7 +169,7 @@ def _probes(source: Path, rows: list[UnlabelledRow]) -> list[Case]:
 
 
 @contextmanager
-def _naming_the_file(source: Path) -> Iterator[None]:
+def naming_the_file(source: Path) -> Iterator[None]:
     """An error about a row without a line (Parquet, AdvGLUE: its case id names it) names the file too."""
     try:
         yield

@@ -19,6 +19,7 @@ from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
 from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
+from warp_check.model.hub_cache import HUB_ID, HubModel, resolve_model
 from warp_check.model.loading import load_model_folder
 from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
 from warp_check.model.threads import capped_threads
@@ -166,6 +167,7 @@ class ClassifierAdapter:
         check: bool = True,
         device: str = "cpu",
         threads: int | None = None,
+        hub: HubModel | None = None,
     ) -> None:
         self.device = resolve_device(device)
         # torch CPU threads while encoding; None: model.threads.default_threads()
@@ -183,6 +185,7 @@ class ClassifierAdapter:
                 f"token(s) to every input; give max_length {added + 1} or more (128 is the default)"
             )
         self.source = source
+        self.hub = hub  # the Hub model ``source`` is a snapshot of (None: a local folder)
         self.activation = get_activation(spec.activation)
         self.repair_layer = _submodule(model, spec.repair_layer, "repair layer")
         # The layer whose output is the logits: the classifier, or the repair layer itself.
@@ -214,12 +217,28 @@ class ClassifierAdapter:
         check: bool = True,
         device: str = "cpu",
         threads: int | None = None,
+        revision: str | None = None,
+        hub: HubModel | None = None,
     ) -> ClassifierAdapter:
-        """Load a local Hugging Face folder offline (never running remote code) onto ``device``."""
+        """Load a model offline (never running remote code) onto ``device``: a local Hugging Face folder,
+        or a Hub id (``org/name``, at ``revision``, default main) read from the local Hugging Face cache,
+        never downloaded; a folder that exists wins over a Hub id spelt the same. ``hub``: the Hub model
+        the folder ``path`` is a snapshot of, where the caller resolved it."""
+        hub_like = HUB_ID.fullmatch(str(path).partition("@")[0]) and not Path(path).expanduser().exists()
+        if hub is None and (revision is not None or hub_like):
+            source = resolve_model(path, revision)
+            path, hub = source.folder, source.hub
         model, tokenizer = load_model_folder(path)
         _check_tokenizer(tokenizer, max_length, str(path))
         model = model.to(resolve_device(device))
-        where = {"max_length": max_length, "source": str(path), "check": check, "device": device, "threads": threads}
+        where = {
+            "max_length": max_length,
+            "source": str(path),
+            "check": check,
+            "device": device,
+            "threads": threads,
+            "hub": hub,
+        }
         if isinstance(layer, str) and layer in ("auto", "final"):
             return cls.found(model, tokenizer, layer, **where)
         return cls(model, tokenizer, resolve_spec(model, layer), **where)
@@ -236,6 +255,7 @@ class ClassifierAdapter:
         check: bool = True,
         device: str = "cpu",
         threads: int | None = None,
+        hub: HubModel | None = None,
     ) -> ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
         head traced from the model itself (dense → σ → linear, or the final linear layer); a dense head
@@ -254,6 +274,7 @@ class ClassifierAdapter:
                     check=False,
                     device=device,
                     threads=threads,
+                    hub=hub,
                 )
             except ModelError:
                 adapter = None  # an architecture variant the table does not describe: trace it
@@ -274,7 +295,15 @@ class ClassifierAdapter:
         elif layer == "auto":
             spec = spec.falling_back()
         return cls(
-            model, tokenizer, spec, max_length=max_length, source=source, check=check, device=device, threads=threads
+            model,
+            tokenizer,
+            spec,
+            max_length=max_length,
+            source=source,
+            check=check,
+            device=device,
+            threads=threads,
+            hub=hub,
         )
 
     def with_spec(self, spec: HeadSpec) -> ClassifierAdapter:
@@ -290,11 +319,20 @@ class ClassifierAdapter:
             source=self.source,
             device=self.device,
             threads=self.threads,
+            hub=self.hub,
         )
 
     @property
     def num_classes(self) -> int:
         return int(self.logits_layer.out_features)
+
+    @property
+    def labels(self) -> dict[str, int]:
+        """The model's label names, name → class id (its config's id2label), for ``Case.labelled``; empty
+        where two classes share a name or the config names none."""
+        raw = getattr(getattr(self.model, "config", None), "id2label", None) or {}
+        labels = {str(name): int(index) for index, name in raw.items() if 0 <= int(index) < self.num_classes}
+        return labels if len(labels) == len(raw) else {}
 
     # -- the head as numbers ----------------------------------------------------------
     def head(self) -> DenseHead:
@@ -332,6 +370,7 @@ class ClassifierAdapter:
             check=False,
             device=self.device,
             threads=self.threads,
+            hub=self.hub,
         )
         layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
         if new.classifier is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,60 @@ from warp_check.errors import ModelError, first_line, reraise_interrupt
 from warp_check.json_bounded import read_json
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+DEFAULT_REVISION = "main"  # a Hub id given without a revision: the branch huggingface_hub downloads
 _REF_BYTES = 4096  # a ref file holds 40 characters; more is not a ref
+
+
+@dataclass(frozen=True, kw_only=True)
+class HubModel:
+    """A Hub model as read from the local cache: its id, the revision asked for, the commit that is."""
+
+    id: str
+    revision: str
+    commit: str
+
+    def __str__(self) -> str:
+        pinned = self.revision if self.revision == self.commit else f"{self.revision} = {self.commit}"
+        return f"{self.id}@{pinned}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSource:
+    """Where a model given by its folder or its Hub id is read from: ``folder``, and the Hub model
+    it is a snapshot of (None: a local folder)."""
+
+    folder: Path
+    hub: HubModel | None = None
+
+    def __str__(self) -> str:
+        return str(self.folder) if self.hub is None else f"{self.hub} ({self.folder})"
+
+
+def resolve_model(given: str | Path | ModelSource, revision: str | None = None) -> ModelSource:
+    """A model named by a local folder or by a Hub id (``org/name``, or ``org/name@revision``), read
+    offline: a folder that exists wins over a Hub id spelt the same; a Hub id is read from the local
+    Hugging Face cache at ``revision`` (default ``main``), never downloaded. Raises ModelError saying
+    what is there and how to fetch what is not."""
+    if isinstance(given, ModelSource):
+        return given
+    text = str(given)
+    folder = Path(text).expanduser()
+    if os.path.lexists(folder):
+        if revision is not None:
+            raise ModelError(f"{text!r} is a local folder: a revision ({revision!r}) applies to a Hub id only")
+        return ModelSource(folder=folder)
+    name, at, inline = text.partition("@")
+    if at and revision is not None and inline != revision:
+        raise ModelError(f"{text!r} names revision {inline!r} and the revision given is {revision!r}: give one")
+    if not HUB_ID.fullmatch(name) or (at and not inline):
+        raise ModelError(f"model {text!r} does not exist: give a model folder, or a Hub id (org/name)")
+    wanted = inline or revision or DEFAULT_REVISION
+    try:
+        snapshot, commit = resolve_hub_model(name, wanted)
+    except ModelError as exc:
+        raise ModelError(f"no model folder {text!r} here, and {exc}") from None
+    return ModelSource(folder=snapshot, hub=HubModel(id=name, revision=wanted, commit=commit))
 
 
 def resolve_hub_model(repo_id: str, revision: str) -> tuple[Path, str]:

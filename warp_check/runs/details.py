@@ -37,8 +37,11 @@ class RunDetails(Record):
 
     @classmethod
     def of(cls, suite: Suite, **fields: Any) -> Any:
-        """This kind of details for ``suite``: its model folder, digest and counts, then ``fields``."""
-        common = {"model": str(suite.model_dir), "suite_sha256": suite.digest(), "counts": _suite_counts(suite)}
+        """This kind of details for ``suite``: its model (folder, or Hub id and commit), digest and counts,
+        then ``fields``."""
+        # A Hub model is named by its id and commit, beside the snapshot folder it was read from.
+        model = str(suite.model_dir) if suite.hub is None else f"{suite.hub} ({suite.model_dir})"
+        common = {"model": model, "suite_sha256": suite.digest(), "counts": _suite_counts(suite)}
         return cls(**common | fields)
 
 

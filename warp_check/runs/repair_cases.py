@@ -188,6 +188,9 @@ def build_certificate(
         warp_check_version=__version__,
         model=ModelRecord(
             source=adapter.source,
+            hub_id=adapter.hub.id if adapter.hub else None,
+            hub_revision=adapter.hub.revision if adapter.hub else None,
+            hub_commit=adapter.hub.commit if adapter.hub else None,
             model_type=getattr(adapter.model.config, "model_type", None),
             repair_layer=adapter.spec.repair_layer,
             activation=adapter.spec.activation,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,13 +184,25 @@ class CaseReader:
 
 
 def read_cases(
-    loader: SuiteToml, files: tuple[CaseFile, ...], labels: dict[str, int], num_classes: int | None
+    loader: SuiteToml,
+    files: tuple[CaseFile, ...],
+    labels: dict[str, int],
+    num_classes: int | None,
+    *,
+    empty: bool = False,
 ) -> tuple[tuple[Case, ...], dict[str, Location]]:
+    """The cases of ``files``; ``empty``: a suite being filled (``warp-check import``), whose listed
+    files may not exist yet and which may hold no case."""
     reader = CaseReader(loader, labels, num_classes)
     for case_file in files:
-        reader.read(case_file)
-    if not any(c.kind is not Kind.AUX for c in reader.cases):
-        raise loader.error("cases", "the suite has no must_fix or must_keep cases: there is nothing to test")
+        if not (empty and not case_file.path.exists()):
+            reader.read(case_file)
+    if not empty and not any(c.kind is not Kind.AUX for c in reader.cases):
+        raise loader.error(
+            "cases",
+            "the suite has no must_fix or must_keep cases: there is nothing to test; add some with "
+            "warp-check import SUITE FILE (or write JSONL lines into its case files)",
+        )
     return tuple(reader.cases), reader.locations
 
 
@@ -217,8 +230,11 @@ class Location:
         return f"{self.path}:{self.line}"
 
 
-def read_case_tables(loader: SuiteToml, data: dict[str, Any]) -> tuple[CaseFile, ...]:
+def read_case_tables(loader: SuiteToml, data: dict[str, Any], *, empty: bool = False) -> tuple[CaseFile, ...]:
+    """The ``[[cases]]`` tables; ``empty`` (a suite being filled): none at all, or files not written yet."""
     tables = data.get("cases")
+    if tables is None and empty:
+        return ()
     if tables is None:
         raise loader.error("cases", "no [[cases]] table: list at least one JSONL case file ([[cases]] path, kind)")
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -241,7 +257,7 @@ def read_case_tables(loader: SuiteToml, data: dict[str, Any]) -> tuple[CaseFile,
             is_file = path.is_file()
         except OSError as exc:  # e.g. a symlink loop
             raise loader.error(f"{prefix}.path", f"case file {rel!r} cannot be read ({exc.strerror or exc})") from None
-        if not is_file:
+        if not is_file and not (empty and not os.path.lexists(path)):
             if path.is_symlink() and not path.exists():
                 what = "is a symlink that leads nowhere (a loop or a missing target)"
             else:

@@ -196,7 +196,8 @@ def loader_check(suite: Suite, case_file: CaseFile, *, after: Sequence[CaseFile]
     def check(path: Path) -> CaseReader:
         reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes)
         for earlier in after:
-            reader.read(earlier)
+            if earlier.path.exists():  # a suite being filled lists files not written yet
+                reader.read(earlier)
         reader.read(CaseFile(path=path, kind=case_file.kind, line=case_file.line))
         return reader
 

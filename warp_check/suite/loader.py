@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -43,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Case, Kind
-from warp_check.errors import SettingsError, SuiteError
+from warp_check.errors import ModelError, SettingsError, SuiteError
+from warp_check.model.hub_cache import HUB_ID, HubModel, ModelSource, resolve_model
 from warp_check.model.specs import HeadSpec
 from warp_check.qp.settings import SolverSettings
 from warp_check.repair import advice
@@ -81,7 +83,7 @@ class Suite:
     model: ModelSettings
     model_dir: Path  # resolved model folder (after factory / override)
     model_overridden: bool
-    model_commit: str | None = None  # the Hub commit model_dir holds (model.id suites)
+    hub: HubModel | None = None  # the Hub model model_dir is a snapshot of (model.id, or a Hub id given for it)
     labels: dict[str, int]  # name -> class id
     num_classes: int | None  # from the model's config.json, when it says
     case_files: tuple[CaseFile, ...]
@@ -93,6 +95,11 @@ class Suite:
     @property
     def root(self) -> Path:
         return self.toml.parent
+
+    @property
+    def model_commit(self) -> str | None:
+        """The Hub commit ``model_dir`` holds (None: a local folder)."""
+        return None if self.hub is None else self.hub.commit
 
     @property
     def layer(self) -> Any:
@@ -180,8 +187,18 @@ def find_suite_file(path: str | Path) -> Path:
     return path.resolve()
 
 
-def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
-    """Load and validate a suite; ``model`` replaces the suite's ``[model]`` path/factory.
+def load_suite(
+    path: str | Path,
+    *,
+    model: str | Path | ModelSource | None = None,
+    revision: str | None = None,
+    empty: bool = False,
+) -> Suite:
+    """Load and validate a suite; ``model`` replaces the suite's ``[model]``: a folder, or a Hub id
+    read from the local Hugging Face cache at ``revision`` (a folder that exists wins). ``revision``
+    without ``model`` tests another revision of the suite's own ``model.id``. ``empty``: a suite
+    being filled (``warp-check init``, then ``import``) loads without cases, its case files
+    perhaps not written yet.
 
     Raises :class:`SuiteError` (file, line, field) for every mistake.
     """
@@ -227,23 +244,10 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         raise loader.error("description", f"must be a string, got {description!r}")
 
     model_settings = read_model_table(loader, data, overridden=model is not None)
-    commit = None
-    if model is not None:
-        model_dir = loader.resolve(Path(model).expanduser(), "model.path", str(model))
-        check_model_dir(loader, model_dir, "model.path", overridden=True)
-    elif model_settings.path is not None:
-        written = model_settings.path
-        model_dir = loader.resolve(toml.parent / Path(written).expanduser(), "model.path", written)
-        check_model_dir(loader, model_dir, "model.path", overridden=False, written=model_settings.path)
-    elif model_settings.id is not None:
-        model_dir, commit = hub_folder(loader, model_settings)
-        check_model_dir(loader, model_dir, "model.id", overridden=False, written=str(model_dir))
-    else:
-        model_dir = run_factory(loader, model_settings.factory or "")
-        check_model_dir(loader, model_dir, "model.factory", overridden=False, written=str(model_dir))
+    model_dir, hub = _model_folder(loader, model_settings, model, revision)
     labels, num_classes = labels_of(loader, data, model_dir)
-    case_files = read_case_tables(loader, data)
-    cases, locations = read_cases(loader, case_files, labels, num_classes)
+    case_files = read_case_tables(loader, data, empty=empty)
+    cases, locations = read_cases(loader, case_files, labels, num_classes, empty=empty)
     repair = _repair_settings(loader, data)
     return Suite(
         toml=toml,
@@ -252,7 +256,7 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         model=model_settings,
         model_dir=model_dir,
         model_overridden=model is not None,
-        model_commit=commit,
+        hub=hub,
         labels=labels,
         num_classes=num_classes,
         case_files=case_files,
@@ -261,6 +265,43 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         repair=repair,
         key_lines=dict(loader.keys.lines),
     )
+
+
+def _model_folder(
+    loader: SuiteToml, settings: ModelSettings, model: str | Path | ModelSource | None, revision: str | None
+) -> tuple[Path, HubModel | None]:
+    """The model's folder, and the Hub model it is a snapshot of: ``model`` where given (a folder, or
+    a Hub id at ``revision``), else the suite's ``[model]`` (``revision`` moving its model.id)."""
+    if model is not None:
+        local = not isinstance(model, ModelSource) and (
+            os.path.lexists(Path(model).expanduser()) or not HUB_ID.fullmatch(str(model).partition("@")[0])
+        )
+        if local and revision is None:
+            model_dir = loader.resolve(Path(model).expanduser(), "model.path", str(model))
+            check_model_dir(loader, model_dir, "model.path", overridden=True)
+            return model_dir, None
+        try:
+            source = resolve_model(model, revision)
+        except ModelError as exc:
+            raise loader.error("model.path", f"the model given to override [model]: {exc}") from None
+        check_model_dir(loader, source.folder, "model.path", overridden=True)
+        return source.folder, source.hub
+    if revision is not None:
+        if settings.id is None:
+            raise loader.error("model", f"revision {revision!r} applies to a Hub model ([model] id), not to this one")
+        settings = dataclasses.replace(settings, revision=revision)
+    if settings.path is not None:
+        written = settings.path
+        model_dir = loader.resolve(loader.toml.parent / Path(written).expanduser(), "model.path", written)
+        check_model_dir(loader, model_dir, "model.path", overridden=False, written=settings.path)
+        return model_dir, None
+    if settings.id is not None:
+        model_dir, commit = hub_folder(loader, settings)
+        check_model_dir(loader, model_dir, "model.id", overridden=False, written=str(model_dir))
+        return model_dir, HubModel(id=settings.id, revision=settings.revision or commit, commit=commit)
+    model_dir = run_factory(loader, settings.factory or "")
+    check_model_dir(loader, model_dir, "model.factory", overridden=False, written=str(model_dir))
+    return model_dir, None
 
 
 def _field_types(cls: type) -> dict[str, str]:

@@ -165,8 +165,8 @@ def check_model_dir(
     what = "the model folder given to override model.path" if overridden else "model folder"
     if not folder.exists():
         hint = (
-            "; relative paths are read from the folder of warp.toml, and hub ids are not downloaded: "
-            "download the model and give its local folder"
+            "; relative paths are read from the folder of warp.toml; a Hub model is model.id = 'org/name' with "
+            "model.revision, read from the local Hugging Face cache (never downloaded: hf download org/name)"
             if not overridden
             else ""
         )

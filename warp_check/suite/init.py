@@ -1,0 +1,182 @@
+"""A suite from nothing: ``warp.toml`` for a model, and its two empty case files.
+
+``warp-check init SUITE --model M`` writes what a user would otherwise copy from the README: the
+model (a folder, relative to the suite, or a Hub id pinned to the commit the local cache holds),
+its labels as the model names them, a must_keep and a must_fix file. Nothing existing is
+overwritten: a folder that holds any of the three files is refused. A new folder appears whole or
+not at all (written beside it, then renamed); in an existing one the case files are created
+exclusively and ``warp.toml``, written last, is renamed into place. The suite written is read back
+by the loader before the call returns; one it would not load is removed again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from warp_check.cases import Kind
+from warp_check.errors import ModelError, SuiteError
+from warp_check.files import as_if_created, write_text_atomically
+from warp_check.model.hub_cache import ModelSource, resolve_model
+from warp_check.model.loading import read_config
+from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
+
+CASE_FILES: tuple[tuple[str, Kind, str], ...] = (
+    ("must_keep.jsonl", Kind.MUST_KEEP, "cases the model must keep right"),
+    ("must_fix.jsonl", Kind.MUST_FIX, "cases the model gets wrong, which a repair must fix"),
+)
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewSuite:
+    """What :func:`init_suite` wrote: the suite as the loader reads it back, and its model."""
+
+    suite: Suite
+    model: ModelSource
+    case_files: tuple[Path, ...]
+
+
+def init_suite(folder: str | Path, model: str | Path | ModelSource, *, revision: str | None = None) -> NewSuite:
+    """Write a suite for ``model`` (a folder, or a Hub id read from the local Hugging Face cache at
+    ``revision``, default main) into ``folder``: ``warp.toml`` and empty case files. Raises
+    SuiteError where ``folder`` already holds a suite or one of its files, ModelError where the
+    model is not a readable Hugging Face folder."""
+    folder = Path(folder).expanduser()
+    source = resolve_model(model, revision)
+    labels = _labels(source.folder)
+    names = [SUITE_FILE, *(name for name, _, _ in CASE_FILES)]
+    if folder.exists() and not folder.is_dir():
+        raise SuiteError("exists and is not a folder: give a new folder for the suite", path=folder)
+    for name in names:
+        if os.path.lexists(folder / name):
+            raise SuiteError(
+                "already exists: warp-check init never overwrites a suite; add cases with warp-check import, "
+                "or give a new folder",
+                path=folder / name,
+            )
+    text = suite_toml(folder, source, labels)
+    if folder.exists():
+        written = _write_into(folder, text)
+    else:
+        written = _write_new(folder, text)
+    try:
+        suite = load_suite(folder, empty=True)
+    except SuiteError:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    return NewSuite(suite=suite, model=source, case_files=tuple(folder / name for name, _, _ in CASE_FILES))
+
+
+def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str:
+    """The ``warp.toml`` text for a suite in ``folder`` on ``source``'s model with ``labels``."""
+    lines = [
+        "# A warp-check suite: `warp-check import` adds cases, `pytest` runs them (see the README).",
+        "",
+        "[model]",
+    ]
+    if source.hub is None:
+        lines.append(f"path = {_string(_relative(source.folder, folder))}  # a relative path is read from this folder")
+    else:
+        lines.append(f"id = {_string(source.hub.id)}  # read from the local Hugging Face cache, never downloaded")
+        asked = "" if source.hub.revision == source.hub.commit else f" ({source.hub.revision} when the suite was made)"
+        lines.append(f"revision = {_string(source.hub.commit)}  # the commit tested{asked}")
+    lines += [
+        'layer = "auto"  # the dense layer before the head, found from the model',
+        "max_length = 128",
+        "batch_size = 32",
+        "",
+    ]
+    if labels:
+        lines.append("[labels]  # the model's id2label: the names the case files use")
+        lines += [f"{_key(name)} = {index}" for index, name in sorted(labels.items())]
+        lines.append("")
+    for name, kind, what in CASE_FILES:
+        lines += ["[[cases]]", f"path = {_string(name)}  # {what}", f"kind = {_string(kind.value)}", ""]
+    return "\n".join(lines)
+
+
+def _labels(model_dir: Path) -> dict[int, str]:
+    """The model's id2label (class id → name); a model folder that is not one is a ModelError."""
+    if not model_dir.is_dir():
+        raise ModelError(f"model folder {str(model_dir)!r} is not a folder")
+    weights = any(model_dir.glob("*.safetensors")) or any(model_dir.glob("pytorch_model*.bin"))
+    if not weights:
+        raise ModelError(f"model folder {str(model_dir)!r} has no weights (*.safetensors): not a Hugging Face model")
+    raw = read_config(model_dir).get("id2label")
+    labels: dict[int, str] = {}
+    for key, value in (raw or {}).items() if isinstance(raw, dict) else ():
+        if isinstance(key, str) and key.isdigit() and isinstance(value, str) and value.strip():
+            labels[int(key)] = value
+    if len(set(labels.values())) != len(labels):
+        return {}  # two classes of one name: the suite's labels default to the model's (class ids in the files)
+    return labels
+
+
+def _relative(target: Path, folder: Path) -> str:
+    """``target`` as written in ``folder``'s warp.toml: relative where the two share a folder below the
+    root (a project that moves as a whole), absolute otherwise (a model in a cache of its own)."""
+    target, base = target.resolve(), folder.resolve()
+    try:
+        shared = os.path.commonpath([target, base])
+    except ValueError:  # another drive (Windows): no relative path exists
+        return target.as_posix()
+    if Path(shared) == Path(target.anchor):
+        return target.as_posix()
+    return Path(os.path.relpath(target, base)).as_posix()
+
+
+def _string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, but for characters beyond the BMP, kept as they are."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _key(name: str) -> str:
+    return name if _BARE_KEY.fullmatch(name) else _string(name)
+
+
+def _write_new(folder: Path, text: str) -> list[Path]:
+    """The suite written into a folder beside ``folder``, then renamed to it: all or nothing."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+    try:
+        as_if_created(staging, directory=True)
+        for name, _, _ in CASE_FILES:
+            _create_empty(staging / name)
+        write_text_atomically(staging / SUITE_FILE, text)
+        os.rename(staging, folder)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return [folder / SUITE_FILE, *(folder / name for name, _, _ in CASE_FILES)]
+
+
+def _write_into(folder: Path, text: str) -> list[Path]:
+    """The case files created exclusively in an existing folder, then warp.toml renamed into place;
+    what was written is removed again where a later step fails."""
+    written: list[Path] = []
+    try:
+        for name, _, _ in CASE_FILES:
+            _create_empty(folder / name)
+            written.append(folder / name)
+        write_text_atomically(folder / SUITE_FILE, text)
+        written.append(folder / SUITE_FILE)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _create_empty(path: Path) -> None:
+    with open(path, "x", encoding="utf-8"):  # "x": never over a file that appeared meanwhile
+        pass
+
+
+__all__ = ["CASE_FILES", "NewSuite", "init_suite", "suite_toml"]
