@@ -29,6 +29,8 @@ Layout (paths are relative to the folder that holds ``warp.toml``)::
     tolerance = 1e-6                       # (the flat keys, ipm_tolerance = 1e-6 in [repair.solver], are read too)
     [repair.neighbours]                    # NeighbourSettings: perturbed cases repaired too
     keep_cases = 500
+    [traffic]                              # TrafficSettings: unlabelled text like the model's traffic
+    path = "traffic.jsonl"                 # (warp_check.suite.traffic)
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from warp_check.suite.model_source import (
     run_factory,
 )
 from warp_check.suite.toml_lines import KeyLines, SuiteToml, key_at
+from warp_check.suite.traffic import TrafficSettings, read_traffic_table, traffic_for_run
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -65,7 +68,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 SUITE_FILE = "warp.toml"
-_TOP_KEYS = ("name", "description", "model", "labels", "cases", "repair")
+_TOP_KEYS = ("name", "description", "model", "labels", "cases", "repair", "traffic")
 
 
 # -- the objects ----------------------------------------------------------------------------
@@ -89,6 +92,7 @@ class Suite:
     locations: dict[str, Location]  # case id -> JSONL file and line
     repair: RepairSettings
     key_lines: dict[str, int] = field(default_factory=dict)  # "model.layer" -> line in warp.toml
+    traffic: TrafficSettings | None = None  # [traffic]: unlabelled text a repair's changes are bounded on
 
     @property
     def root(self) -> Path:
@@ -143,6 +147,11 @@ class Suite:
             name = "gamma_h" if gamma_h is not None or gamma_s is None else "gamma_s"
             raise SettingsError(name, getattr(settings, name), advice.margins_out_of_order(settings))
         return settings
+
+    def traffic_settings(self, *, path: Path | None = None, max_change: float | None = None) -> TrafficSettings | None:
+        """The traffic a run measures Cert 4 on: ``[traffic]`` with the run's overrides (None: keep the
+        suite's); None where there is none."""
+        return traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
 
     def with_compute(
         self, *, device: str | None = None, batch_size: int | None = None, threads: int | None = None
@@ -245,6 +254,7 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
     case_files = read_case_tables(loader, data)
     cases, locations = read_cases(loader, case_files, labels, num_classes)
     repair = _repair_settings(loader, data)
+    traffic = read_traffic_table(loader, data)
     return Suite(
         toml=toml,
         name=name.strip(),
@@ -260,6 +270,7 @@ def load_suite(path: str | Path, *, model: str | Path | None = None) -> Suite:
         locations=locations,
         repair=repair,
         key_lines=dict(loader.keys.lines),
+        traffic=traffic,
     )
 
 
