@@ -5,8 +5,8 @@ changes has probability 1 − c, so a true rate above U would have produced so f
 less than 1 − c of samples. U = 1 at k = n; at k = 0 it is 1 − (1 − c)^(1/n).
 
 scipy's inverse regularised incomplete beta gives U (the binomial tail is I_{1−p}(n − k, k + 1));
-its answer is checked against the tail itself, and refined by bisection on the tail where the
-check fails, so an inaccurate quantile near 0 or 1 can never make the bound smaller than exact.
+its answer is checked against the tail itself and, where the check fails (an inaccurate quantile
+near 0 or 1), found again by bisection on the tail, keeping the upper end of the last interval.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def change_bound(changed: int, n: int, confidence: float) -> float:
 
 def _bisect(changed: int, n: int, alpha: float) -> float:
     """The bound by bisection on the binomial tail P(X ≤ k; n, p), which falls as p grows: the upper
-    end of the last interval, so the answer never sits below the exact bound."""
+    end of the last interval (exact to the tail's own rounding)."""
     from scipy import special
 
     low, high = changed / n, 1.0

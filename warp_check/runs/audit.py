@@ -99,7 +99,7 @@ def _details(
         neighbours=sum(c.source == NEIGHBOUR for c in certified.cases),
         gamma_s=certified.settings.gamma_s,
         gamma_h=certified.settings.gamma_h,
-        traffic=traffic_note(record, traffic) if record is not None and traffic is not None else None,
+        traffic=traffic_note(record, traffic, suite.labels) if record is not None and traffic is not None else None,
     )
 
 

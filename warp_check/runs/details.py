@@ -135,10 +135,14 @@ class TrafficNote(Record):
     by_pair: dict[str, int]
     changes: tuple[TrafficChange, ...]
     seconds: float
+    labels: dict[str, int] = field(default_factory=dict)  # the suite's label names, for the changes' classes
 
     @property
     def within_budget(self) -> bool:
         return self.max_change is None or self.bound <= self.max_change
+
+    def label_name(self, label: int) -> str:
+        return next((name for name, index in self.labels.items() if index == label), str(label))
 
     def __str__(self) -> str:
         budget = ""

@@ -78,7 +78,11 @@ def repair(
         for case in suite.cases
         if case.kind is not Kind.AUX
     )
-    note = traffic_note(outcome.traffic, traffic) if outcome.traffic is not None and traffic is not None else None
+    note = (
+        traffic_note(outcome.traffic, traffic, suite.labels)
+        if outcome.traffic is not None and traffic is not None
+        else None
+    )
     message = _run_message(result, status)
     if note is not None and not note.within_budget:
         message += f"; but it {note} (max_change {num(note.max_change)}): nothing was written"

@@ -78,6 +78,13 @@ class TrafficVerdict:
     properties: dict[str, Any] = field(default_factory=dict)
     outcome: Outcome | None = field(default=None, metadata=on_disk(omit_none=True))
 
+    @property
+    def reported(self) -> Outcome:
+        """pytest's outcome, or the verdict's own where pytest did not report it."""
+        if self.outcome is not None:
+            return self.outcome
+        return Outcome.PASSED if self.passed else Outcome.FAILED
+
     def to_dict(self) -> dict[str, Any]:
         return to_json(self, null_nonfinite=True)
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from warp_check.certify.certificate import TrafficRecord, percent
+from warp_check.certify.certificate import TrafficRecord, change_sentence, percent
 from warp_check.certify.traffic import TrafficSample
 from warp_check.runs.details import TrafficNote
 from warp_check.runs.result import TrafficVerdict
 
 
-def traffic_note(record: TrafficRecord, sample: TrafficSample) -> TrafficNote:
+def traffic_note(record: TrafficRecord, sample: TrafficSample, labels: dict[str, int] | None = None) -> TrafficNote:
+    """The run's record of Cert 4 (``labels``: the suite's names of the classes)."""
     return TrafficNote(
         source=sample.source,
         rows=sample.rows,
@@ -29,6 +30,7 @@ def traffic_note(record: TrafficRecord, sample: TrafficSample) -> TrafficNote:
         by_pair=dict(record.by_pair),
         changes=record.changes,
         seconds=record.seconds,
+        labels=dict(labels or {}),
     )
 
 
@@ -47,9 +49,9 @@ def properties(note: TrafficNote) -> dict[str, Any]:
 
 # What moves a repair along the curve of fixes against changes (the README's "What keeps general accuracy").
 ADVICE = (
-    "fewer or looser must_fix cases (a lower gamma_s), a larger mu (the price of moving the layer on kept "
-    "inputs), more must_keep cases (import --predicted labels traffic by the model), or more traffic texts "
-    "(the bound tightens as 1/n)"
+    "fewer or looser must_fix cases (a smaller gamma_s), a larger mu (the price of moving the layer on kept "
+    "inputs), more must_keep cases (`warp-check import --predicted` labels traffic by the model), or more "
+    "traffic texts (a larger sample brings the bound down towards the share measured)"
 )
 
 
@@ -59,10 +61,11 @@ def repaired_verdict(note: TrafficNote) -> TrafficVerdict:
     if note.within_budget:
         return TrafficVerdict(passed=True, message=f"Cert 4: the repair {figures}", properties=properties(note))
     assert note.max_change is not None
+    pairs = ", ".join(f"{pair}: {count}" for pair, count in note.by_pair.items())
     message = (
-        f"Cert 4 fails the budget: the repair {figures}: its bound {percent(note.bound)} exceeds "
-        f"max_change = {percent(note.max_change)} by {percent(note.bound - note.max_change)}; nothing was written. "
-        f"Try {ADVICE}"
+        f"Cert 4 fails the budget: the repair {change_sentence(note.bound, note.changed, note.n, note.confidence)}, "
+        f"over max_change = {percent(note.max_change)} by {100 * (note.bound - note.max_change):.2g} points "
+        f"({pairs}); nothing was written. Try {ADVICE}"
     )
     return TrafficVerdict(passed=False, message=message, properties=properties(note))
 
