@@ -28,7 +28,8 @@ def test_a_missing_column_names_the_file_and_line(tmp_path):
     path = csv_file(tmp_path / "traffic.csv", ["a", "b"])
     with pytest.raises(SuiteError) as caught:
         read_traffic(TrafficSettings(path=path, text="text"))
-    assert caught.value.line == 2 and caught.value.field == "text" and "columns here: sentence, other" in str(caught.value)
+    assert caught.value.line == 2 and caught.value.field == "text"
+    assert "columns here: sentence, other" in str(caught.value)
 
 
 def test_a_format_the_name_does_not_tell_is_named_at_its_suite_key(tmp_path, distilbert_dir, tiny_split):
