@@ -31,6 +31,8 @@ def test_repair_measures_cert4_gates_its_budget_and_verify_recomputes_it(tiny_su
 
     assert main(["verify", str(out), "--traffic", str(sample)]) == 0
     assert "Cert 4 holds: the repair changes at most" in capsys.readouterr().out
+    assert main(["verify", str(out)]) == 0
+    assert "Cert 4 not re-checked" in capsys.readouterr().out
     assert main(["verify", str(out), "--suite", str(tiny_suite), "--traffic", str(sample)]) == 0
     assert "Cert 4 holds" in capsys.readouterr().out
     assert main(["verify", str(out), "--traffic", str(sample), "--max-change", "0.05"]) == 1

@@ -107,3 +107,17 @@ def test_a_repair_over_its_budget_writes_nothing(repaired, tmp_path):
     assert "nothing was written" in message
     assert f"({gated.details.traffic.changed} of {gated.details.traffic.n}, 95 %)" in message
     assert gated.traffic.properties["bound"] == gated.details.traffic.bound > 0.05
+
+
+def test_the_report_lists_the_changed_texts(repaired, tmp_path):
+    from warp_check import REPORT_JSON, read_report, write_report
+
+    suite, sample, run, out = repaired
+    text = write_report(tmp_path / "report", [run]).read_text(encoding="utf-8")
+    note = run.details.traffic
+    assert "### Traffic (Cert 4)" in text and f"- {note}" in text
+    for change in note.changes[:20]:
+        shown = f"{note.label_name(change.before)} → {note.label_name(change.after)}"
+        assert f"| {change.index} | {change.text} | {shown} |" in text
+    again = read_report(tmp_path / "report" / REPORT_JSON)
+    assert again[0].traffic == run.traffic and again[0].details.traffic == note

@@ -83,6 +83,10 @@ def verify_command(args: argparse.Namespace) -> int:
             print(f"  FAILED {check.name}{where}: {check.detail}")
         if verification.traffic_record is not None and all(c.ok for c in verification.traffic):
             print(f"  Cert 4 holds: the repair {verification.traffic_record.sentence()}")
+        claim = verification.certificate.traffic
+        if claim is not None and traffic is None:
+            claimed = f"{claim.changed} of {claim.n} changed on {claim.source}"
+            print(f"  Cert 4 not re-checked ({claimed}): give --traffic FILE")
         print("certificate holds" if verification.ok else "certificate does NOT hold")
     return EXIT_OK if verification.ok else EXIT_FAILED
 
