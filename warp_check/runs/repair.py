@@ -85,7 +85,7 @@ def repair(
     )
     message = _run_message(result, status)
     if note is not None and not note.within_budget:
-        message += f"; but it {note} (max_change {num(note.max_change)}): nothing was written"
+        message += f"; but it {note}: nothing was written"
     return RunResult(
         suite=str(suite.toml),
         name=suite.name,
