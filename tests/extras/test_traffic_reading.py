@@ -73,3 +73,14 @@ def test_a_suite_loads_its_traffic_without_its_own_cases(tmp_path, distilbert_di
                          extra='[traffic]\npath = "traffic.csv"\n')  # fmt: skip
     sample = load_traffic(load_suite(folder))
     assert sample.in_suite == len({c["text"] for c in wrong + right}) and len(sample.bound) + len(sample.tune) == 40
+
+
+def test_traffic_of_another_shape_than_the_suite_is_refused(tmp_path, distilbert_dir, tiny_split):
+    wrong, right = tiny_split
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "traffic.csv").write_text("text,pair\n" + "".join(f"a {i},b\n" for i in range(20)))
+    folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right,
+                         extra='[traffic]\npath = "traffic.csv"\ntext_pair = "pair"\n')  # fmt: skip
+    with pytest.raises(SuiteError, match="single texts, the traffic's are pairs") as caught:
+        load_traffic(load_suite(folder))
+    assert caught.value.field == "traffic.text_pair"

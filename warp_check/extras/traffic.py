@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from warp_check.cases import Case
+from warp_check.cases import Case, Kind
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.traffic import TrafficSample, split_traffic
 from warp_check.errors import SettingsError, SuiteError
@@ -71,7 +71,17 @@ def load_traffic(suite: Suite, *, path: Path | None = None, max_change: float | 
     settings = suite.traffic_settings(path=path, max_change=max_change)
     if settings is None:
         return None
-    return read_traffic(settings, exclude=suite.cases, suite=suite)
+    sample = read_traffic(settings, exclude=suite.cases, suite=suite)
+    cases = [case for case in suite.cases if case.kind is not Kind.AUX]
+    texts = sample.bound + sample.tune
+    if cases and texts and (cases[0].text_pair is None) != (texts[0].text_pair is None):
+        why = (
+            "the suite's cases are text pairs: name the traffic's second text column (text_pair)"
+            if cases[0].text_pair is not None
+            else "the suite's cases are single texts, the traffic's are pairs: leave text_pair out"
+        )
+        raise SuiteError(why, path=settings.path, field="traffic.text_pair")
+    return sample
 
 
 def texts_needed(max_change: float, confidence: float) -> int:
