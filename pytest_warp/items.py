@@ -14,7 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from warp_check import Case, Kind, RunResult, SuiteError, Verdict, WarpError, first_line, reraise_interrupt
+from warp_check import (
+    TRAFFIC,
+    Case,
+    Kind,
+    RunResult,
+    SuiteError,
+    TrafficVerdict,
+    Verdict,
+    WarpError,
+    first_line,
+    reraise_interrupt,
+)
 
 from .state import STATE, RunRefused
 
@@ -22,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check import Location
 
 VERDICT = pytest.StashKey[Verdict]()
+TRAFFIC_VERDICT = pytest.StashKey[TrafficVerdict]()
 REFUSED = pytest.StashKey[str]()  # the core's refusal of the suite, on the one item that reports it
 RESULT = pytest.StashKey[RunResult]()  # the suite's run, as this item's setup got it
 
@@ -56,6 +68,8 @@ class SuiteFile(pytest.File):
         for case in suite.cases:
             if case.kind is not Kind.AUX:
                 yield CaseItem.from_parent(self, name=case.id, case=case, location=suite.locations[case.id])
+        if self.config.stash[STATE].has_traffic(suite):
+            yield TrafficItem.from_parent(self, name=TRAFFIC, line=suite.key_lines.get("traffic.path"))
 
     def _load_failure(self, exc: Exception) -> str:
         """The collection error of a suite whose loading raised ``exc`` (not a WarpError): the file
@@ -69,14 +83,8 @@ class SuiteFile(pytest.File):
         return f"{shown}: internal error: {type(exc).__name__}: {first_line(exc)}"
 
 
-class CaseItem(pytest.Item):
-    def __init__(self, *, case: Case, location: Location, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.case = case
-        self.case_location = location
-        self.add_marker(case.kind.value)  # -m must_fix / -m must_keep
-        if case.source:
-            self.extra_keyword_matches.add(case.source)  # -k deepwordbug
+class SuiteItem(pytest.Item):
+    """An item whose verdict comes from its suite's run (computed once, by the first item to run)."""
 
     def setup(self) -> None:
         # The suite's run happens in setup, so that a run the core refuses (an input it cannot use: exit 2
@@ -87,7 +95,10 @@ class CaseItem(pytest.Item):
         suite_file = self.parent
         try:
             self.stash[RESULT] = self.config.stash[STATE].result_for(
-                suite_file.suite_key, lambda: [item.name for item in self.session.items if item.parent is suite_file]
+                suite_file.suite_key,
+                lambda: [
+                    item.name for item in self.session.items if item.parent is suite_file and isinstance(item, CaseItem)
+                ],
             )
             return
         except RunRefused as refused:
@@ -96,6 +107,16 @@ class CaseItem(pytest.Item):
             pytest.skip(f"warp-check refused the run (the error is reported once): {message}")
         self.stash[REFUSED] = message
         pytest.fail(f"warp-check refused the run: {message}", pytrace=False)
+
+
+class CaseItem(SuiteItem):
+    def __init__(self, *, case: Case, location: Location, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.case_location = location
+        self.add_marker(case.kind.value)  # -m must_fix / -m must_keep
+        if case.source:
+            self.extra_keyword_matches.add(case.source)  # -k deepwordbug
 
     def runtest(self) -> None:
         result = self.stash[RESULT]
@@ -123,3 +144,33 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self):
         return self.case_location.path, self.case_location.line - 1, f"{self.case.kind.value} {self.case.id}"
+
+
+class TrafficItem(SuiteItem):
+    """The suite's ``traffic`` item: Cert 4, the share of predictions the repair changes on the traffic,
+    held to ``max_change`` where the suite or ``--warp-max-change`` sets one."""
+
+    def __init__(self, *, line: int | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.traffic_line = line
+
+    def runtest(self) -> None:
+        result = self.stash[RESULT]
+        verdict = result.traffic
+        if verdict is None:
+            raise CaseFailure(f"Cert 4 was not measured: {result.message}")
+        self.stash[TRAFFIC_VERDICT] = verdict
+        self.user_properties += [(name, value) for name, value in verdict.properties.items() if value is not None]
+        if not verdict.passed:
+            raise CaseFailure(verdict.message)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (CaseFailure, WarpError)):
+            shown = shown_path(self.config, self.path)
+            return f"{excinfo.value}\n  traffic of the suite at {shown}" + (
+                f":{self.traffic_line}" if self.traffic_line else " (--warp-traffic)"
+            )
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, (self.traffic_line or 1) - 1, TRAFFIC

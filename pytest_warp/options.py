@@ -70,6 +70,7 @@ class WarpOptions:
     baseline: Path | ModelSource | None = None
     compute: Mapping[str, Any] = field(default_factory=dict)  # encoder overrides ([model]), for Suite.with_compute
     overrides: Mapping[str, Any] = field(default_factory=dict)  # repair overrides ([repair]), for Suite.settings
+    traffic: Mapping[str, Any] = field(default_factory=dict)  # --warp-traffic, --warp-max-change ([traffic])
 
     @property
     def flags(self) -> dict[str, str]:
@@ -155,6 +156,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
     ]
     compute = {option.name: values[option.name] for option in warp_check.overriding("model")}
     overrides = {option.name: values[option.name] for option in warp_check.overriding("repair")}
+    traffic = {option.name: values[option.name] for option in warp_check.overriding("traffic")}
     fields = {"model", "repair", "out", "certificate", "report", "record", "baseline", "cache"}
     options = WarpOptions(
         mode=chosen[0][0].chosen_with(chosen[0][1]) if chosen else _default_mode(),
@@ -162,6 +164,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
         no_cache=no_cache,
         compute={name: value for name, value in compute.items() if value is not None},
         overrides={name: value for name, value in overrides.items() if value is not None},
+        traffic={name: value for name, value in traffic.items() if value is not None},
         **{name: values[name] for name in fields},
     )
     _check(options, [mode for mode, _ in chosen])
@@ -194,6 +197,14 @@ def _check(options: WarpOptions, chosen: list[RunMode]) -> None:
         raise pytest.UsageError(f"{flags} choose different run modes: give one")
     if options.record is not None and options.record.is_dir():
         raise pytest.UsageError(f"--warp-record: {options.record} is a folder; name a JSONL file (new or existing)")
+    if options.traffic:
+        try:
+            warp_check.check_traffic_overrides(options.traffic)
+        except SettingsError as exc:
+            raise pytest.UsageError(f"--warp-max-change: {exc}") from None
+        traffic = options.traffic.get("traffic")
+        if traffic is not None and not traffic.is_file():
+            raise pytest.UsageError(f"--warp-traffic: no such file: {traffic}")
     if options.overrides:
         # Only checked here, so that a bad flag stops pytest at once; the suite's settings take them later.
         try:

@@ -15,7 +15,7 @@ import pytest
 from warp_check import SUITE_FILE, WarpError, check_report_destination, write_report
 
 from . import record, shutdown
-from .items import REFUSED, VERDICT, CaseItem, SuiteFile
+from .items import REFUSED, RESULT, TRAFFIC_VERDICT, VERDICT, CaseItem, SuiteFile, SuiteItem, TrafficItem
 from .options import add_options, read_options
 from .state import STATE, WarpSession
 from .summary import lines
@@ -88,12 +88,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    if call.when == "setup" and isinstance(item, CaseItem) and REFUSED in item.stash:
+    if call.when == "setup" and isinstance(item, SuiteItem) and REFUSED in item.stash:
         report.warp_refused = item.stash[REFUSED]  # to the xdist controller, for the session's exit code
     if call.when == "call" and isinstance(item, CaseItem) and VERDICT in item.stash:
         verdict = item.stash[VERDICT]
         report.warp_case = verdict.to_dict()  # plain data: it travels with the report to the xdist controller
         report.warp_run = item.config.stash[STATE].run_summary(verdict.suite)
+    if call.when == "call" and isinstance(item, TrafficItem) and TRAFFIC_VERDICT in item.stash:
+        suite = item.stash[RESULT].suite
+        report.warp_traffic = {"suite": suite, "verdict": item.stash[TRAFFIC_VERDICT].to_dict()}
+        report.warp_run = item.config.stash[STATE].run_summary(suite)
     return report
 
 

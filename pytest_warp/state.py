@@ -29,12 +29,14 @@ from warp_check import (
     RunJob,
     RunResult,
     Suite,
+    TrafficVerdict,
     Verdict,
     WarpError,
     collected_notices,
     default_cache_dir,
     load_adapter,
     load_suite,
+    load_traffic,
     reraise_interrupt,
     warm_entry,
     workdir,
@@ -77,6 +79,7 @@ class WarpSession:
         # What the reports carried back (on the xdist controller too), by suite: for the summary/report.
         self.runs: dict[str, RunResult] = {}  # without verdicts
         self.cases: dict[str, list[Verdict]] = {}  # each with pytest's outcome
+        self.traffic: dict[str, TrafficVerdict] = {}  # each suite's traffic item, with pytest's outcome
         self.report_path: Path | None = None
         self.report_error: str | None = None
 
@@ -182,12 +185,24 @@ class WarpSession:
             compute=self.options.compute,
             overrides=self.options.overrides,
             flags=self.options.flags,
+            load_traffic=self.load_traffic if mode.measures_traffic else None,
         )
         try:
             return mode.run(job)
         except (WarpError, OSError) as exc:  # a user's mistake or environment: a message, not a traceback
             reraise_interrupt(exc)
             raise RunRefused(f"{type(exc).__name__}: {exc}", first=True) from None
+
+    def load_traffic(self, suite: Suite):
+        """The suite's traffic with --warp-traffic / --warp-max-change over its [traffic]."""
+        return load_traffic(
+            suite, path=self.options.traffic.get("traffic"), max_change=self.options.traffic.get("max_change")
+        )
+
+    def has_traffic(self, suite: Suite) -> bool:
+        """Whether the suite's run measures Cert 4 (then it has a ``traffic`` item)."""
+        given = suite.traffic is not None or "traffic" in self.options.traffic
+        return self.options.mode.measures_traffic and given
 
     def _shared(self, suite: Suite, compute: Callable[[], RunResult], selected: Sequence[str]) -> RunResult:
         """Compute once per test run: alone, or under xdist by the first worker to get here."""
@@ -235,20 +250,29 @@ class WarpSession:
         refused = getattr(report, "warp_refused", None)
         if refused is not None:
             self.refused.append(refused)
-        case = getattr(report, "warp_case", None)
-        if case is None:
-            return
         run = getattr(report, "warp_run", None)
         if run is not None:
             summary = RunResult.from_dict(run)
             self.runs.setdefault(summary.suite, summary)
+        traffic = getattr(report, "warp_traffic", None)
+        if traffic is not None:
+            verdict = TrafficVerdict.from_dict(traffic["verdict"])
+            self.traffic[traffic["suite"]] = dataclasses.replace(verdict, outcome=Outcome(report.outcome))
+        case = getattr(report, "warp_case", None)
+        if case is None:
+            return
         outcome = Outcome.XFAILED if hasattr(report, "wasxfail") else Outcome(report.outcome)
         verdict = dataclasses.replace(Verdict.from_dict(case), outcome=outcome)
         self.cases.setdefault(verdict.suite or "", []).append(verdict)
 
     def report_runs(self) -> list[RunResult]:
         """Each suite's run with the verdicts pytest reported, for the report."""
-        return [dataclasses.replace(run, verdicts=tuple(self.cases.get(suite, []))) for suite, run in self.runs.items()]
+        return [
+            dataclasses.replace(
+                run, verdicts=tuple(self.cases.get(suite, [])), traffic=self.traffic.get(suite, run.traffic)
+            )
+            for suite, run in self.runs.items()
+        ]
 
 
 def _stamp(result: RunResult, who: str) -> RunResult:

@@ -39,11 +39,23 @@ from warp_check.version import __version__
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the same at run time)
     from warp_check.cache.warm import WarmEntry
     from warp_check.certify.artefact import write_artefact
+    from warp_check.certify.binomial import change_bound
     from warp_check.certify.bounds import eps_star, lipschitz, local_radius
     from warp_check.certify.cases import certify_cases
-    from warp_check.certify.certificate import CERTIFICATE_NAME, FORMAT, CaseCertificate, Certificate, Lipschitz
+    from warp_check.certify.certificate import (
+        CERTIFICATE_NAME,
+        FORMAT,
+        CaseCertificate,
+        Certificate,
+        Lipschitz,
+        TrafficRecord,
+    )
     from warp_check.certify.chain import verify_chain
+    from warp_check.certify.changes import measure_changes, traffic_inputs
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
+    from warp_check.certify.traffic import Part as TrafficPart
+    from warp_check.certify.traffic import TrafficSample, split_traffic
+    from warp_check.certify.traffic import text_key as traffic_text_key
     from warp_check.certify.verify import Verification, verify
     from warp_check.extras.attacks import STATUS_MEANING as ATTACK_STATUS_MEANING
     from warp_check.extras.attacks import STATUSES as ATTACK_STATUSES
@@ -78,6 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.extras.predictions import import_predicted
     from warp_check.extras.promote import promote
     from warp_check.extras.split import SplitImport, import_split
+    from warp_check.extras.traffic import load_traffic, read_traffic
     from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.encode import Encoded, encode_cases
@@ -93,6 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         Problem,
         ValueKind,
         check_repair_overrides,
+        check_traffic_overrides,
         overriding,
         setting_flags,
     )
@@ -129,15 +143,30 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         run_from_certificate,
         write_report,
     )
-    from warp_check.runs.result import Outcome, RunResult, Verdict
+    from warp_check.runs.result import TRAFFIC, Outcome, RunResult, TrafficVerdict, Verdict
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.init import NewSuite, init_suite
     from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
+    from warp_check.suite.traffic import TrafficSettings
 
 # Public name → the module that defines it ("module:name" where it is named otherwise there, or where the
 # name would be a sub-package's), imported on first use.
 _LAZY: dict[str, str] = {
+    "TRAFFIC": "warp_check.runs.result",
+    "TrafficPart": "warp_check.certify.traffic:Part",
+    "TrafficRecord": "warp_check.certify.certificate",
+    "TrafficSample": "warp_check.certify.traffic",
+    "TrafficSettings": "warp_check.suite.traffic",
+    "TrafficVerdict": "warp_check.runs.result",
+    "change_bound": "warp_check.certify.binomial",
+    "check_traffic_overrides": "warp_check.options",
+    "load_traffic": "warp_check.extras.traffic",
+    "measure_changes": "warp_check.certify.changes",
+    "read_traffic": "warp_check.extras.traffic",
+    "split_traffic": "warp_check.certify.traffic",
+    "traffic_inputs": "warp_check.certify.changes",
+    "traffic_text_key": "warp_check.certify.traffic:text_key",
     "WarmEntry": "warp_check.cache.warm",
     "write_artefact": "warp_check.certify.artefact",
     "eps_star": "warp_check.certify.bounds",
@@ -357,6 +386,12 @@ __all__ = [
     "Suite",
     "SuiteError",
     "SynonymUse",
+    "TRAFFIC",
+    "TrafficPart",
+    "TrafficRecord",
+    "TrafficSample",
+    "TrafficSettings",
+    "TrafficVerdict",
     "TrainSettings",
     "ValueKind",
     "Verdict",
@@ -375,6 +410,7 @@ __all__ = [
     "case_and_punctuation",
     "case_file_of",
     "certify_cases",
+    "change_bound",
     "check",
     "check_attack_out",
     "check_comparison_out",
@@ -382,6 +418,7 @@ __all__ = [
     "check_repair_overrides",
     "check_report_destination",
     "check_suite",
+    "check_traffic_overrides",
     "check_warm",
     "collected_notices",
     "compare_suite",
@@ -403,7 +440,9 @@ __all__ = [
     "lipschitz",
     "load_adapter",
     "load_suite",
+    "load_traffic",
     "local_radius",
+    "measure_changes",
     "mode_named",
     "monte_carlo_flip_multiplier",
     "must_fix_file",
@@ -415,6 +454,7 @@ __all__ = [
     "promote",
     "read_labelled",
     "read_report",
+    "read_traffic",
     "record_counterexamples",
     "repair_cases",
     "repair_head",
@@ -428,7 +468,10 @@ __all__ = [
     "scorer",
     "setting_flags",
     "solve",
+    "split_traffic",
     "top_left_singular_vectors",
+    "traffic_inputs",
+    "traffic_text_key",
     "typos",
     "verify",
     "verify_chain",

@@ -74,6 +74,7 @@ from warp_check.commands.arguments import (
     Command,
     Parser,
     suite_and_cache,
+    traffic_loader,
 )
 from warp_check.commands.cases import (
     attack_arguments,
@@ -279,6 +280,7 @@ def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
         overrides=overrides,
         flags=FLAGS,
         progress=not args.json,
+        load_traffic=traffic_loader(args) if mode.measures_traffic else None,
     )
     return finish(args, mode, mode.run(job))
 

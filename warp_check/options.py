@@ -21,7 +21,7 @@ from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE
 from warp_check.suite.model_source import DEVICE_NAME
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
-_SECTIONS = ("model", "repair")  # the warp.toml tables an option may override
+_SECTIONS = ("model", "repair", "traffic")  # the warp.toml tables an option may override
 
 
 class ValueKind(enum.Enum):
@@ -261,6 +261,30 @@ OPTIONS: tuple[Option, ...] = (
         "perturbed (overrides [repair.neighbours])",
         toml="repair.neighbours",
     ),
+    # Cert 4: unlabelled traffic, and the share of its predictions a repair may change.
+    Option(
+        name="traffic",
+        kind=ValueKind.PATH,
+        metavar="FILE",
+        help="unlabelled texts like the model's traffic (CSV, TSV, JSONL, Parquet: column 'text'; overrides "
+        "[traffic] path): a repair bounds the share of predictions it changes on them (Cert 4)",
+        cli=("--traffic",),
+        cli_help="unlabelled texts like the model's traffic (overrides [traffic] path): Cert 4 bounds the share of "
+        "predictions the repair changes on them",
+        toml="traffic.path",
+    ),
+    Option(
+        name="max_change",
+        kind=ValueKind.NUMBER,
+        metavar="X",
+        help="the most a repair may change of the predictions on the traffic, as a share (0.01: one percent), "
+        "bounded at [traffic] confidence; a repair over it fails the traffic item and writes nothing (overrides "
+        "[traffic] max_change)",
+        cli=("--max-change",),
+        cli_help="the most the repair may change of the predictions on the traffic, as a share (0.01: one percent); "
+        "over it, nothing is written and the run fails (overrides [traffic] max_change)",
+        toml="traffic.max_change",
+    ),
     Option(name="json", kind=ValueKind.FLAG, in_pytest=False, cli=("--json",), help="print the result as JSON"),
     Option(
         name="quiet",
@@ -284,6 +308,14 @@ def setting_flags(*, cli: bool) -> dict[str, str]:
     """How a user changes each repair setting, by setting: pytest's flags or the command's (for
     errors, and advice in failure messages)."""
     return {option.name: option.cli[-1] if cli else option.flag for option in overriding("repair")}
+
+
+def check_traffic_overrides(values: Mapping[str, Any]) -> None:
+    """Traffic overrides (None: not given) checked as the suite's [traffic] will take them; a
+    SettingsError names the setting."""
+    max_change = values.get("max_change")
+    if max_change is not None and not 0 < max_change <= 1:
+        raise SettingsError("max_change", max_change, "must be a share of predictions in (0, 1], e.g. 0.01 for 1 %")
 
 
 def check_repair_overrides(values: Mapping[str, Any]) -> None:

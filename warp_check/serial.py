@@ -163,6 +163,10 @@ def _is_texts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
+def _is_integers(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_integer(x) for x in value)
+
+
 _PLAIN_TYPES: dict[type, tuple[Callable[[Any], bool], str]] = {
     str: (lambda v: isinstance(v, str), "a string"),
     int: (_is_integer, "an integer"),
@@ -270,6 +274,8 @@ class Reader(Mapping[str, Any]):
             (item,) = [a for a in typing.get_args(hint) if a is not Ellipsis]
             if item is str:
                 return self.texts(key)
+            if item is int:
+                return tuple(self._get(key, _is_integers, "a list of integers"))
             return tuple(_read_as(reader, item) for reader in self.objects(key))
         if origin in (dict, Mapping) or hint in (dict, Mapping):
             keys, values = typing.get_args(hint) or (str, Any)

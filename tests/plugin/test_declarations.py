@@ -49,12 +49,18 @@ def test_every_declared_option_is_a_pytest_option_an_ini_key_a_flag_and_an_overr
     suite = load_suite(tiny_suite)
     values = {"device": "cpu", "batch_size": 3, "threads": 2, "rank": 5, "gamma_s": 2.0, "gamma_h": 0.5}
     values["neighbours"] = "on"
+    traffic = tiny_suite / "traffic.jsonl"
+    traffic.write_text('{"text": "a fine day"}\n', encoding="utf-8")
+    values |= {"traffic": traffic, "max_change": 0.05}
     overriding = {option.name for option in OPTIONS if option.toml is not None}
     assert overriding == set(values)
     for name in overriding & {o.name for o in warp_check.overriding("model")}:
         assert getattr(suite.with_compute(**{name: values[name]}).model, name) == values[name]
     settings = suite.settings(**{o.name: values[o.name] for o in warp_check.overriding("repair")})
     assert (settings.rank, settings.gamma_s, settings.gamma_h) == (5, 2.0, 0.5) and settings.neighbours.per_case
+    given = {o.name: values[o.name] for o in warp_check.overriding("traffic")}
+    measured = suite.traffic_settings(path=given["traffic"], max_change=given["max_change"])
+    assert (measured.path, measured.max_change) == (traffic, 0.05)
 
 
 def test_a_declaration_checks_its_values_and_names_a_bad_field():

@@ -48,6 +48,8 @@ TOP_LEVEL_KEYS = (
 )
 # Keys certificates gained later: written always, read where present (older files lack them).
 LATER_KEYS = ("parent",)
+# Keys written only where the repair measured them (Cert 4: where it was given traffic).
+MEASURED_KEYS = ("traffic",)
 
 
 # -- the parts ---------------------------------------------------------------------------------
@@ -263,6 +265,61 @@ class Summary(Record):
         return f"Cert 1 {self.cert1}, Cert 2 {self.cert2}, Cert 3 {self.cert3}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrafficChange(Record):
+    """One text of the traffic sample whose predicted label the repair changed."""
+
+    index: int  # its place among the texts measured (the sample's bound part, in key order)
+    text: str
+    text_pair: str | None = None
+    before: int  # the class the input model predicted
+    after: int  # the class the repaired model predicts
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficRecord(Record):
+    """Cert 4: how many predictions the repair changed on a sample of unlabelled traffic, and the
+    exact (Clopper–Pearson) upper bound on the share it changes of traffic like it.
+
+    ``n`` texts measured (the sample's bound part, less those the model sees as no text); ``changed``
+    of them predicted otherwise by the repaired model; ``bound`` the upper bound on the change rate
+    at ``confidence``. ``predicted_before`` is the input model's class of each measured text, in
+    sample order: an audit recomputes the repaired model's and counts again."""
+
+    source: str  # the traffic file's name
+    sample_sha256: str  # the sample's digest (warp_check.certify.traffic): an audit must measure the same
+    n: int
+    changed: int
+    bound: float
+    confidence: float
+    max_change: float | None = None  # the budget the bound was held to (None: none)
+    by_pair: dict[str, int]  # changes per "before→after" label names
+    no_text: int = 0  # texts of the sample the model sees as no text (nothing but special tokens): not measured
+    predicted_before: tuple[int, ...]
+    changes: tuple[TrafficChange, ...]
+    seconds: float  # what measuring took
+
+    @property
+    def within_budget(self) -> bool:
+        return self.max_change is None or self.bound <= self.max_change
+
+    def sentence(self) -> str:
+        return change_sentence(self.bound, self.changed, self.n, self.confidence)
+
+
+def change_sentence(bound: float, changed: int, n: int, confidence: float) -> str:
+    """'changes at most 1.9 % of predictions on traffic like this (3 of 412, 95 %)'."""
+    return (
+        f"changes at most {percent(bound)} of predictions on traffic like this "
+        f"({changed} of {n}, {percent(confidence, digits=3)})"
+    )
+
+
+def percent(share: float, *, digits: int = 2) -> str:
+    """A share as a percentage, to ``digits`` significant digits: 0.0187 → '1.9 %'."""
+    return f"{100 * share:.{digits}g} %"
+
+
 # -- the certificate ---------------------------------------------------------------------------
 
 
@@ -281,6 +338,8 @@ class Certificate(Record):
     summary: Summary
     # None in certificates written before the chain was recorded.
     parent: ParentRecord | None = field(default=None, metadata=on_disk(since=True))
+    # Cert 4, where the repair was given traffic; not written otherwise (older certificates lack it).
+    traffic: TrafficRecord | None = field(default=None, metadata=on_disk(omit_none=True))
 
     @staticmethod
     def now() -> str:
@@ -356,4 +415,8 @@ __all__ = [
     "ModelRecord",
     "RepairRecord",
     "Summary",
+    "TrafficChange",
+    "change_sentence",
+    "TrafficRecord",
+    "percent",
 ]

@@ -7,13 +7,15 @@ in float64, and every claimed certificate must hold on what is there now.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from warp_check.cases import NEIGHBOUR, Case
 from warp_check.certify.artefact import folder_weights
+from warp_check.certify.binomial import change_bound
 from warp_check.certify.bounds import lipschitz
 from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import (
@@ -23,9 +25,14 @@ from warp_check.certify.certificate import (
     Certificate,
     ModelRecord,
     Summary,
+    TrafficRecord,
+    percent,
     read_json,
 )
+from warp_check.certify.changes import changes_record, predictions, traffic_inputs
 from warp_check.certify.falsify import AttackSettings
+from warp_check.certify.traffic import TrafficSample
+from warp_check.errors import SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
 from warp_check.model.hashing import parameter_hashes
@@ -55,13 +62,17 @@ class Verification:
     model_dir: Path
     certificate: Certificate
     checks: tuple[Check, ...] = field(default_factory=tuple)
+    # Cert 4's checks, where traffic was given: apart from the cases' and the model's, as a suite's
+    # ``traffic`` item is apart from its cases.
+    traffic: tuple[Check, ...] = field(default_factory=tuple)
+    traffic_record: TrafficRecord | None = None  # Cert 4 as recomputed on this model
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
+        return all(c.ok for c in self.checks + self.traffic)
 
     def failures(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
+        return [c for c in self.checks + self.traffic if not c.ok]
 
     def for_case(self, case_id: str) -> list[Check]:
         return [c for c in self.checks if c.case_id == case_id]
@@ -75,7 +86,11 @@ def verify(
     cache_dir: str | Path | None = None,
     attack: AttackSettings | None = None,
     progress: bool = False,
+    traffic: TrafficSample | None = None,
 ) -> Verification:
+    """Every claim of the certificate recomputed on ``model_dir``; with ``traffic``, Cert 4 too: the
+    sample must be the one the repair measured (by digest: another is a SuiteError), and the
+    repaired model's predictions on it must change exactly the texts the certificate says."""
     model_dir = Path(model_dir)
     cert_path = Path(certificate) if certificate is not None else model_dir / CERTIFICATE_NAME
     data = read_json(cert_path)
@@ -133,7 +148,88 @@ def verify(
     )
     for claim, record, tolerance in zip(claimed.cases, records, tolerances, strict=True):
         checks += _case_checks(claim, record, claimed, float(tolerance), devices)
-    return Verification(model_dir, claimed, tuple(checks))
+    if traffic is None:
+        return Verification(model_dir, claimed, tuple(checks))
+    traffic_checks, recomputed = _traffic_checks(adapter, head, claimed, cases, traffic, batch_size, cache_dir)
+    return Verification(model_dir, claimed, tuple(checks), traffic_checks, recomputed)
+
+
+def _traffic_checks(
+    adapter: ClassifierAdapter,
+    head: DenseHead,
+    claimed: Certificate,
+    cases: list[Case],
+    traffic: TrafficSample,
+    batch_size: int,
+    cache_dir: str | Path | None,
+) -> tuple[tuple[Check, ...], TrafficRecord | None]:
+    """Cert 4 recomputed: the saved model's predictions on the certificate's sample, counted against
+    the input model's predictions the certificate recorded."""
+    claim = claimed.traffic
+    if claim is None:
+        why = "the certificate has no Cert 4: its repair was given no traffic (repair again with the traffic)"
+        return (Check("traffic", False, why),), None
+    # The suite's cases at repair time are the certificate's own (the neighbourhood's copies are not cases).
+    sample = traffic.excluding(c for c in cases if c.source != NEIGHBOUR)
+    if sample.digest != claim.sample_sha256:
+        raise SuiteError(
+            f"this traffic is not the sample the certificate's Cert 4 was measured on (SHA-256 of its "
+            f"{len(sample.bound):,} texts {sample.digest[:12]}…, the certificate's {claim.sample_sha256[:12]}…, "
+            f"from {claim.source}): give the traffic file the repair was given",
+            path=sample.source,
+        )
+    budget = traffic.max_change if traffic.max_change is not None else claim.max_change
+    sample = replace(sample, confidence=claim.confidence, max_change=budget)
+    inputs = traffic_inputs(adapter, sample, batch_size=batch_size, cache_dir=cache_dir)
+    if len(inputs.texts) != claim.n or len(claim.predicted_before) != claim.n:
+        why = f"Cert 4: {len(inputs.texts):,} texts measured here, the certificate measured {claim.n:,}"
+        return (Check("traffic_n", False, why),), None
+    was = np.array(claim.predicted_before, dtype=np.int64)
+    names = getattr(adapter.model.config, "id2label", None) or {}
+    recomputed = changes_record(
+        sample,
+        inputs,
+        was,
+        predictions(head, inputs.V),
+        label_name=lambda label: str(names.get(label, label)),
+        seconds=inputs.seconds,
+    )
+    claimed_changed = [c.index for c in claim.changes]
+    found_changed = [c.index for c in recomputed.changes]
+    same = recomputed.changed == claim.changed and found_changed == claimed_changed
+    differ = sorted(set(found_changed) ^ set(claimed_changed))
+    shown = ", ".join(f"#{i} {inputs.texts[i].text[:40]!r}" for i in differ[:5])
+    checks = [
+        Check(
+            "traffic_changed",
+            same,
+            f"Cert 4: {recomputed.changed} of {recomputed.n} predictions changed, as the certificate says"
+            if same
+            else f"Cert 4: {recomputed.changed} of {recomputed.n} predictions changed on this model, the certificate "
+            f"says {claim.changed}; the texts that differ: {shown}",
+        )
+    ]
+    exact = change_bound(claim.changed, claim.n, claim.confidence)
+    bound_ok = math.isclose(exact, claim.bound, rel_tol=1e-9, abs_tol=1e-15)
+    checks.append(
+        Check(
+            "traffic_bound",
+            bound_ok,
+            f"Cert 4: the bound {claim.bound:.6g} is the exact bound of {claim.changed} in {claim.n} at "
+            f"{percent(claim.confidence, digits=3)} ({exact:.6g})",
+        )
+    )
+    if budget is not None:
+        within = recomputed.bound <= budget
+        checks.append(
+            Check(
+                "traffic_budget",
+                within,
+                f"Cert 4: the bound {percent(recomputed.bound)} is {'within' if within else 'OVER'} the budget "
+                f"max_change = {percent(budget)}",
+            )
+        )
+    return tuple(checks), recomputed
 
 
 def gap_tolerances(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> np.ndarray:

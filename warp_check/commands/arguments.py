@@ -15,10 +15,13 @@ from warp_check import (
     BadValue,
     Problem,
     Suite,
+    TrafficSample,
     ValueKind,
     check_report_destination,
+    check_traffic_overrides,
     default_cache_dir,
     load_suite,
+    load_traffic,
     overriding,
     setting_flags,
     workdir,
@@ -117,6 +120,15 @@ class Command:
 
 
 SUITE = ("suite", "SUITE", "a suite folder or its warp.toml")
+
+
+def traffic_loader(args: argparse.Namespace) -> Callable[[Suite], TrafficSample | None]:
+    """The suite's traffic with ``--traffic`` / ``--max-change`` over its [traffic] (checked here, before
+    anything loads: a SettingsError names the flag's setting)."""
+    values = {option.name: getattr(args, option.name, None) for option in overriding("traffic")}
+    check_traffic_overrides(values)
+    path = Path(values["traffic"]) if values["traffic"] else None
+    return lambda suite: load_traffic(suite, path=path, max_change=values["max_change"])
 
 
 def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = load_suite) -> tuple[Suite, Path | None]:

@@ -11,15 +11,18 @@ from typing import Any
 from warp_check import (
     CERTIFICATE_NAME,
     RunJob,
+    TrafficSettings,
     check_suite,
+    check_traffic_overrides,
     load_adapter,
     load_suite,
     mode_named,
+    read_traffic,
     resolve_model,
     verify,
     verify_chain,
 )
-from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared
+from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared, traffic_loader
 from warp_check.commands.results import finish
 
 
@@ -31,6 +34,13 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
     add_declared(verify, "cache", help="representation cache folder (default: none)")
     add_declared(verify, "revision", help="revision of MODEL_DIR where it is a Hub id (default main)")
     add_declared(verify, "json", help="print the checks as JSON")
+    add_declared(
+        verify,
+        "traffic",
+        help="recompute Cert 4 on this traffic file (with --suite: overrides its [traffic]; alone: column 'text'); "
+        "it must be the sample the repair measured",
+    )
+    add_declared(verify, "max_change", help="also hold Cert 4's bound to this budget (a share: 0.01 is one percent)")
     verify.add_argument(
         "--chain",
         action="store_true",
@@ -54,20 +64,32 @@ def verify_command(args: argparse.Namespace) -> int:
             cache_dir=Path(args.cache) if args.cache else None,
             certificate=certificate or model_dir / CERTIFICATE_NAME,
             progress=not args.json,
+            load_traffic=traffic_loader(args),
         )
         return finish(args, audit, audit.run(job))
-    verification = verify(model_dir, certificate, cache_dir=args.cache, progress=not args.json)
+    traffic = None
+    if args.traffic:  # no suite: the file alone (column 'text'); verify leaves the certificate's cases out
+        check_traffic_overrides({"max_change": args.max_change})
+        traffic = read_traffic(TrafficSettings(path=Path(args.traffic), max_change=args.max_change))
+    verification = verify(model_dir, certificate, cache_dir=args.cache, progress=not args.json, traffic=traffic)
     failures = verification.failures()
     if args.json:
         checks: list[dict[str, Any]] = [
-            {"name": c.name, "ok": c.ok, "detail": c.detail, "case": c.case_id} for c in verification.checks
+            {"name": c.name, "ok": c.ok, "detail": c.detail, "case": c.case_id}
+            for c in verification.checks + verification.traffic
         ]
         print(json.dumps({"model_dir": str(model_dir), "ok": verification.ok, "checks": checks}, indent=2))
     else:
-        print(f"{model_dir}: {len(verification.checks)} checks, {len(failures)} failed")
+        print(f"{model_dir}: {len(verification.checks) + len(verification.traffic)} checks, {len(failures)} failed")
         for check in failures:
             where = f" [{check.case_id}]" if check.case_id else ""
             print(f"  FAILED {check.name}{where}: {check.detail}")
+        if verification.traffic_record is not None and all(c.ok for c in verification.traffic):
+            print(f"  Cert 4 holds: the repair {verification.traffic_record.sentence()}")
+        claim = verification.certificate.traffic
+        if claim is not None and traffic is None:
+            claimed = f"{claim.changed} of {claim.n} changed on {claim.source}"
+            print(f"  Cert 4 not re-checked ({claimed}): give --traffic FILE")
         print("certificate holds" if verification.ok else "certificate does NOT hold")
     return EXIT_OK if verification.ok else EXIT_FAILED
 

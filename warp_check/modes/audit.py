@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from warp_check.errors import SettingsError
 from warp_check.modes.base import RunJob, RunMode
-from warp_check.modes.repair import CERTIFIED
+from warp_check.modes.repair import CERTIFIED, traffic_lines
 from warp_check.options import OPTION, Option
 from warp_check.runs.details import AuditDetails
 from warp_check.runs.modes import Mode
@@ -20,6 +20,7 @@ class AuditMode(RunMode):
     selected_by: Option | None = OPTION["certificate"]
     command: str | None = None  # `warp-check verify MODEL_DIR --suite SUITE` runs it
     junit_properties: tuple[str, ...] = CERTIFIED
+    measures_traffic: bool = True
 
     def run(self, job: RunJob) -> RunResult:
         if job.certificate is None:
@@ -27,7 +28,10 @@ class AuditMode(RunMode):
         suite = job.suite
         from warp_check.runs.audit import audit  # numpy and the certifier: only when an audit runs
 
-        return audit(suite, suite.model_dir, job.certificate, cache_dir=job.cache_dir, progress=job.progress)
+        traffic = job.traffic()
+        return audit(
+            suite, suite.model_dir, job.certificate, cache_dir=job.cache_dir, progress=job.progress, traffic=traffic
+        )
 
     def summary_lines(self, run: RunResult) -> list[str]:
         details = run.details
@@ -40,7 +44,10 @@ class AuditMode(RunMode):
             )
         if details.not_in_suite:
             out.append(f"  {len(details.not_in_suite)} certified case(s) are not in this suite")
-        return out
+        return out + traffic_lines(run)
+
+    def result_lines(self, run: RunResult) -> list[str]:
+        return traffic_lines(run)
 
 
 AUDIT = AuditMode()

@@ -22,6 +22,7 @@ from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.cache.warm import WarmEntry
+    from warp_check.certify.traffic import TrafficSample
     from warp_check.model.adapter import ClassifierAdapter
 
 
@@ -40,6 +41,12 @@ class RunJob:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # repair settings over the suite's
     flags: Mapping[str, str] = field(default_factory=dict)  # how the user changes each repair setting
     progress: bool = False
+    # The suite's traffic with the run's overrides, read (warp_check.extras.traffic.load_traffic, which
+    # the front ends bind to their flags); None: the run measures no traffic.
+    load_traffic: Callable[[Suite], TrafficSample | None] | None = None
+
+    def traffic(self) -> TrafficSample | None:
+        return self.load_traffic(self.suite) if self.load_traffic is not None else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +65,9 @@ class RunMode(abc.ABC):
     cli_options: tuple[str, ...] = ()
     junit_properties: tuple[str, ...] = ("kind", "label", "predicted", "gap")
     recalls_checks: bool = False  # True: an earlier check of the model folder may answer, the model unloaded
+    # True: a suite with traffic gets a ``traffic`` item, Cert 4's verdict (a repair measures it, an audit
+    # recomputes it); a check changes nothing, so it has none.
+    measures_traffic: bool = False
 
     @abc.abstractmethod
     def run(self, job: RunJob) -> RunResult:

@@ -24,8 +24,11 @@ class RepairMode(RunMode):
     selected_by: Option | None = OPTION["repair"]
     command: str | None = "repair"
     command_help: str = "repair the model on the suite, save it with its certificate"
-    cli_options: tuple[str, ...] = ("out", "rank", "gamma_s", "gamma_h", "neighbours", "report")
+    cli_options: tuple[str, ...] = (
+        "out", "rank", "gamma_s", "gamma_h", "neighbours", "report", "traffic", "max_change",
+    )  # fmt: skip
     junit_properties: tuple[str, ...] = CERTIFIED
+    measures_traffic: bool = True
 
     def run(self, job: RunJob) -> RunResult:
         suite = job.suite
@@ -35,11 +38,19 @@ class RepairMode(RunMode):
         else:
             workdir(suite)
             out = default_out_dir(suite)
+        traffic = job.traffic()  # read before the model loads: a bad file costs no encoder pass
         adapter = job.load_model(suite)
         from warp_check.runs.repair import repair  # numpy, the solvers, the certifier: only when a repair runs
 
         return repair(
-            suite, adapter, settings, out_dir=out, cache_dir=job.cache_dir, progress=job.progress, flags=job.flags
+            suite,
+            adapter,
+            settings,
+            out_dir=out,
+            cache_dir=job.cache_dir,
+            progress=job.progress,
+            flags=job.flags,
+            traffic=traffic,
         )
 
     def model_lines(self, details: RunDetails) -> list[str]:
@@ -80,6 +91,7 @@ class RepairMode(RunMode):
             out.append(
                 f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong"
             )
+        out += traffic_lines(run)
         if details.artefact:
             out.append(f"  repaired model: {details.artefact} (with warp_certificate.json)")
         else:
@@ -93,8 +105,18 @@ class RepairMode(RunMode):
             out.append(f"  neighbourhood: {repaired.neighbourhood}")
         if repaired is not None and repaired.certs is not None:
             out.append(f"  certificates: {repaired.certs}")
+        out += traffic_lines(run)
         out.append(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
         return out
+
+
+def traffic_lines(run: RunResult) -> list[str]:
+    """Cert 4's lines: how the file became the sample, and the bound (or why it was not measured)."""
+    note = getattr(run.details, "traffic", None)
+    out = [f"  traffic: {note.sample_line()}"] if note is not None else []
+    if run.traffic is not None:
+        out.append(f"  {'' if run.traffic.passed else 'FAILED '}{run.traffic.message}")
+    return out
 
 
 REPAIR = RepairMode()

@@ -8,11 +8,13 @@ from pathlib import Path
 from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.certify.certificate import CaseRecord
 from warp_check.certify.falsify import AttackSettings
+from warp_check.certify.traffic import TrafficSample
 from warp_check.certify.verify import Check, Verification, verify
 from warp_check.runs.details import AuditDetails
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.runs.result import RunResult, Verdict
+from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
+from warp_check.runs.traffic import properties, traffic_note
 from warp_check.suite.loader import Suite
 
 
@@ -24,8 +26,10 @@ def audit(
     cache_dir: str | Path | None = None,
     progress: bool = False,
     attack: AttackSettings | None = None,
+    traffic: TrafficSample | None = None,
 ) -> RunResult:
-    """Recompute a certificate's claims on ``model_dir`` (hashes, gaps, radii) for the suite's cases."""
+    """Recompute a certificate's claims on ``model_dir`` (hashes, gaps, radii) for the suite's cases;
+    with ``traffic``, Cert 4 too (the run's traffic verdict)."""
     verification = verify(
         model_dir,
         certificate,
@@ -33,6 +37,7 @@ def audit(
         cache_dir=cache_dir,
         attack=attack,
         progress=progress,
+        traffic=traffic,
     )
     claims = {c.id: c for c in verification.certificate.cases}
     failures = [c.detail for c in verification.checks if c.case_id is None and not c.ok]  # the whole model's
@@ -58,23 +63,43 @@ def audit(
         status=RunStatus.VERIFIED if verification.ok else RunStatus.FAILED,
         message=message,
         verdicts=verdicts,
-        details=_details(suite, model_dir, certificate, verification),
+        details=_details(suite, model_dir, certificate, verification, traffic),
+        traffic=_traffic_verdict(verification, traffic) if traffic is not None else None,
     )
 
 
-def _details(suite: Suite, model_dir: str | Path, certificate: str | Path, verification: Verification) -> AuditDetails:
+def _traffic_verdict(verification: Verification, traffic: TrafficSample) -> TrafficVerdict:
+    """Cert 4 on the audited model: every traffic check held, or what did not."""
+    failed = [c.detail for c in verification.traffic if not c.ok]
+    record = verification.traffic_record
+    figures = {} if record is None else properties(traffic_note(record, traffic))
+    if failed:
+        return TrafficVerdict(passed=False, message="Cert 4 does not hold: " + "; ".join(failed), properties=figures)
+    assert record is not None
+    return TrafficVerdict(passed=True, message=f"Cert 4 holds: the repair {record.sentence()}", properties=figures)
+
+
+def _details(
+    suite: Suite,
+    model_dir: str | Path,
+    certificate: str | Path,
+    verification: Verification,
+    traffic: TrafficSample | None,
+) -> AuditDetails:
     certified = verification.certificate
+    record = verification.traffic_record
     suite_ids = {c.id for c in suite.cases}
     return AuditDetails.of(
         suite,
         model=str(Path(model_dir).resolve()),
         certificate=str(Path(certificate).resolve()),
         checks=len(verification.checks),
-        failed_checks=tuple(c.detail for c in verification.failures()),
+        failed_checks=tuple(c.detail for c in verification.checks if not c.ok),
         not_in_suite=tuple(sorted({c.id for c in certified.cases if c.source != NEIGHBOUR} - suite_ids)),
         neighbours=sum(c.source == NEIGHBOUR for c in certified.cases),
         gamma_s=certified.settings.gamma_s,
         gamma_h=certified.settings.gamma_h,
+        traffic=traffic_note(record, traffic, suite.labels) if record is not None and traffic is not None else None,
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Kind
-from warp_check.certify.certificate import Certificate, HistoryRow, Summary
+from warp_check.certify.certificate import Certificate, HistoryRow, Summary, TrafficChange, change_sentence, percent
 from warp_check.repair.records import IterationRecord
 from warp_check.repair.settings import RepairSettings, SynonymUse
 from warp_check.runs.modes import Mode, RunStatus
@@ -120,6 +120,54 @@ class NeighbourhoodNote(Record):
         return f"{found}: {certified} ({self.seconds:.1f} s{missing})"
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrafficNote(Record):
+    """Cert 4 as a run reports it: the sample's counts, the changes measured and the bound on their share."""
+
+    source: str  # the traffic file
+    rows: int  # rows read
+    duplicates: int  # rows that repeated an earlier text
+    in_suite: int  # texts that are suite cases: left out
+    tune: int  # texts of the tune part (never measured here)
+    no_text: int  # texts of the bound part the model sees as no text: left out
+    sample_sha256: str
+    n: int  # texts measured
+    changed: int
+    bound: float
+    confidence: float
+    max_change: float | None
+    by_pair: dict[str, int]
+    changes: tuple[TrafficChange, ...]
+    seconds: float
+    labels: dict[str, int] = field(default_factory=dict)  # the suite's label names, for the changes' classes
+
+    @property
+    def within_budget(self) -> bool:
+        return self.max_change is None or self.bound <= self.max_change
+
+    def label_name(self, label: int) -> str:
+        return next((name for name, index in self.labels.items() if index == label), str(label))
+
+    def __str__(self) -> str:
+        budget = ""
+        if self.max_change is not None:
+            verdict = "within" if self.within_budget else "OVER"
+            budget = f"; {verdict} the budget max_change = {percent(self.max_change)}"
+        pairs = ", ".join(f"{pair}: {count}" for pair, count in self.by_pair.items())
+        return f"{change_sentence(self.bound, self.changed, self.n, self.confidence)}{budget}" + (
+            f" [{pairs}]" if pairs else ""
+        )
+
+    def sample_line(self) -> str:
+        """How the file became the sample: rows, duplicates and suite cases left out, the two parts."""
+        left = f", {self.no_text:,} the model sees as no text" if self.no_text else ""
+        return (
+            f"{self.source}: {self.rows:,} rows, {self.duplicates:,} duplicate(s) merged, {self.in_suite:,} suite "
+            f"case(s) left out; {self.n:,} texts measured (bound part{left}), {self.tune:,} kept for tuning; "
+            f"{self.seconds:.2f} s"
+        )
+
+
 def _repair_settings(data: Reader) -> RepairSettings:
     return RepairSettings.from_dict(dict(data))
 
@@ -151,6 +199,8 @@ class RepairDetails(RunDetails):
     neighbourhood: NeighbourhoodNote | None = field(default=None, metadata=on_disk(none_as_empty=True, since=True))
     identical: int = field(default=0, metadata=on_disk(omit_default=True))  # cases whose input is an earlier one's
     merged: int = field(default=0, metadata=on_disk(omit_default=True))  # cases constrained as one (same v, label)
+    # Cert 4, where the repair measured traffic.
+    traffic: TrafficNote | None = field(default=None, metadata=on_disk(omit_none=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,6 +213,8 @@ class AuditDetails(RunDetails):
     neighbours: int = field(default=0, metadata=on_disk(since=True))
     gamma_s: float
     gamma_h: float
+    # Cert 4 as recomputed on the audited model, where the certificate claims it and traffic was given.
+    traffic: TrafficNote | None = field(default=None, metadata=on_disk(omit_none=True))
 
 
 @dataclass(frozen=True, kw_only=True)

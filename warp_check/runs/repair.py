@@ -5,12 +5,14 @@ its certificate's verdict, recomputed from the repaired weights.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
+from warp_check.certify.traffic import TrafficSample
 from warp_check.errors import SettingsError, WarpError
 from warp_check.repair import advice
 from warp_check.repair.records import Miss, RepairResult, RepairStatus
@@ -19,7 +21,8 @@ from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNo
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
-from warp_check.runs.result import RunResult, Verdict
+from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
+from warp_check.runs.traffic import no_model_verdict, repaired_verdict, traffic_note, unchanged_verdict
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,9 +41,14 @@ def repair(
     progress: bool = False,
     attack: AttackSettings | None = None,
     flags: Mapping[str, str] | None = None,
+    traffic: TrafficSample | None = None,
 ) -> RunResult:
     """Repair on every case of the suite, save the artefact into ``out_dir`` when it converged,
     and give each case its certificate verdict, computed from the repaired weights.
+
+    With ``traffic`` (:func:`warp_check.extras.traffic.load_traffic`), Cert 4 is measured before
+    anything is written and the run carries its verdict (the suite's ``traffic`` item); a repair
+    whose bound exceeds the budget writes nothing.
 
     ``flags`` names, per setting, how the user changes it (for advice in failure messages).
     Raises ArtefactError when ``out_dir`` may not be written (before any work is done).
@@ -55,6 +63,8 @@ def repair(
             cache_dir=cache_dir,
             attack=attack,
             progress=progress,
+            traffic=traffic,
+            label_name=suite.label_name,
         )
     except SettingsError as exc:  # a value this model cannot take (a rank past its layer's)
         raise _where_given(suite, exc, flags) from None
@@ -68,16 +78,37 @@ def repair(
         for case in suite.cases
         if case.kind is not Kind.AUX
     )
+    note = (
+        traffic_note(outcome.traffic, traffic, suite.labels)
+        if outcome.traffic is not None and traffic is not None
+        else None
+    )
+    message = _run_message(result, status)
+    if note is not None and not note.within_budget:
+        message += f"; but it {note}: nothing was written"
     return RunResult(
         suite=str(suite.toml),
         name=suite.name,
         mode=Mode.REPAIR,
         ok=status.settled,
         status=status,
-        message=_run_message(result, status),
+        message=message,
         verdicts=verdicts,
-        details=_details(suite, outcome, records, lip),
+        details=replace(_details(suite, outcome, records, lip), traffic=note),
+        traffic=_traffic_verdict(traffic, outcome, note, message),
     )
+
+
+def _traffic_verdict(
+    traffic: TrafficSample | None, outcome: RepairOutcome, note: Any, message: str
+) -> TrafficVerdict | None:
+    if traffic is None:
+        return None
+    if note is not None:
+        return repaired_verdict(note)
+    if outcome.result.status is RepairStatus.NOTHING_TO_REPAIR:
+        return unchanged_verdict(traffic)
+    return no_model_verdict(message)
 
 
 def _where_given(suite: Suite, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:

@@ -7,7 +7,7 @@ call :func:`repair_cases`, so cases are repaired alike inside and outside pytest
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,8 +27,11 @@ from warp_check.certify.certificate import (
     ParentRecord,
     RepairRecord,
     Summary,
+    TrafficRecord,
 )
+from warp_check.certify.changes import measure_changes, traffic_inputs
 from warp_check.certify.falsify import AttackSettings
+from warp_check.certify.traffic import TrafficSample
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import check_no_conflicts
 from warp_check.model.hashing import parameter_hashes, upstream_sha256
@@ -51,6 +54,12 @@ class RepairOutcome:
     certificate: Certificate | None = None  # the claims; the file written beside the model adds its hashes
     artefact: Path | None = None  # where the repaired model went (None: nothing written)
     neighbourhood: Neighbourhood | None = None  # the perturbed cases drawn (None: none was drawn)
+    traffic: TrafficRecord | None = None  # Cert 4, where traffic was given and the repair converged
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether Cert 4's bound exceeds the traffic's budget (then nothing was written)."""
+        return self.traffic is not None and not self.traffic.within_budget
 
 
 def repair_cases(
@@ -66,6 +75,8 @@ def repair_cases(
     evaluation: Evaluation | None = None,
     destination: Destination | None = None,
     fallback: bool = True,
+    traffic: TrafficSample | None = None,
+    label_name: Callable[[int], str] | None = None,
 ) -> RepairOutcome:
     """Encode, climb the repair ladder (:mod:`~warp_check.runs.ladder`), certify what settled from the
     repaired weights and, if asked, save atomically.
@@ -76,6 +87,11 @@ def repair_cases(
     layer). Nothing is written when ``out_dir`` is None, when no repair converges, or when
     nothing needed repair. ``destination`` is ``out_dir`` as the caller found it when its run
     started (:func:`~warp_check.certify.artefact.claim_destination`); by default, as found here.
+
+    With ``traffic``, Cert 4 (the predictions the repair changes on the sample's bound part, and the
+    bound on their share) is measured before anything is written and recorded in the certificate;
+    where the bound exceeds the sample's ``max_change`` nothing is written (``outcome.over_budget``).
+    ``label_name`` names classes in its counts by label pair (default: the model's id2label).
     """
     settings = settings or RepairSettings()
     layer = adapter.repair_layer  # the rank this model allows, before any encoding or solving
@@ -101,8 +117,35 @@ def repair_cases(
         progress=progress,
     )
     ended = climb(ladder)
-    outcome = _certify_save(ended.attempt.adapter, ended.attempt.evaluation, ended.result, out_dir, destination, attack)
+    names = label_name or _id2label(adapter)
+    measure = _traffic_measure(traffic, names, batch_size, cache_dir, progress)
+    outcome = _certify_save(
+        ended.attempt.adapter, ended.attempt.evaluation, ended.result, out_dir, destination, attack, measure
+    )
     return replace(outcome, neighbourhood=ended.hood)
+
+
+def _id2label(adapter: ClassifierAdapter) -> Callable[[int], str]:
+    names = getattr(adapter.model.config, "id2label", None) or {}
+    return lambda label: str(names.get(label, label))
+
+
+def _traffic_measure(
+    traffic: TrafficSample | None,
+    label_name: Callable[[int], str],
+    batch_size: int,
+    cache_dir: str | Path | None,
+    progress: bool,
+) -> Callable[[ClassifierAdapter, RepairResult], TrafficRecord] | None:
+    """Cert 4 of a repaired head of an adapter, from the sample's v (None: no traffic given)."""
+    if traffic is None:
+        return None
+
+    def measure(adapter: ClassifierAdapter, result: RepairResult) -> TrafficRecord:
+        inputs = traffic_inputs(adapter, traffic, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
+        return measure_changes(adapter.head(), result.head_after, inputs, traffic, label_name=label_name)
+
+    return measure
 
 
 def _needs_repair(evaluation: Evaluation, settings: RepairSettings) -> bool:
@@ -121,16 +164,21 @@ def _certify_save(
     out_dir: str | Path | None,
     destination: Destination | None,
     attack: AttackSettings | None,
+    measure: Callable[[ClassifierAdapter, RepairResult], TrafficRecord] | None = None,
 ) -> RepairOutcome:
-    """The outcome of ``adapter``'s head repaired to ``result``: certified and saved where it converged."""
+    """The outcome of ``adapter``'s head repaired to ``result``: certified (Cert 4 too, where
+    ``measure`` is given) and saved where it converged and kept within the traffic's budget."""
     if not result.repaired:
         return RepairOutcome(evaluation=evaluation, result=result, spec=adapter.spec)
     ordered = [c for c in evaluation.cases if c.kind is not Kind.AUX]
     records, lip = certify_result(ordered, evaluation, result, attack)
     upstream = evaluation.encoded.upstream_sha256 or upstream_sha256(adapter)
     certificate = build_certificate(adapter, result, records, lip, ordered, upstream)
+    traffic = measure(adapter, result) if measure is not None else None
+    certificate = replace(certificate, traffic=traffic)
     artefact = None
-    if out_dir is not None:
+    # Measured before writing: a repair over its budget leaves no artefact that could pass for a good one.
+    if out_dir is not None and (traffic is None or traffic.within_budget):
         repaired = adapter.with_head(result.head_after)
         artefact = write_artefact(
             repaired.model,
@@ -149,6 +197,7 @@ def _certify_save(
         lipschitz=lip,
         certificate=certificate,
         artefact=artefact,
+        traffic=traffic,
     )
 
 

@@ -246,7 +246,30 @@ def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str
     missing = [titles[k] for k in titles if images.get(k) is None]
     if missing:
         out += [f"_Not plotted (no data in this run): {', '.join(missing)}._", ""]
-    return out + _table_markdown(run)
+    return out + _table_markdown(run) + _traffic_markdown(run)
+
+
+def _traffic_markdown(run: RunResult) -> list[str]:
+    """Cert 4: the bound, its verdict, and the texts whose prediction the repair changed."""
+    note = getattr(run.details, "traffic", None)
+    if note is None:
+        return []
+    out = ["### Traffic (Cert 4)", "", f"- {note.sample_line()}", f"- {note}"]
+    if run.traffic is not None:
+        out.append(f"- {run.traffic.reported.value}: {run.traffic.message}")
+    out.append("")
+    if note.changes:
+        out += ["| # | text | before → after |", "|---|---|---|"]
+        for change in note.changes[:MAX_TABLE_ROWS]:
+            text = change.text if change.text_pair is None else f"{change.text} / {change.text_pair}"
+            text = text.replace("|", "\\|").replace("\n", " ")
+            out.append(
+                f"| {change.index} | {text} | {note.label_name(change.before)} → {note.label_name(change.after)} |"
+            )
+        if len(note.changes) > MAX_TABLE_ROWS:
+            out.append(f"\n_{len(note.changes) - MAX_TABLE_ROWS} more changed text(s) in {REPORT_JSON}._")
+        out.append("")
+    return out
 
 
 def _facts_markdown(run: RunResult) -> list[str]:

@@ -68,6 +68,35 @@ class Verdict:
         return read(cls, data)
 
 
+# The name of a suite's traffic item: Cert 4's verdict (warp_check.certify.changes).
+TRAFFIC = "traffic"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficVerdict:
+    """Cert 4's verdict on a run: the repair's changes on the traffic within its budget (or measured,
+    where there is none), the sentence that says so, and its figures for reports and JUnit."""
+
+    passed: bool
+    message: str
+    properties: dict[str, Any] = field(default_factory=dict)
+    outcome: Outcome | None = field(default=None, metadata=on_disk(omit_none=True))
+
+    @property
+    def reported(self) -> Outcome:
+        """pytest's outcome, or the verdict's own where pytest did not report it."""
+        if self.outcome is not None:
+            return self.outcome
+        return Outcome.PASSED if self.passed else Outcome.FAILED
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_json(self, null_nonfinite=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrafficVerdict:
+        return read(cls, data)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Tally:
     passed: int = 0
@@ -90,15 +119,19 @@ class RunResult:
     details: Details
     # What went wrong that the run survived (a cache it could not write).
     warnings: tuple[str, ...] = field(default=(), metadata=on_disk(since=True))
+    # Cert 4's verdict, where the run measured traffic (the suite's ``traffic`` item).
+    traffic: TrafficVerdict | None = field(default=None, metadata=on_disk(omit_none=True))
 
     JSON_FIELDS: ClassVar[tuple[str, ...]] = (
-        "suite", "name", "mode", "ok", "status", "message", "details", "verdicts", "warnings",
+        "suite", "name", "mode", "ok", "status", "message", "details", "verdicts", "traffic", "warnings",
     )  # fmt: skip
 
     @property
     def passed(self) -> bool:
-        """What a CI gate asks: the run worked and every case passed (or was expected to fail)."""
-        return self.ok and all(v.passed or v.expected_failure is not None for v in self.verdicts)
+        """What a CI gate asks: the run worked, every case passed (or was expected to fail) and the
+        repair kept within its traffic budget."""
+        cases = all(v.passed or v.expected_failure is not None for v in self.verdicts)
+        return self.ok and cases and (self.traffic is None or self.traffic.passed)
 
     def verdict(self, case_id: str) -> Verdict | None:
         return self._by_id.get(case_id)

@@ -29,6 +29,8 @@ Layout (paths are relative to the folder that holds ``warp.toml``)::
     tolerance = 1e-6                       # (the flat keys, ipm_tolerance = 1e-6 in [repair.solver], are read too)
     [repair.neighbours]                    # NeighbourSettings: perturbed cases repaired too
     keep_cases = 500
+    [traffic]                              # TrafficSettings: unlabelled text like the model's traffic
+    path = "traffic.jsonl"                 # (warp_check.suite.traffic)
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from warp_check.suite.model_source import (
     run_factory,
 )
 from warp_check.suite.toml_lines import KeyLines, SuiteToml, key_at
+from warp_check.suite.traffic import TrafficSettings, read_traffic_table, traffic_for_run
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,7 +70,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 SUITE_FILE = "warp.toml"
-_TOP_KEYS = ("name", "description", "model", "labels", "cases", "repair")
+_TOP_KEYS = ("name", "description", "model", "labels", "cases", "repair", "traffic")
 
 
 # -- the objects ----------------------------------------------------------------------------
@@ -91,6 +94,7 @@ class Suite:
     locations: dict[str, Location]  # case id -> JSONL file and line
     repair: RepairSettings
     key_lines: dict[str, int] = field(default_factory=dict)  # "model.layer" -> line in warp.toml
+    traffic: TrafficSettings | None = None  # [traffic]: unlabelled text a repair's changes are bounded on
 
     @property
     def root(self) -> Path:
@@ -150,6 +154,11 @@ class Suite:
             name = "gamma_h" if gamma_h is not None or gamma_s is None else "gamma_s"
             raise SettingsError(name, getattr(settings, name), advice.margins_out_of_order(settings))
         return settings
+
+    def traffic_settings(self, *, path: Path | None = None, max_change: float | None = None) -> TrafficSettings | None:
+        """The traffic a run measures Cert 4 on: ``[traffic]`` with the run's overrides (None: keep the
+        suite's); None where there is none."""
+        return traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
 
     def with_compute(
         self, *, device: str | None = None, batch_size: int | None = None, threads: int | None = None
@@ -249,6 +258,7 @@ def load_suite(
     case_files = read_case_tables(loader, data, empty=empty)
     cases, locations = read_cases(loader, case_files, labels, num_classes, empty=empty)
     repair = _repair_settings(loader, data)
+    traffic = read_traffic_table(loader, data)
     return Suite(
         toml=toml,
         name=name.strip(),
@@ -264,6 +274,7 @@ def load_suite(
         locations=locations,
         repair=repair,
         key_lines=dict(loader.keys.lines),
+        traffic=traffic,
     )
 
 

@@ -1,0 +1,86 @@
+"""A traffic file read with the import readers, within bounds, and refused where it cannot show its budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from testkit.suite_builder import write_suite
+
+from warp_check import SuiteError, TrafficSettings, load_suite, load_traffic, read_traffic
+from warp_check.extras import traffic as traffic_module
+from warp_check.extras.traffic import texts_needed
+
+
+def csv_file(path: Path, texts: list[str], column: str = "sentence") -> Path:
+    path.write_text(column + ",other\n" + "".join(f'"{t}",x\n' for t in texts), encoding="utf-8")
+    return path
+
+
+def test_any_import_format_and_column_is_read(tmp_path):
+    path = csv_file(tmp_path / "traffic.csv", [f"review {i}" for i in range(50)] + ["review 3"])
+    sample = read_traffic(TrafficSettings(path=path, text="sentence"))
+    assert sample.rows == 51 and sample.duplicates == 1 and len(sample.bound) + len(sample.tune) == 50
+    assert all(t.where.startswith(f"{path}:") for t in sample.bound)
+
+
+def test_a_missing_column_names_the_file_and_line(tmp_path):
+    path = csv_file(tmp_path / "traffic.csv", ["a", "b"])
+    with pytest.raises(SuiteError) as caught:
+        read_traffic(TrafficSettings(path=path, text="text"))
+    assert caught.value.line == 2 and caught.value.field == "text"
+    assert "columns here: sentence, other" in str(caught.value)
+
+
+def test_a_format_the_name_does_not_tell_is_named_at_its_suite_key(tmp_path, distilbert_dir, tiny_split):
+    wrong, right = tiny_split
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "traffic.txt").write_text("a\n", encoding="utf-8")
+    folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right,
+                         extra='[traffic]\npath = "traffic.txt"\nformat = "text"\n')  # fmt: skip
+    with pytest.raises(SuiteError) as caught:
+        load_traffic(load_suite(folder))
+    assert caught.value.field == "traffic.format" and caught.value.line is not None and "csv" in str(caught.value)
+
+
+def test_a_file_over_the_limits_is_refused_before_it_is_parsed_whole(tmp_path, monkeypatch):
+    path = csv_file(tmp_path / "traffic.csv", [f"review {i}" for i in range(30)])
+    monkeypatch.setattr(traffic_module, "MAX_BYTES", 100)
+    with pytest.raises(SuiteError, match="MiB a traffic file may have: give a sample of it"):
+        read_traffic(TrafficSettings(path=path, text="sentence"))
+    monkeypatch.setattr(traffic_module, "MAX_BYTES", 1 << 20)
+    monkeypatch.setattr(traffic_module, "MAX_TEXTS", 20)
+    with pytest.raises(SuiteError, match="30 rows is over the 20 a traffic file may have"):
+        read_traffic(TrafficSettings(path=path, text="sentence"))
+
+
+def test_a_budget_too_few_texts_could_show_is_refused_with_the_count_it_needs(tmp_path):
+    path = csv_file(tmp_path / "traffic.csv", [f"review {i}" for i in range(400)])
+    with pytest.raises(SuiteError) as caught:
+        read_traffic(TrafficSettings(path=path, text="sentence", max_change=0.01))
+    need = texts_needed(0.01, 0.95)
+    assert need == 299  # (1 − 0.01)^299 ≤ 0.05 < (1 − 0.01)^298
+    assert f"needs at least {need:,} texts" in str(caught.value) and caught.value.field == "max_change"
+    assert read_traffic(TrafficSettings(path=path, text="sentence", max_change=0.05)).max_change == 0.05
+
+
+def test_a_suite_loads_its_traffic_without_its_own_cases(tmp_path, distilbert_dir, tiny_split):
+    wrong, right = tiny_split
+    (tmp_path / "s").mkdir()
+    texts = [c["text"] for c in wrong + right] + [f"unseen text {i}" for i in range(40)]
+    csv_file(tmp_path / "s" / "traffic.csv", texts, column="text")
+    folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right,
+                         extra='[traffic]\npath = "traffic.csv"\n')  # fmt: skip
+    sample = load_traffic(load_suite(folder))
+    assert sample.in_suite == len({c["text"] for c in wrong + right}) and len(sample.bound) + len(sample.tune) == 40
+
+
+def test_traffic_of_another_shape_than_the_suite_is_refused(tmp_path, distilbert_dir, tiny_split):
+    wrong, right = tiny_split
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "traffic.csv").write_text("text,pair\n" + "".join(f"a {i},b\n" for i in range(20)))
+    folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right,
+                         extra='[traffic]\npath = "traffic.csv"\ntext_pair = "pair"\n')  # fmt: skip
+    with pytest.raises(SuiteError, match="single texts, the traffic's are pairs") as caught:
+        load_traffic(load_suite(folder))
+    assert caught.value.field == "traffic.text_pair"

@@ -1,0 +1,132 @@
+"""Cert 4: what a repair changes on unlabelled traffic, recomputed in float64 from the cached v.
+
+Every text of the sample's bound part goes through the encoder once (the representation cache
+keeps its v, so an audit of the repaired model, whose encoder is unchanged, reads it back); the
+input head and the repaired one each predict a class from that v, and a text counts as changed
+where they differ. The count and the sample size give the exact (Clopper–Pearson) upper bound on
+the share of predictions the repair changes on traffic like the sample, which bounds the accuracy
+it can lose there too: an accuracy drop needs a changed prediction. No label is needed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from warp_check.certify.binomial import change_bound
+from warp_check.certify.certificate import TrafficChange, TrafficRecord
+from warp_check.certify.traffic import TrafficSample, TrafficText
+from warp_check.model.encode import encode_cases, input_keys
+from warp_check.model.head import DenseHead
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.model.adapter import ClassifierAdapter
+
+ARROW = "→"
+
+
+@dataclass(frozen=True)
+class TrafficInputs:
+    """The sample's bound part as the model takes it: the texts measured and their v (float64)."""
+
+    texts: tuple[TrafficText, ...]  # measured, in sample order
+    V: np.ndarray
+    no_text: int  # texts the model sees as no text: left out
+    seconds: float
+
+
+def traffic_inputs(
+    adapter: ClassifierAdapter,
+    sample: TrafficSample,
+    *,
+    batch_size: int = 32,
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+) -> TrafficInputs:
+    """v of every text of the sample's bound part (from the cache where it has them); a text the model
+    sees as no text at all (nothing but special and unknown tokens) is left out and counted."""
+    started = time.perf_counter()
+    cases = [text.case(i) for i, text in enumerate(sample.bound)]
+    keys = input_keys(adapter, cases)
+    kept = [i for i, key in enumerate(keys) if key is not None]
+    d_in = adapter.repair_layer.in_features
+    V = np.zeros((0, d_in))
+    if kept:
+        encoded = encode_cases(
+            adapter, [cases[i] for i in kept], batch_size=batch_size, cache_dir=cache_dir, progress=progress
+        )
+        V = encoded.V.astype(np.float64)
+    texts = tuple(sample.bound[i] for i in kept)
+    return TrafficInputs(texts, V, len(cases) - len(kept), time.perf_counter() - started)
+
+
+def predictions(head: DenseHead, V: np.ndarray) -> np.ndarray:
+    """The class ``head`` predicts for each row of V, in float64 (the lowest class id on a tie)."""
+    if len(V) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.argmax(head.logits(np.asarray(V, dtype=np.float64)), axis=1)
+
+
+def measure_changes(
+    before: DenseHead,
+    after: DenseHead,
+    inputs: TrafficInputs,
+    sample: TrafficSample,
+    *,
+    label_name: Callable[[int], str] = str,
+) -> TrafficRecord:
+    """Cert 4 of the repair from ``before`` to ``after`` on the sample's measured texts."""
+    started = time.perf_counter()
+    was, now = predictions(before, inputs.V), predictions(after, inputs.V)
+    return changes_record(
+        sample, inputs, was, now, label_name=label_name, seconds=inputs.seconds + time.perf_counter() - started
+    )
+
+
+def changes_record(
+    sample: TrafficSample,
+    inputs: TrafficInputs,
+    was: np.ndarray,
+    now: np.ndarray,
+    *,
+    label_name: Callable[[int], str] = str,
+    seconds: float = 0.0,
+) -> TrafficRecord:
+    """The record of predictions ``was`` → ``now`` on ``inputs`` (an audit builds it again from its own)."""
+    changed = [i for i in range(len(was)) if was[i] != now[i]]
+    by_pair: dict[str, int] = {}
+    for i in changed:
+        pair = f"{label_name(int(was[i]))}{ARROW}{label_name(int(now[i]))}"
+        by_pair[pair] = by_pair.get(pair, 0) + 1
+    n = len(inputs.texts)
+    return TrafficRecord(
+        source=Path(sample.source).name,
+        sample_sha256=sample.digest,
+        n=n,
+        changed=len(changed),
+        bound=change_bound(len(changed), n, sample.confidence),
+        confidence=sample.confidence,
+        max_change=sample.max_change,
+        by_pair=dict(sorted(by_pair.items())),
+        no_text=inputs.no_text,
+        predicted_before=tuple(int(c) for c in was),
+        changes=tuple(
+            TrafficChange(
+                index=i,
+                text=inputs.texts[i].text,
+                text_pair=inputs.texts[i].text_pair,
+                before=int(was[i]),
+                after=int(now[i]),
+            )
+            for i in changed
+        ),
+        seconds=round(seconds, 3),
+    )
+
+
+__all__ = ["ARROW", "TrafficInputs", "changes_record", "measure_changes", "predictions", "traffic_inputs"]

@@ -1,0 +1,114 @@
+"""A suite's traffic file read into a sample (:class:`~warp_check.certify.traffic.TrafficSample`),
+with the readers of ``warp-check import`` (CSV, TSV, JSONL, Parquet, AdvGLUE's dev.json).
+
+Reading is bounded: a file over :data:`MAX_BYTES` or with more than :data:`MAX_TEXTS` rows is
+refused before it is parsed whole, naming the file and the limit (a sample of traffic needs
+thousands of texts, not millions: the bound tightens as 1/n). A budget the sample cannot show
+even with no change at all (too few texts for ``max_change`` at ``confidence``) is refused before
+any repair runs, with the number of texts it needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+from warp_check.cases import Case, Kind
+from warp_check.certify.binomial import change_bound
+from warp_check.certify.traffic import TrafficSample, split_traffic
+from warp_check.errors import SettingsError, SuiteError
+from warp_check.extras.importer import ImportSettings, format_of, read_unlabelled
+from warp_check.suite.loader import Suite
+from warp_check.suite.traffic import TrafficSettings
+
+MAX_BYTES = 512 << 20  # 512 MiB
+MAX_TEXTS = 1_000_000
+
+
+def read_traffic(
+    settings: TrafficSettings, *, exclude: Iterable[Case] = (), suite: Suite | None = None
+) -> TrafficSample:
+    """The file ``settings`` names as a sample: rows read with the import readers, each text once,
+    ``exclude``'s must_fix and must_keep cases left out, split into the bound and tune parts.
+
+    A mistake in the settings is named at the suite's warp.toml key where ``suite`` is given."""
+    path = settings.path
+    size = path.stat().st_size if path.is_file() else None
+    if size is None:
+        raise SuiteError("no such traffic file", path=path, field="traffic.path")
+    if size > MAX_BYTES:
+        why = f"{size / 2**20:,.0f} MiB is over the {MAX_BYTES >> 20} MiB a traffic file may have: give a sample of it"
+        raise SuiteError(why, path=path)
+    try:
+        fmt = settings.format or format_of(path)
+        reading = ImportSettings(format=fmt, text=settings.text, text_pair=settings.text_pair, task=settings.task)
+    except SettingsError as exc:
+        if suite is not None and suite.traffic is not None and f"traffic.{exc.field}" in suite.key_lines:
+            raise suite.error(f"traffic.{exc.field}", exc.of_key) from None
+        raise SuiteError(f"{exc.field}: {exc.why}", path=path, field=f"traffic.{exc.field}") from None
+    rows = read_unlabelled(path, reading)
+    if len(rows) > MAX_TEXTS:
+        why = f"{len(rows):,} rows is over the {MAX_TEXTS:,} a traffic file may have: give a sample of it"
+        raise SuiteError(why, path=path)
+    where = [
+        f"{path}:{row.where[0]}" if row.where[1] == "line" else f"{path} {row.where[1]} {row.where[0]}" for row in rows
+    ]
+    sample = split_traffic(
+        ((row.text, row.text_pair, at) for row, at in zip(rows, where, strict=True)),
+        source=str(path),
+        confidence=settings.confidence,
+        max_change=settings.max_change,
+        exclude=exclude,
+    )
+    _check_measurable(sample, path)
+    return sample
+
+
+def load_traffic(suite: Suite, *, path: Path | None = None, max_change: float | None = None) -> TrafficSample | None:
+    """The suite's traffic (``[traffic]`` with a run's ``--traffic`` / ``--max-change``), its cases
+    left out; None where the suite has none and none is given."""
+    settings = suite.traffic_settings(path=path, max_change=max_change)
+    if settings is None:
+        return None
+    sample = read_traffic(settings, exclude=suite.cases, suite=suite)
+    cases = [case for case in suite.cases if case.kind is not Kind.AUX]
+    texts = sample.bound + sample.tune
+    if cases and texts and (cases[0].text_pair is None) != (texts[0].text_pair is None):
+        why = (
+            "the suite's cases are text pairs: name the traffic's second text column (text_pair)"
+            if cases[0].text_pair is not None
+            else "the suite's cases are single texts, the traffic's are pairs: leave text_pair out"
+        )
+        raise SuiteError(why, path=settings.path, field="traffic.text_pair")
+    return sample
+
+
+def texts_needed(max_change: float, confidence: float) -> int:
+    """The fewest texts whose bound with no change at all is within ``max_change``: (1 − m)^n ≤ 1 − c."""
+    return math.ceil(math.log1p(-confidence) / math.log1p(-max_change)) if max_change < 1 else 1
+
+
+def _check_measurable(sample: TrafficSample, path: Path) -> None:
+    counted = (
+        f"{sample.rows:,} rows read, {sample.duplicates:,} repeating an earlier text, {sample.in_suite:,} suite "
+        f"cases left out, {len(sample.tune):,} in the tune part"
+    )
+    if not sample.bound:
+        raise SuiteError(f"no text left to measure Cert 4 on ({counted}): give more traffic texts", path=path)
+    if sample.max_change is None:
+        return
+    best = change_bound(0, len(sample.bound), sample.confidence)
+    if best > sample.max_change:
+        need = texts_needed(sample.max_change, sample.confidence)
+        raise SuiteError(
+            f"max_change = {sample.max_change:g} cannot be shown on {len(sample.bound):,} texts: even a repair that "
+            f"changed none would be bounded by {best:.3g} at confidence {sample.confidence:g} ({counted}); "
+            f"the bound part needs at least {need:,} texts (about {2 * need:,} distinct rows: half go to the tune "
+            "part), or a larger max_change",
+            path=path,
+            field="max_change",
+        )
+
+
+__all__ = ["MAX_BYTES", "MAX_TEXTS", "load_traffic", "read_traffic", "texts_needed"]
