@@ -119,7 +119,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         run_from_certificate,
         write_report,
     )
-    from warp_check.runs.result import Outcome, RunResult, Verdict
+    from warp_check.runs.result import Outcome, RunResult, Tally, Verdict, tally
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
@@ -240,6 +240,8 @@ _LAZY: dict[str, str] = {
     "Outcome": "warp_check.runs.result",
     "RunResult": "warp_check.runs.result",
     "Verdict": "warp_check.runs.result",
+    "Tally": "warp_check.runs.result",
+    "tally": "warp_check.runs.result",
     "default_cache_dir": "warp_check.runs.workdir",
     "default_out_dir": "warp_check.runs.workdir",
     "workdir": "warp_check.runs.workdir",
@@ -327,6 +329,7 @@ __all__ = [
     "Suite",
     "SuiteError",
     "SynonymUse",
+    "Tally",
     "TrainSettings",
     "ValueKind",
     "Verdict",
@@ -393,6 +396,7 @@ __all__ = [
     "scorer",
     "setting_flags",
     "solve",
+    "tally",
     "top_left_singular_vectors",
     "typos",
     "verify",
