@@ -120,6 +120,8 @@ def read_options(config: pytest.Config) -> WarpOptions:
         for mode in warp_check.MODES
         if mode.selected_by is not None and values[mode.selected_by.name]
     ]
+    if values["repair"]:  # a repair takes the baseline as where its restored regressions come from
+        chosen = [(mode, value) for mode, value in chosen if mode.selected_by.name != "baseline"]
     compute = {option.name: values[option.name] for option in warp_check.overriding("model")}
     overrides = {option.name: values[option.name] for option in warp_check.overriding("repair")}
     fields = {"model", "repair", "out", "certificate", "report", "record", "baseline", "cache"}
@@ -140,17 +142,17 @@ def _check(options: WarpOptions, chosen: list[RunMode]) -> None:
             "--warp-repair and --warp-certificate exclude each other: repair writes a new certificate, "
             "--warp-certificate audits an existing one"
         )
+    if options.baseline is not None and options.certificate is not None:
+        raise pytest.UsageError(
+            "--warp-baseline gates a model on regressions (or, with --warp-repair, names where restored regressions "
+            "come from): it does not go with --warp-certificate"
+        )
     if options.certificate is not None and not options.certificate.is_file():
         raise pytest.UsageError(f"--warp-certificate: no certificate file at {options.certificate}")
     if options.model is not None and not options.model.is_dir():
         raise pytest.UsageError(f"--warp-model: {options.model} is not a folder (a local Hugging Face model folder)")
     if options.baseline is not None and not options.baseline.is_dir():
         raise pytest.UsageError(f"--warp-baseline: {options.baseline} is not a folder (the last release's model)")
-    if options.baseline is not None and (options.repair or options.certificate is not None):
-        raise pytest.UsageError(
-            "--warp-baseline gates a model on regressions: it goes with a plain run, not with --warp-repair or "
-            "--warp-certificate"
-        )
     if len(chosen) > 1:
         flags = " and ".join(mode.selected_by.flag for mode in chosen if mode.selected_by is not None)
         raise pytest.UsageError(f"{flags} choose different run modes: give one")

@@ -258,6 +258,7 @@ def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
         # An earlier check of this exact folder answers without loading the model.
         warm=warm_entry(suite, cache) if mode.recalls_checks else None,
         out_dir=Path(out) if out else None,
+        baseline=Path(args.baseline) if getattr(args, "baseline", None) else None,
         overrides=overrides,
         flags=FLAGS,
         progress=not args.json,

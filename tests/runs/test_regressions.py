@@ -72,3 +72,21 @@ def test_diff_counts_as_pytest_does(release, pytester, capsys):
             totals[word] += int(number)
     ran.assert_outcomes(**totals)
     assert totals["failed"] and totals["xfailed"]  # the fixture has regressions and expected failures
+
+
+def test_pytest_gates_on_regressions_with_both_verdicts_in_junit(release, pytester, capsys):
+    suite, old, new = release
+    before, after = checked(suite, old, capsys), checked(suite, new, capsys)
+    regressions = sum(before[i] and not after[i] for i in after)
+    both_wrong = sum(not before[i] and not after[i] for i in after)
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(suite), "--warp-cache", "none"]
+    result = pytester.runpytest(*args, "--warp-model", str(new), "--warp-baseline", str(old), "--junitxml=r.xml")
+    result.assert_outcomes(failed=regressions, xfailed=both_wrong, passed=len(after) - regressions - both_wrong)
+    result.stdout.fnmatch_lines(["*regression against the baseline*", "*xfailed (wrong on the baseline too)*"])
+    junit = (pytester.path / "r.xml").read_text(encoding="utf-8")
+    assert 'name="baseline_gap"' in junit and 'name="gap"' in junit
+    # With --warp-certificate (an audit) it is refused; with --warp-repair it names where restored
+    # regressions come from (tests/runs/test_restore.py).
+    refused = pytester.runpytest(*args, "--warp-certificate", str(new), "--warp-baseline", str(old))
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*--warp-baseline gates a model on regressions*"])

@@ -14,7 +14,7 @@ from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult
 from warp_check.runs.workdir import default_out_dir, workdir
 
-CERTIFIED = ("kind", "label", "gap", "gap_before", "gap_after", "radius", "eps_star", "eps_local")
+CERTIFIED = ("kind", "label", "gap", "gap_before", "gap_after", "radius", "eps_star", "eps_local", "restored")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +24,7 @@ class RepairMode(RunMode):
     selected_by: Option | None = OPTION["repair"]
     command: str | None = "repair"
     command_help: str = "repair the model on the suite, save it with its certificate"
-    cli_options: tuple[str, ...] = ("out", "rank", "gamma_s", "gamma_h", "neighbours", "report")
+    cli_options: tuple[str, ...] = ("out", "rank", "gamma_s", "gamma_h", "neighbours", "report", "baseline")
     junit_properties: tuple[str, ...] = CERTIFIED
 
     def run(self, job: RunJob) -> RunResult:
@@ -39,7 +39,15 @@ class RepairMode(RunMode):
         from warp_check.runs.repair import repair  # numpy, the solvers, the certifier: only when a repair runs
 
         return repair(
-            suite, adapter, settings, out_dir=out, cache_dir=job.cache_dir, progress=job.progress, flags=job.flags
+            suite,
+            adapter,
+            settings,
+            out_dir=out,
+            cache_dir=job.cache_dir,
+            progress=job.progress,
+            flags=job.flags,
+            baseline=job.baseline,
+            baseline_option=job.flags.get("baseline", OPTION["baseline"].flag),
         )
 
     def model_lines(self, details: RunDetails) -> list[str]:
@@ -72,10 +80,7 @@ class RepairMode(RunMode):
         if details.certs is not None:
             gamma_s, gamma_h = num(details.gamma_s, show_inf=False), num(details.gamma_h, show_inf=False)
             out.append(f"  certificates: {details.certs} (γ_s = {gamma_s}, γ_h = {gamma_h})")
-        if details.excluded:
-            out.append(
-                f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong"
-            )
+        out += restore_lines(details)
         if details.artefact:
             out.append(f"  repaired model: {details.artefact} (with warp_certificate.json)")
         else:
@@ -89,8 +94,34 @@ class RepairMode(RunMode):
             out.append(f"  neighbourhood: {repaired.neighbourhood}")
         if repaired is not None and repaired.certs is not None:
             out.append(f"  certificates: {repaired.certs}")
+        if repaired is not None:
+            out += restore_lines(repaired)
         out.append(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
         return out
+
+
+def restore_lines(details: RepairDetails) -> list[str]:
+    """What became of the must_keep cases the original model got wrong: restored against the suite's
+    baseline, or left out, and why."""
+    out = []
+    if details.restored:
+        out.append(
+            f"  restored {len(details.restored)} regression(s): must_keep cases the baseline {details.baseline} "
+            "got right, repaired back to γ_s (Cert 1 and 3)"
+        )
+    if not details.excluded:
+        return out
+    left = f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong"
+    if not details.settings.restore_regressions:
+        left += " ([repair] restore_regressions = false)"
+    elif details.baseline is not None:
+        left += f", and so did the baseline {details.baseline}"
+    else:
+        left += (
+            "; no baseline says which are regressions: name the last release (pytest --warp-baseline DIR, "
+            "warp-check repair --baseline DIR) to have those it got right restored"
+        )
+    return [*out, left]
 
 
 REPAIR = RepairMode()
