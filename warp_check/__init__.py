@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.certify.bounds import eps_star, lipschitz, local_radius
     from warp_check.certify.cases import certify_cases
     from warp_check.certify.certificate import CERTIFICATE_NAME, FORMAT, CaseCertificate, Certificate, Lipschitz
-    from warp_check.certify.chain import verify_chain
+    from warp_check.certify.chain import ChainVerification, Link, verify_chain
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
     from warp_check.certify.verify import Verification, verify
     from warp_check.extras.attacks import STATUS_MEANING as ATTACK_STATUS_MEANING
@@ -106,6 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.runs.check import check, check_suite, check_warm, warm_entry
     from warp_check.runs.details import WITHOUT_SYNONYMS, RunDetails
     from warp_check.runs.evaluation import Evaluation, evaluate
+    from warp_check.runs.history import Drawdown, LinkAnswers, chain_drawdown
     from warp_check.runs.load import load_adapter
     from warp_check.runs.modes import Mode, RunStatus
     from warp_check.runs.notices import collected as collected_notices
@@ -139,6 +140,8 @@ _LAZY: dict[str, str] = {
     "FORMAT": "warp_check.certify.certificate",
     "Lipschitz": "warp_check.certify.certificate",
     "verify_chain": "warp_check.certify.chain",
+    "ChainVerification": "warp_check.certify.chain",
+    "Link": "warp_check.certify.chain",
     "AttackSettings": "warp_check.certify.falsify",
     "flip_radius": "warp_check.certify.falsify",
     "monte_carlo_flip_multiplier": "warp_check.certify.falsify",
@@ -230,6 +233,9 @@ _LAZY: dict[str, str] = {
     "collected_notices": "warp_check.runs.notices:collected",
     "repair_cases": "warp_check.runs.repair_cases",
     "RepairOutcome": "warp_check.runs.repair_cases",
+    "Drawdown": "warp_check.runs.history",
+    "LinkAnswers": "warp_check.runs.history",
+    "chain_drawdown": "warp_check.runs.history",
     "against_baseline": "warp_check.runs.regressions",
     "repair_suite": "warp_check.runs.repair:repair",
     "check_report_destination": "warp_check.runs.report",
@@ -283,10 +289,12 @@ __all__ = [
     "CaseSet",
     "Certificate",
     "CertificateError",
+    "ChainVerification",
     "ClassifierAdapter",
     "CompareSettings",
     "Counterexample",
     "DenseHead",
+    "Drawdown",
     "Encoded",
     "Evaluation",
     "FORMAT",
@@ -298,6 +306,8 @@ __all__ = [
     "KeepChoice",
     "Kind",
     "LinearisedProblem",
+    "Link",
+    "LinkAnswers",
     "Lipschitz",
     "Location",
     "MODES",
@@ -347,6 +357,7 @@ __all__ = [
     "audit",
     "case_and_punctuation",
     "certify_cases",
+    "chain_drawdown",
     "check",
     "check_attack_out",
     "check_comparison_out",

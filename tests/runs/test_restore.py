@@ -5,27 +5,15 @@ out; ``[repair] restore_regressions = false`` leaves them all out."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from testkit.releases import leaning
 from testkit.suite_builder import exit_code, margins, split_cases, write_suite
 
 from warp_check.runs.restore import CHAIN_START, reference_for
 
 pytest_plugins = ["pytester"]
-
-
-def shifted(source: Path, out: Path, shift: float) -> Path:
-    """A copy of ``source`` whose classifier leans ``shift`` towards 'positive' (a release that broke
-    some negative cases), its certificate (if any) copied as it was."""
-    from safetensors.torch import load_file, save_file
-
-    out = Path(shutil.copytree(source, out))
-    weights = load_file(str(out / "model.safetensors"))
-    weights["classifier.bias"] += weights["classifier.bias"].new_tensor([-shift, shift])
-    save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +22,7 @@ def release(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     the regressions measured with plain transformers (not warp_check)."""
     root = tmp_path_factory.mktemp("restore")
     wrong, right = split_cases(distilbert_dir, 80, seed=11)
-    new = shifted(distilbert_dir, root / "new", 1.5)
+    new = leaning(distilbert_dir, root / "new", 1.5)
     label = {"negative": 0, "positive": 1}
     after = margins(new, [c["text"] for c in right], [label[c["label"]] for c in right])
     regressions = {c["id"] for c, gap in zip(right, after, strict=True) if gap <= 0}
@@ -131,7 +119,7 @@ def test_without_a_baseline_the_certificate_chain_s_first_model_is_the_baseline(
     assert exit_code(["repair", str(suite), "--out", str(first), "--cache", "none", "-q"]) == 0
     assert reference_for(first, None, option="--baseline").model_dir == release["old"]
     assert reference_for(release["old"], None, option="--baseline") is None  # no certificate: no chain
-    changed = shifted(first, tmp_path / "r1-changed", 1.5)
+    changed = leaning(first, tmp_path / "r1-changed", 1.5)
     out = tmp_path / "r2"
     assert exit_code(["repair", str(suite), "--model", str(changed), "--out", str(out), "--cache", "none", "-q"]) == 0
     baseline = certificate(out)["baseline"]
