@@ -64,10 +64,18 @@ def test_a_regression_is_restored_and_certified_against_the_baseline(release, tm
     assert set(baseline["restored"]) == release["regressions"]
     # Re-checked from the files: the restored cases' Cert 1 and 3 hold.
     assert exit_code(["verify", str(out), "--cache", "none"]) == 0
+    # A baseline that is not there is refused before any work, naming the flag.
+    missing = ["repair", str(suite), "--model", str(release["new"]), "--baseline", str(tmp_path / "nowhere")]
+    assert exit_code([*missing, "--out", str(tmp_path / "never"), "--cache", "none"]) == 2
+    assert "--baseline: " in capsys.readouterr().err and not (tmp_path / "never").exists()
     # The command's summary says how many.
-    assert exit_code([*args, "--out", str(tmp_path / "again"), "--cache", "none", "-q"]) == 1
+    report = tmp_path / "report"
+    assert exit_code([*args, "--out", str(tmp_path / "again"), "--cache", "none", "-q", "--report", str(report)]) == 1
     printed = capsys.readouterr().out
     assert f"restored {len(release['regressions'])} regression(s)" in printed
+    assert f"- restored {len(release['regressions'])} regression(s) against the baseline" in (
+        report / "report.md"
+    ).read_text(encoding="utf-8")
 
 
 def test_pytest_restores_against_warp_baseline_with_a_junit_property(release, pytester):
@@ -119,6 +127,9 @@ def test_without_a_baseline_the_certificate_chain_s_first_model_is_the_baseline(
     assert exit_code(["repair", str(suite), "--out", str(first), "--cache", "none", "-q"]) == 0
     assert reference_for(first, None, option="--baseline").model_dir == release["old"]
     assert reference_for(release["old"], None, option="--baseline") is None  # no certificate: no chain
+    broken = leaning(first, tmp_path / "broken", 0.0)
+    (broken / "warp_certificate.json").write_text("{", encoding="utf-8")
+    assert reference_for(broken, None, option="--baseline") is None  # a chain that cannot be read names none
     changed = leaning(first, tmp_path / "r1-changed", 1.5)
     out = tmp_path / "r2"
     assert exit_code(["repair", str(suite), "--model", str(changed), "--out", str(out), "--cache", "none", "-q"]) == 0

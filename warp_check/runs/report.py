@@ -269,6 +269,11 @@ def _facts_markdown(run: RunResult) -> list[str]:
             f"- certificates: {facts.certs} (γ_s = {_cell(facts.gamma_s)}, γ_h = {_cell(facts.gamma_h)}; "
             "radii are in the space of v, not of text)"
         )
+    if isinstance(facts, RepairDetails) and facts.restored:
+        out.append(
+            f"- restored {len(facts.restored)} regression(s) against the baseline {facts.baseline}: "
+            f"{', '.join(facts.restored)}"
+        )
     if facts.excluded:
         out.append(f"- must_keep left out (wrong before repair): {', '.join(facts.excluded)}")
     if facts.artefact:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from warp_check.cases import Kind
 from warp_check.certify.chain import first_model
-from warp_check.errors import ModelError
+from warp_check.errors import CertificateError, ModelError
 from warp_check.runs.check import check_suite
 from warp_check.suite.loader import Suite, load_suite
 
@@ -43,7 +43,10 @@ def reference_for(source: str | Path | None, baseline: str | Path | None, *, opt
         if not Path(baseline).is_dir():
             raise ModelError(f"{option}: {baseline} is not a folder (the last release's model)")
         return Reference(model_dir=Path(baseline), chosen_by=option)
-    first = first_model(source) if source is not None else None
+    try:
+        first = first_model(source) if source is not None else None
+    except CertificateError:  # a chain that cannot be read names no baseline (verify --chain says why)
+        return None
     return Reference(model_dir=first, chosen_by=CHAIN_START) if first is not None else None
 
 
