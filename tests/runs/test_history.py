@@ -50,7 +50,7 @@ def releases(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def chain(capsys, *argv: str) -> tuple[int, dict]:
     capsys.readouterr()
-    code = exit_code(["verify", *argv, "--chain", "--cache", "none", "--json"])
+    code = exit_code(["verify", *argv, "--chain", "--json"])
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -96,7 +96,7 @@ def test_an_uncertified_link_s_drawdown_fails_the_chain_unless_accepted(releases
 
 def test_without_a_suite_an_uncertified_link_is_not_taken_on_trust(releases, capsys):
     capsys.readouterr()
-    assert exit_code(["verify", str(releases["r2"]), "--chain", "--cache", "none"]) == 1
+    assert exit_code(["verify", str(releases["r2"]), "--chain"]) == 1
     printed = capsys.readouterr().out
     assert f"{releases['finetuned']}: no certificate (a model from elsewhere)\n" in printed
     assert "FAILED uncertified: no certificate vouches for this model: give --suite" in printed
