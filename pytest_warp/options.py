@@ -154,6 +154,8 @@ def read_options(config: pytest.Config) -> WarpOptions:
         for mode in warp_check.MODES
         if mode.selected_by is not None and values[mode.selected_by.name]
     ]
+    if values["repair"]:  # a repair takes the baseline as where its restored regressions come from
+        chosen = [(mode, value) for mode, value in chosen if mode.selected_by.name != "baseline"]
     compute = {option.name: values[option.name] for option in warp_check.overriding("model")}
     overrides = {option.name: values[option.name] for option in warp_check.overriding("repair")}
     traffic = {option.name: values[option.name] for option in warp_check.overriding("traffic")}
@@ -177,6 +179,11 @@ def _check(options: WarpOptions, chosen: list[RunMode]) -> None:
             "--warp-repair and --warp-certificate exclude each other: repair writes a new certificate, "
             "--warp-certificate audits an existing one"
         )
+    if options.baseline is not None and options.certificate is not None:
+        raise pytest.UsageError(
+            "--warp-baseline gates a model on regressions (or, with --warp-repair, names where restored regressions "
+            "come from): it does not go with --warp-certificate"
+        )
     if options.certificate is not None and not options.certificate.is_file():
         raise pytest.UsageError(f"--warp-certificate: no certificate file at {options.certificate}")
     if options.model is not None and not _folder(options.model).is_dir():
@@ -187,10 +194,10 @@ def _check(options: WarpOptions, chosen: list[RunMode]) -> None:
         raise pytest.UsageError(
             f"--warp-baseline: {options.baseline} is not a folder (the last release's model, or its Hub id org/name)"
         )
-    if options.baseline is not None and (options.repair or options.certificate is not None):
+    if options.baseline is not None and options.certificate is not None:
         raise pytest.UsageError(
-            "--warp-baseline gates a model on regressions: it goes with a plain run, not with --warp-repair or "
-            "--warp-certificate"
+            "--warp-baseline gates a model on regressions, or with --warp-repair restores them: it does not go "
+            "with --warp-certificate (an audit checks the certificate's own claims)"
         )
     if len(chosen) > 1:
         flags = " and ".join(mode.selected_by.flag for mode in chosen if mode.selected_by is not None)

@@ -182,6 +182,7 @@ class WarpSession:
             warm=self.warm.get(key),
             out_dir=self.options.out,
             certificate=self.options.certificate,
+            baseline=self.options.baseline,
             compute=self.options.compute,
             overrides=self.options.overrides,
             flags=self.options.flags,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from warp_check import REPORT_HTML, Kind, Outcome, RunDetails, RunMode, RunResult, RunStatus, Verdict
+from warp_check import REPORT_HTML, Kind, RunDetails, RunMode, RunResult, RunStatus, Verdict, tally
 
 from .state import WarpSession
 
@@ -33,14 +33,10 @@ def lines(state: WarpSession) -> list[str]:
 def _suite_lines(mode: RunMode, run: RunResult, verdicts: Sequence[Verdict], root: Path) -> list[str]:
     details = run.details
     out = [mode.header(run, _relative(run.suite, root)), *mode.model_lines(details)]
-    for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
-        outcomes = [v.reported for v in verdicts if v.kind is kind]
-        ran = f"{outcomes.count(Outcome.PASSED)} passed, {outcomes.count(Outcome.FAILED)} failed"
-        if Outcome.XFAILED in outcomes:
-            ran += f", {outcomes.count(Outcome.XFAILED)} xfailed (wrong on the baseline too)"
-        total = details.counts.get(kind, len(outcomes))
-        of = f" (of {total} in the suite)" if total != len(outcomes) else ""
-        out.append(f"  {kind.value:<9}  {ran}{of}")
+    for kind, row in tally(verdicts, (Kind.MUST_FIX, Kind.MUST_KEEP)).items():
+        total = details.counts.get(kind, row.total)
+        of = f" (of {total} in the suite)" if total != row.total else ""
+        out.append(f"  {kind.value:<9}  {row}{of}")
     if details.counts.get(Kind.AUX):
         out.append(f"  aux        {details.counts[Kind.AUX]} case(s): GSN-FT data, not tests")
     out += mode.encoder_lines(details)

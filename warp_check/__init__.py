@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         Lipschitz,
         TrafficRecord,
     )
-    from warp_check.certify.chain import verify_chain
+    from warp_check.certify.chain import ChainVerification, Link, verify_chain
     from warp_check.certify.changes import measure_changes, traffic_inputs
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
     from warp_check.certify.traffic import Part as TrafficPart
@@ -129,6 +129,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     from warp_check.runs.check import check, check_suite, check_warm, warm_entry
     from warp_check.runs.details import WITHOUT_SYNONYMS, RunDetails
     from warp_check.runs.evaluation import Evaluation, evaluate
+    from warp_check.runs.history import Drawdown, LinkAnswers, chain_drawdown
     from warp_check.runs.load import load_adapter
     from warp_check.runs.modes import Mode, RunStatus
     from warp_check.runs.notices import collected as collected_notices
@@ -143,7 +144,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         run_from_certificate,
         write_report,
     )
-    from warp_check.runs.result import TRAFFIC, Outcome, RunResult, TrafficVerdict, Verdict
+    from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict, tally
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.init import NewSuite, init_suite
@@ -179,6 +180,8 @@ _LAZY: dict[str, str] = {
     "FORMAT": "warp_check.certify.certificate",
     "Lipschitz": "warp_check.certify.certificate",
     "verify_chain": "warp_check.certify.chain",
+    "ChainVerification": "warp_check.certify.chain",
+    "Link": "warp_check.certify.chain",
     "AttackSettings": "warp_check.certify.falsify",
     "flip_radius": "warp_check.certify.falsify",
     "monte_carlo_flip_multiplier": "warp_check.certify.falsify",
@@ -279,6 +282,9 @@ _LAZY: dict[str, str] = {
     "collected_notices": "warp_check.runs.notices:collected",
     "repair_cases": "warp_check.runs.repair_cases",
     "RepairOutcome": "warp_check.runs.repair_cases",
+    "Drawdown": "warp_check.runs.history",
+    "LinkAnswers": "warp_check.runs.history",
+    "chain_drawdown": "warp_check.runs.history",
     "against_baseline": "warp_check.runs.regressions",
     "repair_suite": "warp_check.runs.repair:repair",
     "check_report_destination": "warp_check.runs.report",
@@ -290,6 +296,8 @@ _LAZY: dict[str, str] = {
     "Outcome": "warp_check.runs.result",
     "RunResult": "warp_check.runs.result",
     "Verdict": "warp_check.runs.result",
+    "Tally": "warp_check.runs.result",
+    "tally": "warp_check.runs.result",
     "default_cache_dir": "warp_check.runs.workdir",
     "default_out_dir": "warp_check.runs.workdir",
     "workdir": "warp_check.runs.workdir",
@@ -333,10 +341,12 @@ __all__ = [
     "CaseSet",
     "Certificate",
     "CertificateError",
+    "ChainVerification",
     "ClassifierAdapter",
     "CompareSettings",
     "Counterexample",
     "DenseHead",
+    "Drawdown",
     "Encoded",
     "Evaluation",
     "FORMAT",
@@ -351,6 +361,8 @@ __all__ = [
     "Kind",
     "LabelledRow",
     "LinearisedProblem",
+    "Link",
+    "LinkAnswers",
     "Lipschitz",
     "Location",
     "MODES",
@@ -386,6 +398,7 @@ __all__ = [
     "Suite",
     "SuiteError",
     "SynonymUse",
+    "Tally",
     "TRAFFIC",
     "TrafficPart",
     "TrafficRecord",
@@ -410,6 +423,7 @@ __all__ = [
     "case_and_punctuation",
     "case_file_of",
     "certify_cases",
+    "chain_drawdown",
     "change_bound",
     "check",
     "check_attack_out",
@@ -469,6 +483,7 @@ __all__ = [
     "setting_flags",
     "solve",
     "split_traffic",
+    "tally",
     "top_left_singular_vectors",
     "traffic_inputs",
     "traffic_text_key",

@@ -2,7 +2,9 @@
 
     warp-check check  SUITE  [--model DIR]                    the gate: the model as it is
     warp-check repair SUITE  [--out DIR] [--rank R] ...        repair, save, certify
+                     [--baseline OLD]                         restore the must_keep cases OLD got right
     warp-check verify MODEL_DIR [--certificate FILE]           re-check a certificate from scratch
+                     [--chain --suite S [--from OLD]]         every model back to the first, and the drawdown
     warp-check report SOURCE --out DIR                         report.md + JSON + plots
     warp-check compare SUITE [--heldout F] [--general F] ...   WARP beside LoRA and full fine-tuning
     warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
@@ -277,6 +279,7 @@ def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
         # An earlier check of this exact folder answers without loading the model.
         warm=warm_entry(suite, cache) if mode.recalls_checks else None,
         out_dir=Path(out) if out else None,
+        baseline=Path(args.baseline) if getattr(args, "baseline", None) else None,
         overrides=overrides,
         flags=FLAGS,
         progress=not args.json,

@@ -177,7 +177,12 @@ OPTIONS: tuple[Option, ...] = (
         metavar="DIR|ORG/NAME[@REV]",
         help="regression-only gate: a case fails only if this model (the last release: a folder, or a Hub id read "
         "from the local Hugging Face cache) got it right and the model under test does not; cases both get wrong "
-        "are xfail",
+        "are xfail. With --warp-repair: the must_keep cases it got right and the model gets wrong are restored "
+        "(repaired back) instead of left out",
+        cli=("--baseline",),
+        cli_help="the last release's model (a folder or a Hub id): the must_keep cases it got right and the model "
+        "gets wrong are restored (repaired back) instead of left out (default: the first model of the model's "
+        "certificate chain)",
     ),
     Option(
         name="cache",
@@ -305,9 +310,10 @@ def overriding(section: str, options: Iterable[Option] = OPTIONS) -> tuple[Optio
 
 
 def setting_flags(*, cli: bool) -> dict[str, str]:
-    """How a user changes each repair setting, by setting: pytest's flags or the command's (for
-    errors, and advice in failure messages)."""
-    return {option.name: option.cli[-1] if cli else option.flag for option in overriding("repair")}
+    """How a user changes each repair setting, and names the baseline, by setting: pytest's flags or the
+    command's (for errors, and advice in failure messages)."""
+    named = (*overriding("repair"), OPTION["baseline"])  # the baseline: where a repair's restored cases come from
+    return {option.name: option.cli[-1] if cli else option.flag for option in named}
 
 
 def check_traffic_overrides(values: Mapping[str, Any]) -> None:

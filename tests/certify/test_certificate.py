@@ -52,6 +52,7 @@ def test_the_file_keeps_the_format_and_its_key_order(data):
     assert list(data["cases"][0]) == [
         "id", "kind", "label", "text", "text_pair", "source", "gap_before", "gap_after", "gap_as_saved", "cert1",
         "cert2", "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded",
+        "restored",
     ]  # fmt: skip
 
 

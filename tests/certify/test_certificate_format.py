@@ -16,6 +16,7 @@ import pytest
 from warp_check import CERTIFICATE_NAME, Certificate
 from warp_check.cases import Kind
 from warp_check.certify.certificate import (
+    BaselineRecord,
     CaseRecord,
     GsnFtSummary,
     HistoryRow,
@@ -89,6 +90,10 @@ CERTIFICATE = Certificate(
     cases=CASES,
     summary=Summary(cert1="2/2", cert2="1/1", cert3="1/2"),
     parent=ParentRecord(sha256_repair_layer="e" * 64, sha256_frozen="f" * 64, certificate_sha256=None),
+    baseline=BaselineRecord(
+        source="/models/release-1", chosen_by="--baseline", sha256_repair_layer="1" * 64, sha256_frozen="2" * 64,
+        certificate_sha256="3" * 64, restored=("k9",),
+    ),
 )  # fmt: skip
 
 
@@ -121,6 +126,10 @@ OLDER = {
     "before neighbourhoods": (
         ("settings.neighbours", "cases.*.source"),
         {"settings": RepairSettings(neighbours=NeighbourSettings.off()), "cases": _cases(source=None)},
+    ),
+    "before restored regressions": (
+        ("baseline", "settings.restore_regressions", "cases.*.restored"),
+        {"baseline": None},
     ),
     "before the saved arithmetic": (("cases.*.gap_as_saved",), {"cases": _cases(gap_as_saved=None)}),
     "before the head's form": (

@@ -231,9 +231,10 @@ def test_must_keep_case_the_model_already_gets_wrong_fails_and_is_left_out(pytes
     result.stdout.fnmatch_lines(
         [
             f"the original model already got this must_keep case wrong (gap {wrong[0]['margin']:.4g} before "
-            f"repair, labelled '{wrong[0]['label']}'), so it was left out of the repair's constraints; after "
-            "repair its gap is *",
-            "  1 must_keep case(s) left out: the original model already got them wrong",
+            f"repair, labelled '{wrong[0]['label']}'), and no baseline says whether it is a regression, so it was "
+            "left out of the repair's constraints; after repair its gap is *. To have it repaired back where the "
+            "last release got it right, name that release as the baseline (pytest --warp-baseline DIR*",
+            "  1 must_keep case(s) left out: the original model already got them wrong; no baseline says which*",
         ]
     )
     assert certificate(pytester.path / "suite")["repair"]["excluded_must_keep"] == [wrong[0]["id"]]

@@ -113,8 +113,22 @@ def test_a_repair_that_wrote_nothing(status, line):
     out = summary(status, details)
     assert line in out
     assert "  mean GSN κ: 0.5 before, n/a after; GSN-FT not applied (mean κ 0.5 ≥ gsn_threshold 0.01)" in out
-    assert "  1 must_keep case(s) left out: the original model already got them wrong" in out
+    left_out = "  1 must_keep case(s) left out: the original model already got them wrong; no baseline says which"
+    assert any(line.startswith(left_out) for line in out)
     assert out[-1] == "  repaired model: none written"
+
+
+def test_a_repair_that_restored_regressions_counts_them_and_names_the_baseline():
+    details = repair_details(restored=("k1", "k2"), excluded=("k3",), baseline="/old (--baseline)")
+    out = summary(RunStatus.CONVERGED, details)
+    assert (
+        "  restored 2 regression(s): must_keep cases the baseline /old (--baseline) got right, repaired back to γ_s "
+        "(Cert 1 and 3)"
+    ) in out
+    assert (
+        "  1 must_keep case(s) left out: the original model already got them wrong, and so did the baseline "
+        "/old (--baseline)"
+    ) in out
 
 
 def test_a_run_that_failed_before_its_verdicts_says_why_and_nothing_more():

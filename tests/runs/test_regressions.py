@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -48,9 +49,29 @@ def test_diff_fails_only_the_regressions_and_expects_what_the_baseline_got_wrong
         assert {"baseline_gap", "baseline_predicted", "gap", "predicted"} <= set(case["properties"])
         if case["id"] in regressions:
             assert case["message"].startswith(f"regression against the baseline {old}: it predicted")
-    # The baseline against itself: no regression, its own failures expected.
+    # The baseline against itself: no regression, its own failures expected (xfailed, as pytest says).
     assert exit_code(["diff", str(old), str(old), str(suite), "--cache", "none", "-q"]) == 0
-    assert "wrong on the baseline too: expected failures, not regressions" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert " 0 failed, " in out and "xfailed (wrong on the baseline too)" in out
+
+
+def test_diff_counts_as_pytest_does(release, pytester, capsys):
+    """One count for both: per kind, diff's passed / failed / xfailed lines are pytest's summary lines,
+    and their totals pytest's outcomes."""
+    suite, old, new = release
+    capsys.readouterr()
+    exit_code(["diff", str(old), str(new), str(suite), "--cache", "none", "-q"])
+    printed = capsys.readouterr().out.splitlines()
+    args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(suite), "--warp-cache", "none"]
+    ran = pytester.runpytest(*args, "--warp-model", str(new), "--warp-baseline", str(old))
+    totals = {"passed": 0, "failed": 0, "xfailed": 0}
+    for kind in ("must_fix", "must_keep"):
+        line = next(row.strip() for row in printed if row.strip().startswith(kind + "  "))
+        assert line == next(row.strip() for row in ran.stdout.lines if row.strip().startswith(kind + "  "))
+        for number, word in re.findall(r"(\d+) (passed|failed|xfailed)", line):
+            totals[word] += int(number)
+    ran.assert_outcomes(**totals)
+    assert totals["failed"] and totals["xfailed"]  # the fixture has regressions and expected failures
 
 
 def test_pytest_gates_on_regressions_with_both_verdicts_in_junit(release, pytester, capsys):
@@ -64,6 +85,8 @@ def test_pytest_gates_on_regressions_with_both_verdicts_in_junit(release, pytest
     result.stdout.fnmatch_lines(["*regression against the baseline*", "*xfailed (wrong on the baseline too)*"])
     junit = (pytester.path / "r.xml").read_text(encoding="utf-8")
     assert 'name="baseline_gap"' in junit and 'name="gap"' in junit
-    refused = pytester.runpytest(*args, "--warp-repair", "--warp-baseline", str(old))
+    # With --warp-certificate (an audit) it is refused; with --warp-repair it names where restored
+    # regressions come from (tests/runs/test_restore.py).
+    refused = pytester.runpytest(*args, "--warp-certificate", str(new), "--warp-baseline", str(old))
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--warp-baseline gates a model on regressions*"])

@@ -1,6 +1,8 @@
 """Cert 1–3 of every case, recomputed from the repaired weights in float64 and the cached v.
 
-Cert 1: a must_fix case's gap ≥ γ_s. Cert 2: a must_keep case's gap ≥ γ_h with its label kept.
+Cert 1: a must_fix case's gap ≥ γ_s (and a restored must_keep case's: one the input model got
+wrong and the suite's baseline right, repaired back as a must_fix case is). Cert 2: a must_keep
+case's gap ≥ γ_h with its label kept.
 Cert 3: no perturbation of v within the certified radius flips a must_fix case, and an attack
 inside that ball finds none. Radii live in the space of v, not of texts.
 """
@@ -29,9 +31,11 @@ def certify_cases(
     gamma_s: float,
     gamma_h: float,
     excluded: frozenset[str] = frozenset(),
+    restored: frozenset[str] = frozenset(),
     attack: AttackSettings | None = None,
 ) -> tuple[list[CaseCertificate], Lipschitz]:
-    """Cert 1–3 for every case from ``head`` (the repaired weights) in float64."""
+    """Cert 1–3 for every case from ``head`` (the repaired weights) in float64; ``restored`` must_keep
+    cases are certified as must_fix cases (Cert 1 and 3), their kind kept."""
     V = np.asarray(V, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
     kinds = tuple(Kind(k) for k in kinds)
@@ -39,7 +43,8 @@ def certify_cases(
     # The saved model's own arithmetic (its dtype): a margin must hold there too.
     stored = head.gaps_as_stored(V, labels)
     lip = lipschitz(head)
-    fix = np.array([k is Kind.MUST_FIX for k in kinds], dtype=bool)
+    back = [k is Kind.MUST_KEEP and case_id in restored for k, case_id in zip(kinds, ids, strict=True)]
+    fix = np.array([k is Kind.MUST_FIX or again for k, again in zip(kinds, back, strict=True)], dtype=bool)
     eps_s = eps_star(gaps, lip.L)
     eps_l = np.zeros_like(gaps)
     worst = np.full_like(gaps, np.nan)
@@ -61,11 +66,12 @@ def certify_cases(
             gap_as_saved=float(stored[i]),
         )
         held = min(gaps[i], stored[i])
-        if kind is Kind.MUST_FIX:
+        if fix[i]:
             ok3 = bool(eps_s[i] > 0 and worst[i] > 0)
             out.append(
                 CaseCertificate(
                     **common,
+                    restored=back[i],
                     cert1=bool(held >= gamma_s),
                     cert3=ok3,
                     eps_star=float(eps_s[i]),

@@ -50,6 +50,8 @@ TOP_LEVEL_KEYS = (
 LATER_KEYS = ("parent",)
 # Keys written only where the repair measured them (Cert 4: where it was given traffic).
 MEASURED_KEYS = ("traffic",)
+# Settings certificates gained later (read as their defaults where missing).
+LATER_SETTINGS = ("neighbours", "restore_regressions")
 
 
 # -- the parts ---------------------------------------------------------------------------------
@@ -98,6 +100,20 @@ class ParentRecord(Record):
     sha256_repair_layer: str  # the input model's repair layer
     sha256_frozen: str  # every other parameter of the input model
     certificate_sha256: str | None  # the input folder's own certificate, where it was a repaired model
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineRecord(Record):
+    """The model the suite's must_keep cases were judged on before the repair (the suite's baseline):
+    a case it got right and the input model gets wrong was restored. ``verify --chain`` follows it
+    where the input model has no certificate (a model fine-tuned elsewhere from this one)."""
+
+    source: str  # its folder, as given
+    chosen_by: str  # how it was chosen: the option that named it, or the certificate chain's first model
+    sha256_repair_layer: str
+    sha256_frozen: str
+    certificate_sha256: str | None  # its own certificate, where it was a repaired model
+    restored: tuple[str, ...]  # the ids of the cases restored against it
 
 
 # One iteration of the repair loop as the certificate keeps it; the full-step fields compare the QP's
@@ -197,6 +213,9 @@ class CaseCertificate:
     attack_min_gap: float | None = None  # smallest gap PGD found inside the certified ball
     flip_radius: float | None = None  # smallest flipping radius the min-norm attack found
     excluded: bool = False  # must_keep case the original model got wrong: not constrained
+    # must_keep case the original model got wrong and the baseline right: repaired back, certified as a
+    # must_fix case is (Cert 1 and 3).
+    restored: bool = field(default=False, metadata=on_disk(since=True))
 
     @property
     def held_gap(self) -> float:
@@ -221,7 +240,7 @@ class CaseRecord(CaseCertificate, Record):
     # The file shows the case (id to texts) before its numbers.
     JSON_FIELDS: ClassVar[tuple[str, ...]] = (
         "id", "kind", "label", "text", "text_pair", "source", "gap_before", "gap_after", "gap_as_saved", "cert1",
-        "cert2", "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded",
+        "cert2", "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded", "restored",
     )  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -340,6 +359,8 @@ class Certificate(Record):
     parent: ParentRecord | None = field(default=None, metadata=on_disk(since=True))
     # Cert 4, where the repair was given traffic; not written otherwise (older certificates lack it).
     traffic: TrafficRecord | None = field(default=None, metadata=on_disk(omit_none=True))
+    # The suite's baseline where the repair restored regressions against one (None: none was known).
+    baseline: BaselineRecord | None = field(default=None, metadata=on_disk(since=True, omit_none=True))
 
     @staticmethod
     def now() -> str:
@@ -384,7 +405,7 @@ def read_json(path: str | Path) -> Any:
 
 
 def _settings(data: _Object) -> RepairSettings:
-    data.exactly(RepairSettings, since=("neighbours",))
+    data.exactly(RepairSettings, since=LATER_SETTINGS)
     written = data.object("solver")
     # Every flat key a certificate holds, and nothing else: no default stands in for a missing setting.
     missing = [key for key in FLAT_KEYS if key not in written.data]
@@ -399,12 +420,13 @@ def _settings(data: _Object) -> RepairSettings:
     neighbours = NeighbourSettings.off()
     if "neighbours" in data.data:
         neighbours = data.object("neighbours").settings(NeighbourSettings)
-    return data.settings(RepairSettings, since=("neighbours",), solver=solver, neighbours=neighbours)
+    return data.settings(RepairSettings, since=LATER_SETTINGS, solver=solver, neighbours=neighbours)
 
 
 __all__ = [
     "CERTIFICATE_NAME",
     "FORMAT",
+    "BaselineRecord",
     "CaseCertificate",
     "CaseRecord",
     "Certificate",

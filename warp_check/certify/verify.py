@@ -121,6 +121,7 @@ def verify(
         gamma_s=claimed.settings.gamma_s,
         gamma_h=claimed.settings.gamma_h,
         excluded=frozenset(claim.id for claim in claimed.cases if claim.excluded),
+        restored=frozenset(claim.id for claim in claimed.cases if claim.restored),
         attack=attack,
     )
     claimed_L = claimed.lipschitz.L

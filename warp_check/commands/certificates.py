@@ -10,9 +10,12 @@ from typing import Any
 
 from warp_check import (
     CERTIFICATE_NAME,
+    Drawdown,
+    Link,
+    LinkAnswers,
     RunJob,
     TrafficSettings,
-    check_suite,
+    chain_drawdown,
     check_traffic_overrides,
     load_adapter,
     load_suite,
@@ -22,7 +25,7 @@ from warp_check import (
     verify,
     verify_chain,
 )
-from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared, traffic_loader
+from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared, count_or_zero, traffic_loader
 from warp_check.commands.results import finish
 
 
@@ -44,8 +47,26 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
     verify.add_argument(
         "--chain",
         action="store_true",
-        help="re-check the whole history: every model it was repaired from, back to the first (with --suite: "
-        "the drawdown on the suite's cases since the first model)",
+        help="re-check the whole history: every model it was repaired from, back to the first; past a model "
+        "without a certificate, the baseline its child's certificate names, or --from (with --suite: every model "
+        "checked with the suite's cases, what each link lost and gained, and the drawdown since the first model)",
+    )
+    verify.add_argument(
+        "--from",
+        dest="came_from",
+        action="append",
+        default=[],
+        metavar="OLD",
+        help="--chain: where a model without a certificate came from (the release it was fine-tuned from); "
+        "give it once for each such model, newest first",
+    )
+    verify.add_argument(
+        "--accept-drawdown",
+        type=count_or_zero,
+        default=0,
+        metavar="N",
+        help="--chain --suite: exit 0 with up to N suite cases the first model got right and the newest gets "
+        "wrong (default 0)",
     )
 
 
@@ -95,44 +116,81 @@ def verify_command(args: argparse.Namespace) -> int:
 
 
 def _verify_chain(args: argparse.Namespace) -> int:
-    chain = verify_chain(args.model_dir, cache_dir=args.cache)
-    rows = []
-    for link in chain.links:
-        checks = [*(link.verification.checks if link.verification else ()), *link.checks]
-        rows.append(
-            {
-                "model_dir": str(link.model_dir),
-                "ok": link.ok,
-                "repaired": link.verification is not None,
-                "failed": [{"name": c.name, "detail": c.detail, "case": c.case_id} for c in checks if not c.ok],
-            }
-        )
-    drawdown = _drawdown(args.suite, chain.root, Path(args.model_dir), args.cache) if args.suite else None
+    chain = verify_chain(args.model_dir, cache_dir=args.cache, came_from=args.came_from)
+    history = chain_drawdown(args.suite, chain, cache_dir=args.cache) if args.suite else None
+    answers = {a.model_dir: a for a in history.links} if history is not None else {}
+    rows = [_link_row(link, answers.get(link.model_dir), checked=history is not None, first=link is chain.links[-1])
+            for link in chain.links]  # fmt: skip
+    lost = list(history.lost) if history is not None else []
+    accepted = len(lost) <= args.accept_drawdown
+    links_hold = all(row["ok"] for row in rows)
     if args.json:
-        print(json.dumps({"ok": chain.ok, "links": rows, "drawdown": drawdown}, indent=2))
+        drawdown = None
+        if history is not None:
+            drawdown = {"right_first": history.right_first, "lost": lost, "accepted": args.accept_drawdown}
+        print(json.dumps({"ok": links_hold and accepted, "links": rows, "drawdown": drawdown}, indent=2))
     else:
-        for row in rows:
-            what = "certificate holds" if row["repaired"] else "the first model of the chain"
-            print(f"{row['model_dir']}: {what if row['ok'] else 'does NOT hold'}")
-            for failed in row["failed"]:
-                where = f" [{failed['case']}]" if failed["case"] else ""
-                print(f"  FAILED {failed['name']}{where}: {failed['detail']}")
-        if drawdown is not None:
-            lost = drawdown["lost"]
-            print(
-                f"drawdown since the first model: {len(lost)} of the {drawdown['right_first']} suite case(s) it got "
-                "right are wrong now" + (f": {', '.join(lost[:10])}" if lost else "")
-            )
-        print(f"chain of {len(rows)} model(s): " + ("every link holds" if chain.ok else "a link does NOT hold"))
-    lost = bool(drawdown and drawdown["lost"])
-    return EXIT_OK if chain.ok and not lost else EXIT_FAILED
+        _print_chain(rows, history, lost, args.accept_drawdown)
+    return EXIT_OK if links_hold and accepted else EXIT_FAILED
 
 
-def _drawdown(suite_path: str, first: Path, last: Path, cache: str | None) -> dict[str, Any]:
-    """The suite's cases the first model of the chain got right, and which of them the last gets wrong."""
-    answers = []
-    for folder in (first, last):
-        suite = load_suite(suite_path, model=folder)
-        answers.append({v.case_id: v.passed for v in check_suite(suite, cache_dir=cache).verdicts})
-    right_first = [case for case, right in answers[0].items() if right]
-    return {"right_first": len(right_first), "lost": [case for case in right_first if not answers[1].get(case, False)]}
+def _link_row(link: Link, answers: LinkAnswers | None, *, checked: bool, first: bool) -> dict[str, Any]:
+    """One model of the chain as the command shows it: its checks, and on the suite what it lost and gained."""
+    checks = [*(link.verification.checks if link.verification else ()), *link.checks]
+    failed = [{"name": c.name, "detail": c.detail, "case": c.case_id} for c in checks if not c.ok]
+    if not link.certified and not first and not checked:
+        failed.append({
+            "name": "uncertified",
+            "detail": "no certificate vouches for this model: give --suite to check it with the suite's cases",
+            "case": None,
+        })  # fmt: skip
+    row: dict[str, Any] = {
+        "model_dir": str(link.model_dir),
+        "ok": not failed,
+        "repaired": link.certified,
+        "reached_by": link.reached_by,
+        "failed": failed,
+    }
+    if answers is not None:
+        row |= {"right": len(answers.right), "checked": answers.checked, "lost": list(answers.lost),
+                "gained": list(answers.gained)}  # fmt: skip
+    return row
+
+
+REACHED = {
+    "given": "",
+    "repaired from": "",
+    "baseline": " (reached as the baseline the newer model's certificate names)",
+    "--from": " (reached by --from)",
+}
+
+
+def _print_chain(rows: list[dict[str, Any]], history: Drawdown | None, lost: list[str], accept: int) -> None:
+    for i, row in enumerate(rows):
+        if row["repaired"]:
+            what = "certificate holds" if row["ok"] else "certificate does NOT hold"
+        elif i == len(rows) - 1:
+            what = "the first model of the chain (no certificate)"
+        else:
+            what = "no certificate (a model from elsewhere)" + (": checked with the suite" if "right" in row else "")
+        print(f"{row['model_dir']}: {what}{REACHED.get(row['reached_by'], '')}")
+        if "right" in row:
+            since = "" if i == len(rows) - 1 else (
+                f"; against {rows[i + 1]['model_dir']}: lost {len(row['lost'])}, gained {len(row['gained'])}"
+            )  # fmt: skip
+            print(f"  suite: {row['right']} of {row['checked']} case(s) right{since}")
+            if row["lost"]:
+                print(f"  lost: {', '.join(row['lost'][:10])}" + (" …" if len(row["lost"]) > 10 else ""))
+        for failed in row["failed"]:
+            where = f" [{failed['case']}]" if failed["case"] else ""
+            print(f"  FAILED {failed['name']}{where}: {failed['detail']}")
+    if history is not None:
+        accepted = f" (accepted: up to {accept})" if lost and len(lost) <= accept else ""
+        print(
+            f"drawdown since the first model {rows[-1]['model_dir']}: {len(lost)} of the {history.right_first} suite "
+            "case(s) it got right are wrong now" + (f": {', '.join(lost[:10])}" if lost else "") + accepted
+        )
+    unvouched = sum(not row["repaired"] for row in rows[:-1])
+    without = f"; {unvouched} model(s) without a certificate" + (" checked with the suite" if history else "")
+    holds = "every link holds" if all(row["ok"] for row in rows) else "a link does NOT hold"
+    print(f"chain of {len(rows)} model(s): {holds}{without if unvouched else ''}")

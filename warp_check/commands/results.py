@@ -34,7 +34,7 @@ def print_result(mode: RunMode, result: RunResult, *, quiet: bool) -> None:
     if details.model:
         print("\n".join(mode.model_lines(details)))
     for kind, row in result.counts().items():
-        print(f"  {kind.value:<9}  {row.passed} passed, {row.failed} failed")
+        print(f"  {kind.value:<9}  {row}")
     aux = details.counts.get(Kind.AUX)
     if aux:
         print(f"  aux        {aux} case(s): GSN-FT data, not tests")
@@ -42,9 +42,6 @@ def print_result(mode: RunMode, result: RunResult, *, quiet: bool) -> None:
         print(line)
     print(f"  {result.message}")
     failing = [v for v in result.verdicts if not v.passed and v.expected_failure is None]
-    expected = [v for v in result.verdicts if v.expected_failure is not None]
-    if expected:
-        print(f"  {len(expected)} case(s) wrong on the baseline too: expected failures, not regressions")
     if failing and not quiet:
         print(f"\n{len(failing)} failing case(s):")
         for verdict in failing:

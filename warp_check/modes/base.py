@@ -37,6 +37,7 @@ class RunJob:
     warm: WarmEntry | None = None  # what an earlier check recorded for the model folder
     out_dir: Path | None = None  # where a repair saves the model (None: <suite>/.warp/repaired)
     certificate: Path | None = None  # what an audit checks
+    baseline: Path | None = None  # the suite's baseline a repair restores regressions against (None: none given)
     compute: Mapping[str, Any] = field(default_factory=dict)  # encoder overrides, for any other model loaded
     overrides: Mapping[str, Any] = field(default_factory=dict)  # repair settings over the suite's
     flags: Mapping[str, str] = field(default_factory=dict)  # how the user changes each repair setting

@@ -14,7 +14,7 @@ from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult
 from warp_check.runs.workdir import default_out_dir, workdir
 
-CERTIFIED = ("kind", "label", "gap", "gap_before", "gap_after", "radius", "eps_star", "eps_local")
+CERTIFIED = ("kind", "label", "gap", "gap_before", "gap_after", "radius", "eps_star", "eps_local", "restored")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +25,7 @@ class RepairMode(RunMode):
     command: str | None = "repair"
     command_help: str = "repair the model on the suite, save it with its certificate"
     cli_options: tuple[str, ...] = (
-        "out", "rank", "gamma_s", "gamma_h", "neighbours", "report", "traffic", "max_change",
+        "out", "rank", "gamma_s", "gamma_h", "neighbours", "report", "traffic", "max_change", "baseline",
     )  # fmt: skip
     junit_properties: tuple[str, ...] = CERTIFIED
     measures_traffic: bool = True
@@ -51,6 +51,8 @@ class RepairMode(RunMode):
             progress=job.progress,
             flags=job.flags,
             traffic=traffic,
+            baseline=job.baseline,
+            baseline_option=job.flags.get("baseline", OPTION["baseline"].flag),
         )
 
     def model_lines(self, details: RunDetails) -> list[str]:
@@ -87,10 +89,7 @@ class RepairMode(RunMode):
             out.append(
                 f"  {details.merged} case(s) identical to another (same input and label) merged: each constrained once"
             )
-        if details.excluded:
-            out.append(
-                f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong"
-            )
+        out += restore_lines(details)
         out += traffic_lines(run)
         if details.artefact:
             out.append(f"  repaired model: {details.artefact} (with warp_certificate.json)")
@@ -105,6 +104,8 @@ class RepairMode(RunMode):
             out.append(f"  neighbourhood: {repaired.neighbourhood}")
         if repaired is not None and repaired.certs is not None:
             out.append(f"  certificates: {repaired.certs}")
+        if repaired is not None:
+            out += restore_lines(repaired)
         out += traffic_lines(run)
         out.append(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
         return out
@@ -117,6 +118,30 @@ def traffic_lines(run: RunResult) -> list[str]:
     if run.traffic is not None:
         out.append(f"  {'' if run.traffic.passed else 'FAILED '}{run.traffic.message}")
     return out
+
+
+def restore_lines(details: RepairDetails) -> list[str]:
+    """What became of the must_keep cases the original model got wrong: restored against the suite's
+    baseline, or left out, and why."""
+    out = []
+    if details.restored:
+        out.append(
+            f"  restored {len(details.restored)} regression(s): must_keep cases the baseline {details.baseline} "
+            "got right, repaired back to γ_s (Cert 1 and 3)"
+        )
+    if not details.excluded:
+        return out
+    left = f"  {len(details.excluded)} must_keep case(s) left out: the original model already got them wrong"
+    if not details.settings.restore_regressions:
+        left += " ([repair] restore_regressions = false)"
+    elif details.baseline is not None:
+        left += f", and so did the baseline {details.baseline}"
+    else:
+        left += (
+            "; no baseline says which are regressions: name the last release (pytest --warp-baseline DIR, "
+            "warp-check repair --baseline DIR) to have those it got right restored"
+        )
+    return [*out, left]
 
 
 REPAIR = RepairMode()

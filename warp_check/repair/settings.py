@@ -162,6 +162,10 @@ class RepairSettings:
     # BLAS threads inside the loop (None: leave the process's setting). Its products are
     # small (n × d_in × r); on a few cores, threads cost more in hand-offs than they save.
     blas_threads: int | None = 1
+    # A must_keep case the model under repair gets wrong but the suite's baseline got right (a
+    # regression) is repaired back as a must_fix case (margin γ_s, Cert 1 and 3), where a baseline is
+    # known (runs.restore); false: it is left out of the repair, as one the model never got right.
+    restore_regressions: bool = True
     solver: SolverSettings = field(default_factory=SolverSettings)
     neighbours: NeighbourSettings = field(default_factory=NeighbourSettings)
 
@@ -186,6 +190,8 @@ class RepairSettings:
             raise SettingsError("price_growth", self.price_growth, "must be at least 1 (1: the price λ stays)")
         if not isinstance(self.trust_region, bool):
             raise SettingsError("trust_region", self.trust_region, "must be true or false")
+        if not isinstance(self.restore_regressions, bool):
+            raise SettingsError("restore_regressions", self.restore_regressions, "must be true or false")
         if self.blas_threads is not None:
             require_integer("blas_threads", self.blas_threads, 1)
         if not isinstance(self.solver, SolverSettings):

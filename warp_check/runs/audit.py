@@ -126,6 +126,8 @@ def _verdict(
         "eps_local": claim.eps_local,
         "radius": claim.radius,
     }
+    if claim.restored:
+        properties["restored"] = True
     problems = [*failures, *_differences(case, claim), *(c.detail for c in checks if not c.ok)]
     if claim.excluded:
         problems.append("the certificate left this must_keep case out (the original model got it wrong)")
@@ -134,6 +136,8 @@ def _verdict(
     else:
         held = ", ".join(c.name for c in checks)
         message = f"certificate holds on this model ({held}); gap {num(claim.gap_after)}"
+        if claim.restored:
+            message += " (a regression the repair restored)"
     return Verdict(
         case_id=case.id,
         kind=case.kind,

@@ -187,9 +187,13 @@ class RepairDetails(RunDetails):
     kappa_after: float | None
     gsn_ft: GsnFtNote
     certs: Summary | None = field(metadata=on_disk(none_as_empty=True))  # None: no certificate was computed
-    excluded: tuple[str, ...]  # must_keep cases the original model got wrong
+    excluded: tuple[str, ...]  # must_keep cases the original model got wrong (and the baseline too, where known)
     artefact: str | None  # where the repaired model went; None: nothing written
     history: tuple[IterationSummary, ...]
+    # must_keep cases the original model got wrong and the suite's baseline right: repaired back.
+    restored: tuple[str, ...] = field(default=(), metadata=on_disk(since=True))
+    # The suite's baseline they were judged on, and how it was chosen (None: none was known).
+    baseline: str | None = field(default=None, metadata=on_disk(since=True, omit_none=True))
     # As its settings file has it: settings recorded before neighbourhoods existed have none.
     settings: RepairSettings = field(metadata=on_disk(write=RepairSettings.to_dict, read=_repair_settings))
     gamma_s: float

@@ -10,17 +10,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
+from warp_check.certify.artefact import claim_destination
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
 from warp_check.errors import SettingsError, WarpError
 from warp_check.repair import advice
 from warp_check.repair.records import Miss, RepairResult, RepairStatus
-from warp_check.repair.settings import RepairSettings
+from warp_check.repair.settings import RepairSettings, check_rank
 from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails
+from warp_check.runs.evaluation import evaluate
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
+from warp_check.runs.restore import Reference, judged, reference_for, wrong_keep
 from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
 from warp_check.runs.traffic import no_model_verdict, repaired_verdict, traffic_note, unchanged_verdict
 from warp_check.suite.loader import Suite
@@ -29,6 +32,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
 
 UNCHANGED = " (nothing needed repair: checked on the original weights)"
+HOW_TO_RESTORE = (
+    "To have it repaired back where the last release got it right, name that release as the baseline "
+    "(pytest --warp-baseline DIR, warp-check repair --baseline DIR), or repair a model whose certificate chain "
+    "starts from it"
+)
 
 
 def repair(
@@ -42,6 +50,8 @@ def repair(
     attack: AttackSettings | None = None,
     flags: Mapping[str, str] | None = None,
     traffic: TrafficSample | None = None,
+    baseline: str | Path | None = None,
+    baseline_option: str = "--baseline",
 ) -> RunResult:
     """Repair on every case of the suite, save the artefact into ``out_dir`` when it converged,
     and give each case its certificate verdict, computed from the repaired weights.
@@ -51,9 +61,25 @@ def repair(
     whose bound exceeds the budget writes nothing.
 
     ``flags`` names, per setting, how the user changes it (for advice in failure messages).
+    ``baseline``: the suite's baseline (the last release, named by ``baseline_option``); the must_keep
+    cases it got right and the model gets wrong are restored (:mod:`warp_check.runs.restore`; without
+    one, against the first model of the input model's certificate chain, where it has one).
     Raises ArtefactError when ``out_dir`` may not be written (before any work is done).
     """
+    reference = None
+    if settings.restore_regressions:
+        reference = reference_for(adapter.source, baseline, option=baseline_option)
     try:
+        evaluation, destination = None, None
+        if reference is not None:  # the model's answers first: which must_keep cases it gets wrong
+            layer = adapter.repair_layer
+            check_rank(settings.rank, (layer.out_features, layer.in_features), adapter.spec.repair_layer)
+            destination = claim_destination(out_dir, adapter.source)
+            evaluation = evaluate(
+                adapter, suite.cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
+            )
+            wrong = wrong_keep(evaluation.cases, evaluation.gaps)
+            reference = judged(reference, suite, wrong, cache_dir=cache_dir)
         outcome = repair_cases(
             adapter,
             suite.cases,
@@ -65,6 +91,9 @@ def repair(
             progress=progress,
             traffic=traffic,
             label_name=suite.label_name,
+            evaluation=evaluation,
+            destination=destination,
+            reference=reference,
         )
     except SettingsError as exc:  # a value this model cannot take (a rank past its layer's)
         raise _where_given(suite, exc, flags) from None
@@ -74,7 +103,7 @@ def repair(
     by_id = {r.id: r for r in records}
     misses = {m.id: m for m in result.misses}
     verdicts = tuple(
-        _verdict(suite, case, result, by_id.get(case.id), misses.get(case.id), dict(flags or {}))
+        _verdict(suite, case, result, by_id.get(case.id), misses.get(case.id), dict(flags or {}), reference)
         for case in suite.cases
         if case.kind is not Kind.AUX
     )
@@ -94,7 +123,7 @@ def repair(
         status=status,
         message=message,
         verdicts=verdicts,
-        details=replace(_details(suite, outcome, records, lip), traffic=note),
+        details=replace(_details(suite, outcome, records, lip, reference), traffic=note),
         traffic=_traffic_verdict(traffic, outcome, note, message),
     )
 
@@ -146,6 +175,7 @@ def _details(
     outcome: RepairOutcome,
     records: list[CaseCertificate],
     lip: Lipschitz | None,
+    reference: Reference | None,
 ) -> RepairDetails:
     result, encoded = outcome.result, outcome.evaluation.encoded
     return RepairDetails.of(
@@ -173,6 +203,8 @@ def _details(
         neighbourhood=NeighbourhoodNote.of(outcome.neighbourhood),
         identical=encoded.identical,
         merged=result.merged,
+        restored=reference.restored if reference is not None else (),
+        baseline=f"{reference.model_dir} ({reference.chosen_by})" if reference is not None else None,
     )
 
 
@@ -186,6 +218,7 @@ def _verdict(
     record: CaseCertificate | None,
     miss: Miss | None,
     flags: Mapping[str, str],
+    reference: Reference | None,
 ) -> Verdict:
     """The case's verdict: its certificate on the repaired model (or on the unchanged one when
     nothing needed repair), or why there is none."""
@@ -204,7 +237,7 @@ def _verdict(
 
     status = RunStatus.of_repair(result.status)
     if case.id in result.excluded_keep:
-        return verdict(False, _excluded(suite, case, result))
+        return verdict(False, _excluded(suite, case, result, reference))
     if not status.settled:
         return verdict(False, _not_repaired(case, result, miss, flags))
     unchanged = UNCHANGED if status is RunStatus.NOTHING_TO_REPAIR else ""
@@ -212,6 +245,11 @@ def _verdict(
         return verdict(False, f"no certificate was computed for this case{unchanged}")
     if case.kind is Kind.MUST_FIX:
         return verdict(*_fixed(record, result.settings, unchanged))
+    if record.restored:
+        passed, message = _fixed(record, result.settings, unchanged)
+        assert reference is not None  # a case is restored only against a baseline
+        was = f"gap {num(result.gaps_before.get(case.id))} before repair"
+        return verdict(passed, f"restored: a regression against the baseline {reference.model_dir} ({was}); {message}")
     return verdict(*_kept(suite, case, record, result, unchanged))
 
 
@@ -234,15 +272,30 @@ def _properties(suite: Suite, case: Case, result: RepairResult, record: CaseCert
             "attack_min_gap": record.attack_min_gap,
             "flip_radius": record.flip_radius,
         }
+        if record.restored:
+            properties["restored"] = True
     return properties
 
 
-def _excluded(suite: Suite, case: Case, result: RepairResult) -> str:
+def _excluded(suite: Suite, case: Case, result: RepairResult, reference: Reference | None) -> str:
     after = f"; after repair its gap is {num(result.gaps_after.get(case.id))}" if result.repaired else ""
-    return (
+    wrong = (
         f"the original model already got this must_keep case wrong (gap {num(result.gaps_before.get(case.id))} "
-        f"before repair, labelled {labelled(suite, case.label)}), so it was left out of the repair's "
-        f"constraints{after}. Check its label, or move it to a must_fix file to have it repaired"
+        f"before repair, labelled {labelled(suite, case.label)})"
+    )
+    if not result.settings.restore_regressions:
+        return (
+            f"{wrong}, and [repair] restore_regressions = false, so it was left out of the repair's constraints"
+            f"{after}. Set restore_regressions = true to have it repaired back where the baseline got it right"
+        )
+    if reference is not None:
+        return (
+            f"{wrong}, and so did the baseline {reference.model_dir}: not a regression, so it was left out of "
+            f"the repair's constraints{after}. Check its label, or move it to a must_fix file to have it repaired"
+        )
+    return (
+        f"{wrong}, and no baseline says whether it is a regression, so it was left out of the repair's "
+        f"constraints{after}. {HOW_TO_RESTORE}; otherwise check its label, or move it to a must_fix file"
     )
 
 

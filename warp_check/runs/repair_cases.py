@@ -15,10 +15,11 @@ import numpy as np
 
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
-from warp_check.certify.artefact import Destination, claim_destination, write_artefact
+from warp_check.certify.artefact import Destination, claim_destination, folder_hashes, write_artefact
 from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import (
     CERTIFICATE_NAME,
+    BaselineRecord,
     CaseCertificate,
     CaseRecord,
     Certificate,
@@ -41,6 +42,7 @@ from warp_check.repair.settings import RepairSettings, SynonymUse, check_rank
 from warp_check.runs.evaluation import Evaluation, evaluate
 from warp_check.runs.ladder import Ladder, climb
 from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
+from warp_check.runs.restore import Reference
 from warp_check.version import __version__
 
 
@@ -77,6 +79,7 @@ def repair_cases(
     fallback: bool = True,
     traffic: TrafficSample | None = None,
     label_name: Callable[[int], str] | None = None,
+    reference: Reference | None = None,
 ) -> RepairOutcome:
     """Encode, climb the repair ladder (:mod:`~warp_check.runs.ladder`), certify what settled from the
     repaired weights and, if asked, save atomically.
@@ -92,6 +95,9 @@ def repair_cases(
     bound on their share) is measured before anything is written and recorded in the certificate;
     where the bound exceeds the sample's ``max_change`` nothing is written (``outcome.over_budget``).
     ``label_name`` names classes in its counts by label pair (default: the model's id2label).
+
+    ``reference``: the suite's baseline (:mod:`~warp_check.runs.restore`); its ``restored`` must_keep
+    cases are repaired as must_fix cases and certified so, and the certificate names it.
     """
     settings = settings or RepairSettings()
     layer = adapter.repair_layer  # the rank this model allows, before any encoding or solving
@@ -100,6 +106,8 @@ def repair_cases(
         destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
     check_no_conflicts(evaluation.cases, evaluation.encoded.input_keys, adapter.max_length)
+    restored = frozenset(reference.restored) if reference is not None else frozenset()
+    evaluation = _restoring(evaluation, restored)
     hood = None
     if settings.neighbours.enabled and _needs_repair(evaluation, settings):
         hood = draw_neighbourhood(adapter, evaluation, settings.neighbours, batch_size=batch_size, cache_dir=cache_dir)
@@ -120,7 +128,14 @@ def repair_cases(
     names = label_name or _id2label(adapter)
     measure = _traffic_measure(traffic, names, batch_size, cache_dir, progress)
     outcome = _certify_save(
-        ended.attempt.adapter, ended.attempt.evaluation, ended.result, out_dir, destination, attack, measure
+        ended.attempt.adapter,
+        ended.attempt.evaluation,
+        ended.result,
+        out_dir,
+        destination,
+        attack,
+        reference,
+        measure,
     )
     return replace(outcome, neighbourhood=ended.hood)
 
@@ -148,6 +163,20 @@ def _traffic_measure(
     return measure
 
 
+def _restoring(evaluation: Evaluation, restored: frozenset[str]) -> Evaluation:
+    """The evaluation the ladder repairs: the ``restored`` must_keep cases as must_fix cases (their kind
+    comes back for certification, :func:`_suite_kinds`)."""
+    if not restored:
+        return evaluation
+    cases = tuple(replace(c, kind=Kind.MUST_FIX) if c.id in restored else c for c in evaluation.cases)
+    return replace(evaluation, cases=cases)
+
+
+def _suite_kinds(cases: Sequence[Case], restored: frozenset[str]) -> list[Case]:
+    """``cases`` (no aux) with the kinds the suite gives them: a restored case is must_keep again."""
+    return [replace(c, kind=Kind.MUST_KEEP) if c.id in restored else c for c in cases if c.kind is not Kind.AUX]
+
+
 def _needs_repair(evaluation: Evaluation, settings: RepairSettings) -> bool:
     """Whether a suite case misses its margin (a must_keep case the model gets wrong is left out)."""
     kinds = np.array([c.kind for c in evaluation.cases])
@@ -164,16 +193,18 @@ def _certify_save(
     out_dir: str | Path | None,
     destination: Destination | None,
     attack: AttackSettings | None,
+    reference: Reference | None,
     measure: Callable[[ClassifierAdapter, RepairResult], TrafficRecord] | None = None,
 ) -> RepairOutcome:
     """The outcome of ``adapter``'s head repaired to ``result``: certified (Cert 4 too, where
     ``measure`` is given) and saved where it converged and kept within the traffic's budget."""
     if not result.repaired:
         return RepairOutcome(evaluation=evaluation, result=result, spec=adapter.spec)
-    ordered = [c for c in evaluation.cases if c.kind is not Kind.AUX]
-    records, lip = certify_result(ordered, evaluation, result, attack)
+    restored = frozenset(reference.restored) if reference is not None else frozenset()
+    ordered = _suite_kinds(evaluation.cases, restored)
+    records, lip = certify_result(ordered, evaluation, result, attack, restored=restored)
     upstream = evaluation.encoded.upstream_sha256 or upstream_sha256(adapter)
-    certificate = build_certificate(adapter, result, records, lip, ordered, upstream)
+    certificate = build_certificate(adapter, result, records, lip, ordered, upstream, reference=reference)
     traffic = measure(adapter, result) if measure is not None else None
     certificate = replace(certificate, traffic=traffic)
     artefact = None
@@ -202,9 +233,15 @@ def _certify_save(
 
 
 def certify_result(
-    cases: Sequence[Case], evaluation: Evaluation, result: RepairResult, attack: AttackSettings | None
+    cases: Sequence[Case],
+    evaluation: Evaluation,
+    result: RepairResult,
+    attack: AttackSettings | None,
+    *,
+    restored: frozenset[str] = frozenset(),
 ) -> tuple[list[CaseCertificate], Lipschitz]:
-    """Cert 1–3 for ``cases`` (no aux) on ``result.head_after``, from the evaluation's cached v."""
+    """Cert 1–3 for ``cases`` (no aux, their suite's kinds) on ``result.head_after``, from the
+    evaluation's cached v; ``restored`` must_keep cases certified as must_fix cases are."""
     V = evaluation.encoded.rows([c.id for c in cases]).astype(np.float64)
     return certify_cases(
         result.head_after,
@@ -216,6 +253,7 @@ def certify_result(
         gamma_s=result.settings.gamma_s,
         gamma_h=result.settings.gamma_h,
         excluded=frozenset(result.excluded_keep),
+        restored=restored,
         attack=attack,
     )
 
@@ -227,8 +265,11 @@ def build_certificate(
     lip: Lipschitz,
     cases: Sequence[Case],
     upstream_sha256: str,
+    *,
+    reference: Reference | None = None,
 ) -> Certificate:
-    """What the repair claims; the hashes of the saved files are added when they are written."""
+    """What the repair claims; the hashes of the saved files are added when they are written.
+    ``reference``: the suite's baseline the repair restored regressions against (named in it)."""
     by_id = {c.id: c for c in cases}
     source_layer, source_frozen = parameter_hashes(adapter.model.state_dict(), adapter.spec.repair_layer)
     parent_certificate = Path(adapter.source) / CERTIFICATE_NAME if adapter.source else None
@@ -264,4 +305,21 @@ def build_certificate(
             if parent_certificate is not None and parent_certificate.is_file()
             else None,
         ),
+        baseline=_baseline_record(reference, adapter.spec.repair_layer),
+    )
+
+
+def _baseline_record(reference: Reference | None, repair_layer: str) -> BaselineRecord | None:
+    """The suite's baseline as the certificate names it: its folder, its weights' hashes, its certificate's."""
+    if reference is None:
+        return None
+    layer, frozen = folder_hashes(reference.model_dir, repair_layer)
+    certificate = reference.model_dir / CERTIFICATE_NAME
+    return BaselineRecord(
+        source=str(reference.model_dir),
+        chosen_by=reference.chosen_by,
+        sha256_repair_layer=layer,
+        sha256_frozen=frozen,
+        certificate_sha256=file_sha256(certificate) if certificate.is_file() else None,
+        restored=tuple(reference.restored),
     )

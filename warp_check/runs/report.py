@@ -29,7 +29,7 @@ from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.report_html import REPORT_HTML, render_html
 from warp_check.runs.report_summary import CAPTIONS, headline
-from warp_check.runs.result import Outcome, RunResult, Verdict
+from warp_check.runs.result import Outcome, RunResult, Verdict, tally
 from warp_check.version import __version__
 
 REPORT_MD = "report.md"
@@ -279,13 +279,9 @@ def _facts_markdown(run: RunResult) -> list[str]:
         head = details.head if isinstance(details, (CheckDetails, RepairDetails)) else None
         out.append(f"- model: `{details.model}`" + (f" ({head})" if head else ""))
     out.append(f"- status: **{run.status.value}** — {run.message}")
-    for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
-        outcomes = [v.reported for v in run.verdicts if v.kind is kind]
-        if outcomes:
-            out.append(
-                f"- {kind.value}: {len(outcomes)} case(s), {outcomes.count(Outcome.PASSED)} passed, "
-                f"{outcomes.count(Outcome.FAILED)} failed"
-            )
+    for kind, row in tally(run.verdicts, (Kind.MUST_FIX, Kind.MUST_KEEP)).items():
+        if row.total:
+            out.append(f"- {kind.value}: {row.total} case(s), {row}")
     if details.counts.get(Kind.AUX):
         out.append(f"- aux: {details.counts[Kind.AUX]} case(s) (GSN-FT data, not tests)")
     facts = _repair_facts(details)
@@ -302,6 +298,11 @@ def _facts_markdown(run: RunResult) -> list[str]:
         out.append(
             f"- certificates: {facts.certs} (γ_s = {_cell(facts.gamma_s)}, γ_h = {_cell(facts.gamma_h)}; a "
             "case's radius says how far the fix holds, measured inside the model, not in edited words)"
+        )
+    if isinstance(facts, RepairDetails) and facts.restored:
+        out.append(
+            f"- restored {len(facts.restored)} regression(s) against the baseline {facts.baseline}: "
+            f"{', '.join(facts.restored)}"
         )
     if facts.excluded:
         out.append(f"- must_keep left out (wrong before repair): {', '.join(facts.excluded)}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -55,9 +55,12 @@ class Verdict:
 
     @property
     def reported(self) -> Outcome:
-        """pytest's outcome, or the verdict's own where pytest did not report it."""
+        """pytest's outcome, or where pytest did not report it, the one it would report: an expected
+        failure is xfailed (``pytest.xfail``), so the command and pytest count alike."""
         if self.outcome is not None:
             return self.outcome
+        if self.expected_failure is not None:
+            return Outcome.XFAILED
         return Outcome.PASSED if self.passed else Outcome.FAILED
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,8 +102,43 @@ class TrafficVerdict:
 
 @dataclass(frozen=True, kw_only=True)
 class Tally:
+    """One kind's cases by pytest's outcome: what pytest's summary, the command's result and the report
+    count (:func:`tally`), so ``warp-check diff`` and ``pytest --warp-baseline`` give the same numbers."""
+
     passed: int = 0
     failed: int = 0
+    xfailed: int = 0  # failing on the baseline too (regression-only gating)
+    skipped: int = 0
+
+    @classmethod
+    def of(cls, verdicts: Iterable[Verdict]) -> Tally:
+        outcomes = [v.reported for v in verdicts]
+        return cls(
+            passed=outcomes.count(Outcome.PASSED),
+            failed=outcomes.count(Outcome.FAILED),
+            xfailed=outcomes.count(Outcome.XFAILED),
+            skipped=outcomes.count(Outcome.SKIPPED),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.xfailed + self.skipped
+
+    def __str__(self) -> str:
+        words = f"{self.passed} passed, {self.failed} failed"
+        if self.xfailed:
+            words += f", {self.xfailed} xfailed (wrong on the baseline too)"
+        if self.skipped:
+            words += f", {self.skipped} skipped"
+        return words
+
+
+def tally(verdicts: Iterable[Verdict], kinds: Iterable[Kind] | None = None) -> dict[Kind, Tally]:
+    """The verdicts by kind and pytest's outcome (:class:`Tally`): ``kinds`` in that order (each one,
+    even with no case), or else every kind met, in the order of its first case."""
+    verdicts = tuple(verdicts)
+    order = tuple(kinds) if kinds is not None else tuple(dict.fromkeys(v.kind for v in verdicts))
+    return {kind: Tally.of(v for v in verdicts if v.kind is kind) for kind in order}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,12 +179,8 @@ class RunResult:
         return {v.case_id: v for v in self.verdicts}
 
     def counts(self) -> dict[Kind, Tally]:
-        """Verdicts passed and failed per kind, kinds in the order of their first case."""
-        out: dict[Kind, Tally] = {}
-        for v in self.verdicts:
-            row = out.get(v.kind, Tally())
-            out[v.kind] = Tally(passed=row.passed + v.passed, failed=row.failed + (not v.passed))
-        return out
+        """Verdicts per kind by pytest's outcome (:func:`tally`), kinds in the order of their first case."""
+        return tally(self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
         return to_json(self, null_nonfinite=True)
