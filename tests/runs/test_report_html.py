@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
-from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from hypothesis import given
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 from testkit.report_runs import SUITE, check_run, repair_details, repair_run
 
 from warp_check.cases import Kind
-from warp_check.runs.details import AuditDetails
+from warp_check.runs.details import AuditDetails, TrafficNote
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.report import REPORT_HTML, REPORT_JSON, markdown_text, read_report, write_report
 from warp_check.runs.report_html import DISPLAY_CHARS, PAGE_CHARS, render_html
@@ -143,27 +142,18 @@ def test_a_repair_says_what_it_fixed_kept_and_certified():
     assert headline(repair_run(6, 10)).verdict.startswith("Passed: the repaired model fixes 6 must_fix cases")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Traffic:
-    n: int
-    changed: int
-    bound: float
-    confidence: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class DetailsWithExtras(repair_details(1, 1).__class__):
-    """A repair's details where the run measured traffic and restored regressions."""
-
-    traffic: Traffic
-    restored: tuple[str, ...]
+def traffic_note(*, n: int, changed: int, bound: float, confidence: float) -> TrafficNote:
+    return TrafficNote(
+        source="traffic.jsonl", rows=2 * n, duplicates=0, in_suite=0, tune=n, no_text=0, sample_sha256="0" * 64,
+        n=n, changed=changed, bound=bound, confidence=confidence, max_change=None, by_pair={}, changes=(),
+        seconds=1.0,
+    )  # fmt: skip
 
 
 def test_restored_regressions_and_a_traffic_bound_are_shown_where_the_run_has_them():
-    base = repair_details(2, 4)
-    details = DetailsWithExtras(
-        **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
-        traffic=Traffic(n=800, changed=3, bound=0.0117, confidence=0.95),
+    details = dataclasses.replace(
+        repair_details(2, 4),
+        traffic=traffic_note(n=800, changed=3, bound=0.0117, confidence=0.95),
         restored=("keep-00002", "keep-00003"),
     )
     run = repair_run(2, 4, details=details)

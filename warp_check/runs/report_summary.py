@@ -161,29 +161,26 @@ def case_rows(run: RunResult) -> list[CaseRow]:
 
 def restored_ids(run: RunResult) -> set[str]:
     """must_keep cases the repair put back (wrong on the model under repair, right on the baseline
-    it started from): the verdicts marked ``restored``, or the ids the run's details list."""
+    it started from): those the run's details list, and the verdicts marked ``restored`` (an audit's)."""
     marked = {v.case_id for v in run.verdicts if v.properties.get("restored") is True}
-    listed = getattr(run.details, "restored", None)
-    if isinstance(listed, (tuple, list, frozenset, set)):
-        marked |= {str(i) for i in listed}
+    if isinstance(run.details, RepairDetails):
+        marked |= set(run.details.restored)
     return marked
 
 
 def traffic_fact(run: RunResult) -> Fact | None:
     """The bound on how many predictions the repair changes on traffic like the suite's sample
     (Cert 4), where the run measured one."""
-    traffic = getattr(run.details, "traffic", None)
-    n, changed = getattr(traffic, "n", None), getattr(traffic, "changed", None)
-    bound, confidence = _finite(getattr(traffic, "bound", None)), _finite(getattr(traffic, "confidence", None))
-    if not isinstance(n, int) or not isinstance(changed, int) or bound is None or confidence is None:
+    traffic = run.details.traffic if isinstance(run.details, RepairDetails) else None
+    if traffic is None:
         return None
-    limit = _finite(getattr(traffic, "max_change", None))
+    limit = traffic.max_change
     return Fact(
         name="traffic",
-        value=f"changes at most {bound:.2%} of predictions on traffic like this",
-        detail=f"{changed} of {n} sampled texts changed prediction; {confidence:.0%} confidence"
+        value=f"changes at most {traffic.bound:.2%} of predictions on traffic like this",
+        detail=f"{traffic.changed} of {traffic.n} sampled texts changed prediction; {traffic.confidence:.0%} confidence"
         + (f"; budget {limit:.2%}" if limit is not None else ""),
-        good=None if limit is None else bound <= limit,
+        good=None if limit is None else traffic.within_budget,
     )
 
 
