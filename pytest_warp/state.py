@@ -41,6 +41,7 @@ from warp_check import (
 )
 
 from .options import WarpOptions
+from .terminal import session_progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check import ClassifierAdapter, WarmEntry
@@ -180,6 +181,7 @@ class WarpSession:
             compute=self.options.compute,
             overrides=self.options.overrides,
             flags=self.options.flags,
+            progress=session_progress(self.config, self.options),
         )
         try:
             return mode.run(job)

@@ -97,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         wordnet_available,
         wordnet_synonyms,
     )
+    from warp_check.progress import Progress, ProgressStyle
     from warp_check.qp.problem import LinearisedProblem
     from warp_check.qp.solution import QPForm, QPSolution, QPStatus
     from warp_check.qp.solve import solve
@@ -206,6 +207,8 @@ _LAZY: dict[str, str] = {
     "wordnet_available": "warp_check.perturb",
     "wordnet_synonyms": "warp_check.perturb",
     "WordNetUnavailable": "warp_check.perturb",
+    "Progress": "warp_check.progress",
+    "ProgressStyle": "warp_check.progress",
     "LinearisedProblem": "warp_check.qp.problem",
     "QPForm": "warp_check.qp.solution",
     "QPSolution": "warp_check.qp.solution",
@@ -307,6 +310,8 @@ __all__ = [
     "Option",
     "Outcome",
     "Problem",
+    "Progress",
+    "ProgressStyle",
     "QPForm",
     "QPSolution",
     "QPStatus",

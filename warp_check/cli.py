@@ -68,6 +68,7 @@ from warp_check.commands.arguments import (
     SUITE_OPTIONS,
     Command,
     Parser,
+    progress_of,
     suite_and_cache,
 )
 from warp_check.commands.cases import (
@@ -260,7 +261,7 @@ def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
         out_dir=Path(out) if out else None,
         overrides=overrides,
         flags=FLAGS,
-        progress=not args.json,
+        progress=progress_of(args),
     )
     return finish(args, mode, mode.run(job))
 
@@ -290,7 +291,7 @@ def _diff(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args, load=load_suite)
     mode = mode_named("baseline").chosen_with(args.old)
     job = RunJob(
-        suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=not args.json
+        suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=progress_of(args)
     )
     return finish(args, mode, mode.run(job))
 

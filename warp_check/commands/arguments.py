@@ -14,6 +14,9 @@ from warp_check import (
     OPTION,
     BadValue,
     Problem,
+    Progress,
+    ProgressStyle,
+    SettingsError,
     Suite,
     ValueKind,
     check_report_destination,
@@ -25,8 +28,9 @@ from warp_check import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+PROGRESS_OPTIONS = ("progress", "progress_after")  # every command that runs a model's
 FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
-SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "batch_size", "threads")  # every suite command's
+SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "batch_size", "threads", *PROGRESS_OPTIONS)
 
 # How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
 _WORDING = {
@@ -116,6 +120,27 @@ class Command:
 
 
 SUITE = ("suite", "SUITE", "a suite folder or its warp.toml")
+
+
+def add_progress(parser: argparse.ArgumentParser) -> None:
+    """--progress and --progress-after, for a command whose arguments are its own."""
+    for name in PROGRESS_OPTIONS:
+        add_declared(parser, name)
+
+
+def progress_of(args: argparse.Namespace) -> Progress:
+    """The progress the command's arguments ask for, on stderr: -q shows lines, not a bar; --json
+    shows none unless --progress is given (its output is for programs)."""
+    style = getattr(args, "progress", None)
+    if style is None and getattr(args, "json", False):
+        style = ProgressStyle.OFF
+    try:
+        return Progress.chosen(
+            style, after_s=getattr(args, "progress_after", None), quiet=getattr(args, "quiet", False)
+        )
+    except SettingsError as exc:
+        flag = "--progress" if exc.field == "style" else "--progress-after"
+        raise SettingsError(exc.field, exc.value, f"{flag}: {exc.why}") from None
 
 
 def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = load_suite) -> tuple[Suite, Path | None]:

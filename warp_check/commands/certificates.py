@@ -18,7 +18,7 @@ from warp_check import (
     verify,
     verify_chain,
 )
-from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared
+from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared, add_progress, progress_of
 from warp_check.commands.results import finish
 
 
@@ -29,6 +29,7 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
     verify.add_argument("--suite", metavar="SUITE", help="also check that the certificate covers this suite's cases")
     add_declared(verify, "cache", help="representation cache folder (default: none)")
     add_declared(verify, "json", help="print the checks as JSON")
+    add_progress(verify)
     verify.add_argument(
         "--chain",
         action="store_true",
@@ -50,10 +51,10 @@ def verify_command(args: argparse.Namespace) -> int:
             load_model=load_adapter,
             cache_dir=Path(args.cache) if args.cache else None,
             certificate=certificate or model_dir / CERTIFICATE_NAME,
-            progress=not args.json,
+            progress=progress_of(args),
         )
         return finish(args, audit, audit.run(job))
-    verification = verify(model_dir, certificate, cache_dir=args.cache, progress=not args.json)
+    verification = verify(model_dir, certificate, cache_dir=args.cache, progress=progress_of(args))
     failures = verification.failures()
     if args.json:
         checks: list[dict[str, Any]] = [
