@@ -121,7 +121,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         write_report,
     )
     from warp_check.runs.result import Outcome, RunResult, Verdict
-    from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
+    from warp_check.runs.workdir import default_cache_dir, default_out_dir, model_cache_dir, user_cache_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
 
@@ -245,6 +245,8 @@ _LAZY: dict[str, str] = {
     "Verdict": "warp_check.runs.result",
     "default_cache_dir": "warp_check.runs.workdir",
     "default_out_dir": "warp_check.runs.workdir",
+    "model_cache_dir": "warp_check.runs.workdir",
+    "user_cache_dir": "warp_check.runs.workdir",
     "workdir": "warp_check.runs.workdir",
     "Location": "warp_check.suite.case_files",
     "load_suite": "warp_check.suite.loader",
@@ -377,6 +379,7 @@ __all__ = [
     "load_suite",
     "local_radius",
     "mode_named",
+    "model_cache_dir",
     "monte_carlo_flip_multiplier",
     "must_fix_file",
     "negation_preserving",
@@ -400,6 +403,7 @@ __all__ = [
     "solve",
     "top_left_singular_vectors",
     "typos",
+    "user_cache_dir",
     "verify",
     "verify_chain",
     "warm_entry",

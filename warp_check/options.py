@@ -246,6 +246,13 @@ OPTIONS: tuple[Option, ...] = (
         "perturbed (overrides [repair.neighbours])",
         toml="repair.neighbours",
     ),
+    Option(
+        name="no_cache",
+        kind=ValueKind.FLAG,
+        in_pytest=False,
+        cli=("--no-cache",),
+        help="read and write no representation cache (the same as --cache none)",
+    ),
     # How long steps show their progress (warp_check.progress).
     Option(
         name="progress",

@@ -19,9 +19,11 @@ from warp_check import (
     SettingsError,
     Suite,
     ValueKind,
+    WarpError,
     check_report_destination,
     default_cache_dir,
     load_suite,
+    model_cache_dir,
     overriding,
     setting_flags,
     workdir,
@@ -30,7 +32,7 @@ from warp_check import (
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROGRESS_OPTIONS = ("progress", "progress_after")  # every command that runs a model's
 FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
-SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "batch_size", "threads", *PROGRESS_OPTIONS)
+SUITE_OPTIONS = ("model", "cache", "no_cache", "json", "quiet", "device", "batch_size", "threads", *PROGRESS_OPTIONS)
 
 # How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
 _WORDING = {
@@ -140,7 +142,7 @@ def progress_of(args: argparse.Namespace) -> Progress:
         )
     except SettingsError as exc:
         flag = "--progress" if exc.field == "style" else "--progress-after"
-        raise SettingsError(exc.field, exc.value, f"{flag}: {exc.why}") from None
+        raise WarpError(f"{flag}: {exc.of_key}") from None
 
 
 def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = load_suite) -> tuple[Suite, Path | None]:
@@ -150,9 +152,27 @@ def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = lo
         check_report_destination(args.report)  # a report that cannot be written fails before the work
     compute = {option.name: getattr(args, option.name, None) for option in overriding("model")}
     suite = load(args.suite, model=args.model).with_compute(**compute)
+    if no_cache(args):
+        return suite, None
     if args.cache is None:
         workdir(suite)
-        cache = default_cache_dir(suite)
-    else:
-        cache = None if args.cache.strip().lower() == "none" else Path(args.cache)
-    return suite, cache
+        return suite, default_cache_dir(suite)
+    return suite, Path(args.cache)
+
+
+def no_cache(args: argparse.Namespace) -> bool:
+    """Whether the command is told to use no representation cache (``--no-cache`` or ``--cache none``)."""
+    cache = getattr(args, "cache", None)
+    return bool(getattr(args, "no_cache", False)) or (cache is not None and cache.strip().lower() == "none")
+
+
+def model_cache(args: argparse.Namespace, model_dir: str | Path, suite: Suite | None = None) -> Path | None:
+    """The cache a command on a model folder reads and fills: ``--cache``, else as a check would
+    (:func:`warp_check.model_cache_dir`); None where the user said none."""
+    if no_cache(args):
+        return None
+    if args.cache is not None:
+        return Path(args.cache)
+    if suite is not None:
+        workdir(suite)
+    return model_cache_dir(model_dir, suite)

@@ -18,7 +18,7 @@ from warp_check import (
     verify,
     verify_chain,
 )
-from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared, add_progress, progress_of
+from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared, add_progress, model_cache, progress_of
 from warp_check.commands.results import finish
 
 
@@ -27,7 +27,13 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
         "--certificate", metavar="FILE", help="the certificate (default MODEL_DIR/warp_certificate.json)"
     )
     verify.add_argument("--suite", metavar="SUITE", help="also check that the certificate covers this suite's cases")
-    add_declared(verify, "cache", help="representation cache folder (default: none)")
+    add_declared(
+        verify,
+        "cache",
+        help="representation cache folder, or 'none' (default: as check caches it: the suite's <suite>/.warp/cache "
+        "with --suite or for a model in a suite's .warp folder, else ~/.cache/warp-check/cache)",
+    )
+    add_declared(verify, "no_cache")
     add_declared(verify, "json", help="print the checks as JSON")
     add_progress(verify)
     verify.add_argument(
@@ -49,12 +55,13 @@ def verify_command(args: argparse.Namespace) -> int:
         job = RunJob(
             suite=suite,
             load_model=load_adapter,
-            cache_dir=Path(args.cache) if args.cache else None,
+            cache_dir=model_cache(args, model_dir, suite),
             certificate=certificate or model_dir / CERTIFICATE_NAME,
             progress=progress_of(args),
         )
         return finish(args, audit, audit.run(job))
-    verification = verify(model_dir, certificate, cache_dir=args.cache, progress=progress_of(args))
+    cache = model_cache(args, model_dir)
+    verification = verify(model_dir, certificate, cache_dir=cache, progress=progress_of(args))
     failures = verification.failures()
     if args.json:
         checks: list[dict[str, Any]] = [
@@ -71,7 +78,9 @@ def verify_command(args: argparse.Namespace) -> int:
 
 
 def _verify_chain(args: argparse.Namespace) -> int:
-    chain = verify_chain(args.model_dir, cache_dir=args.cache)
+    suite = load_suite(args.suite, model=args.model_dir) if args.suite else None
+    cache = model_cache(args, args.model_dir, suite)
+    chain = verify_chain(args.model_dir, cache_dir=cache)
     rows = []
     for link in chain.links:
         checks = [*(link.verification.checks if link.verification else ()), *link.checks]
@@ -83,7 +92,7 @@ def _verify_chain(args: argparse.Namespace) -> int:
                 "failed": [{"name": c.name, "detail": c.detail, "case": c.case_id} for c in checks if not c.ok],
             }
         )
-    drawdown = _drawdown(args.suite, chain.root, Path(args.model_dir), args.cache) if args.suite else None
+    drawdown = _drawdown(args.suite, chain.root, Path(args.model_dir), cache) if args.suite else None
     if args.json:
         print(json.dumps({"ok": chain.ok, "links": rows, "drawdown": drawdown}, indent=2))
     else:
@@ -104,7 +113,7 @@ def _verify_chain(args: argparse.Namespace) -> int:
     return EXIT_OK if chain.ok and not lost else EXIT_FAILED
 
 
-def _drawdown(suite_path: str, first: Path, last: Path, cache: str | None) -> dict[str, Any]:
+def _drawdown(suite_path: str, first: Path, last: Path, cache: Path | None) -> dict[str, Any]:
     """The suite's cases the first model of the chain got right, and which of them the last gets wrong."""
     answers = []
     for folder in (first, last):
