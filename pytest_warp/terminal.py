@@ -52,5 +52,5 @@ def session_progress(config: pytest.Config, options: WarpOptions) -> Progress:
     """The progress the options ask for, on the terminal; -q (or -qq) shows lines, not a bar."""
     if hasattr(config, "workerinput"):
         return Progress.silent()
-    quiet = config.get_verbosity() < 0
+    quiet = config.getoption("verbose") < 0
     return Progress.chosen(options.progress, after_s=options.progress_after, quiet=quiet, stream=TerminalStream(config))

@@ -64,6 +64,7 @@ from warp_check.commands.arguments import (
     EXIT_OK,
     EXIT_USAGE,
     FLAGS,
+    PROGRESS_OPTIONS,
     SUITE,
     SUITE_OPTIONS,
     Command,
@@ -154,8 +155,10 @@ def commands() -> tuple[Command, ...]:
             ),
             options=(
                 ("cache", {"help": "representation cache folder, or 'none' (default <suite>/.warp)"}),
+                "no_cache",
                 "json",
                 ("quiet", {"help": "print only the summary, not every regression"}),
+                *PROGRESS_OPTIONS,
             ),
         ),
         Command(
