@@ -16,7 +16,15 @@ from warp_check import (
     load_suite,
     write_comparison,
 )
-from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_declared, model_cache
+from warp_check.commands.arguments import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_declared,
+    add_progress,
+    model_cache,
+    progress_of,
+)
 
 
 def compare_arguments(compare: argparse.ArgumentParser) -> None:
@@ -40,7 +48,8 @@ def compare_arguments(compare: argparse.ArgumentParser) -> None:
     add_declared(compare, "no_cache")
     add_declared(compare, "json", help="print the comparison as JSON")
     compare.add_argument("--out", metavar="FILE.md", help="also write the Markdown here and the JSON beside it")
-    add_declared(compare, "quiet", help="no progress lines on stderr")
+    add_declared(compare, "quiet", help="no stage lines on stderr; encoding progress as one line, not a bar")
+    add_progress(compare)
 
 
 # -- compare ----------------------------------------------------------------------------------
@@ -94,7 +103,13 @@ def compare_command(args: argparse.Namespace) -> int:
             train=train,
         )
         comparison = compare_suite(
-            suite, settings, general=args.general, heldout=args.heldout, cache_dir=cache, progress=progress
+            suite,
+            settings,
+            general=args.general,
+            heldout=args.heldout,
+            cache_dir=cache,
+            progress=progress,
+            encoding_progress=progress_of(args),
         )
     except SettingsError as exc:
         print(f"warp-check compare: error: {COMPARE_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
