@@ -17,7 +17,17 @@ from typing import Any
 import pytest
 
 import warp_check
-from warp_check import CERTIFICATE_NAME, BadValue, ModelSource, Option, Problem, RunMode, SettingsError, ValueKind
+from warp_check import (
+    CERTIFICATE_NAME,
+    BadValue,
+    ModelSource,
+    Option,
+    Problem,
+    Progress,
+    RunMode,
+    SettingsError,
+    ValueKind,
+)
 
 # How pytest words a bad value (where: the flag or ini key; value: what was given; number: as read).
 _WORDING = {
@@ -71,6 +81,8 @@ class WarpOptions:
     compute: Mapping[str, Any] = field(default_factory=dict)  # encoder overrides ([model]), for Suite.with_compute
     overrides: Mapping[str, Any] = field(default_factory=dict)  # repair overrides ([repair]), for Suite.settings
     traffic: Mapping[str, Any] = field(default_factory=dict)  # --warp-traffic, --warp-max-change ([traffic])
+    progress: str | None = None  # warp_check.ProgressStyle's name (None: auto)
+    progress_after: float | None = None  # seconds before a step shows progress (None: the core's default)
 
     @property
     def flags(self) -> dict[str, str]:
@@ -160,6 +172,7 @@ def read_options(config: pytest.Config) -> WarpOptions:
     overrides = {option.name: values[option.name] for option in warp_check.overriding("repair")}
     traffic = {option.name: values[option.name] for option in warp_check.overriding("traffic")}
     fields = {"model", "repair", "out", "certificate", "report", "record", "baseline", "cache"}
+    fields |= {"progress", "progress_after"}
     options = WarpOptions(
         mode=chosen[0][0].chosen_with(chosen[0][1]) if chosen else _default_mode(),
         revision=revision if values["model"] is None else None,
@@ -174,6 +187,11 @@ def read_options(config: pytest.Config) -> WarpOptions:
 
 
 def _check(options: WarpOptions, chosen: list[RunMode]) -> None:
+    try:
+        Progress.chosen(options.progress, after_s=options.progress_after)
+    except SettingsError as exc:
+        flag = "--warp-progress" if exc.field == "style" else "--warp-progress-after"
+        raise pytest.UsageError(f"{flag}: {exc.of_key}") from None
     if options.repair and options.certificate is not None:
         raise pytest.UsageError(
             "--warp-repair and --warp-certificate exclude each other: repair writes a new certificate, "

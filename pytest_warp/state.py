@@ -43,6 +43,7 @@ from warp_check import (
 )
 
 from .options import WarpOptions
+from .terminal import session_progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check import ClassifierAdapter, WarmEntry
@@ -187,6 +188,7 @@ class WarpSession:
             overrides=self.options.overrides,
             flags=self.options.flags,
             load_traffic=self.load_traffic if mode.measures_traffic else None,
+            progress=session_progress(self.config, self.options),
         )
         try:
             return mode.run(job)

@@ -47,6 +47,15 @@ def _deterministic() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's representation cache (a model verified outside any suite) is the run's own, never ~/.cache."""
+    from warp_check.runs import workdir
+
+    folder = tmp_path_factory.getbasetemp() / "user-cache"
+    monkeypatch.setattr(workdir, "user_cache_dir", lambda: folder)
+
+
 def _model_dir(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Path]) -> Path:
     """Build ``name`` once per run and return its folder; treat it as read-only.
 

@@ -120,6 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         wordnet_available,
         wordnet_synonyms,
     )
+    from warp_check.progress import Progress, ProgressStyle
     from warp_check.qp.problem import LinearisedProblem
     from warp_check.qp.solution import QPForm, QPSolution, QPStatus
     from warp_check.qp.solve import solve
@@ -145,7 +146,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         write_report,
     )
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict, tally
-    from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
+    from warp_check.runs.workdir import default_cache_dir, default_out_dir, model_cache_dir, user_cache_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.init import NewSuite, init_suite
     from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
@@ -258,6 +259,8 @@ _LAZY: dict[str, str] = {
     "wordnet_available": "warp_check.perturb",
     "wordnet_synonyms": "warp_check.perturb",
     "WordNetUnavailable": "warp_check.perturb",
+    "Progress": "warp_check.progress",
+    "ProgressStyle": "warp_check.progress",
     "LinearisedProblem": "warp_check.qp.problem",
     "QPForm": "warp_check.qp.solution",
     "QPSolution": "warp_check.qp.solution",
@@ -300,6 +303,8 @@ _LAZY: dict[str, str] = {
     "tally": "warp_check.runs.result",
     "default_cache_dir": "warp_check.runs.workdir",
     "default_out_dir": "warp_check.runs.workdir",
+    "model_cache_dir": "warp_check.runs.workdir",
+    "user_cache_dir": "warp_check.runs.workdir",
     "workdir": "warp_check.runs.workdir",
     "Location": "warp_check.suite.case_files",
     "NewSuite": "warp_check.suite.init",
@@ -376,6 +381,8 @@ __all__ = [
     "Option",
     "Outcome",
     "Problem",
+    "Progress",
+    "ProgressStyle",
     "QPForm",
     "QPSolution",
     "QPStatus",
@@ -458,6 +465,7 @@ __all__ = [
     "local_radius",
     "measure_changes",
     "mode_named",
+    "model_cache_dir",
     "monte_carlo_flip_multiplier",
     "must_fix_file",
     "negation_preserving",
@@ -488,6 +496,7 @@ __all__ = [
     "traffic_inputs",
     "traffic_text_key",
     "typos",
+    "user_cache_dir",
     "verify",
     "verify_chain",
     "warm_entry",

@@ -71,10 +71,12 @@ from warp_check.commands.arguments import (
     EXIT_OK,
     EXIT_USAGE,
     FLAGS,
+    PROGRESS_OPTIONS,
     SUITE,
     SUITE_OPTIONS,
     Command,
     Parser,
+    progress_of,
     suite_and_cache,
     traffic_loader,
 )
@@ -164,8 +166,10 @@ def commands() -> tuple[Command, ...]:
             options=(
                 ("revision", {"help": "revision of NEW where it is a Hub id (default main)"}),
                 ("cache", {"help": "representation cache folder, or 'none' (default <suite>/.warp)"}),
+                "no_cache",
                 "json",
                 ("quiet", {"help": "print only the summary, not every regression"}),
+                *PROGRESS_OPTIONS,
             ),
         ),
         Command(
@@ -282,7 +286,7 @@ def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
         baseline=Path(args.baseline) if getattr(args, "baseline", None) else None,
         overrides=overrides,
         flags=FLAGS,
-        progress=not args.json,
+        progress=progress_of(args),
         load_traffic=traffic_loader(args) if mode.measures_traffic else None,
     )
     return finish(args, mode, mode.run(job))
@@ -313,7 +317,7 @@ def _diff(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args, load=load_suite)
     mode = mode_named("baseline").chosen_with(resolve_model(args.old).folder)
     job = RunJob(
-        suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=not args.json
+        suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=progress_of(args)
     )
     return finish(args, mode, mode.run(job))
 

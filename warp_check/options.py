@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warp_check.errors import SettingsError
+from warp_check.progress import PROGRESS_AFTER_S
 from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE, NeighbourSettings, RepairSettings
 from warp_check.suite.model_source import DEVICE_NAME
 
@@ -289,6 +290,33 @@ OPTIONS: tuple[Option, ...] = (
         cli_help="the most the repair may change of the predictions on the traffic, as a share (0.01: one percent); "
         "over it, nothing is written and the run fails (overrides [traffic] max_change)",
         toml="traffic.max_change",
+    ),
+    Option(
+        name="no_cache",
+        kind=ValueKind.FLAG,
+        in_pytest=False,
+        cli=("--no-cache",),
+        help="read and write no representation cache (the same as --cache none)",
+    ),
+    # How long steps show their progress (warp_check.progress).
+    Option(
+        name="progress",
+        kind=ValueKind.TEXT,
+        metavar="auto|bar|lines|off",
+        help="progress of steps that run longer than --warp-progress-after seconds (encoding, neighbourhood, "
+        "repair iterations), on pytest's terminal: auto (default) a bar on a terminal, one line per step where "
+        "the output is not a terminal or with -q; bar; lines; off",
+        cli=("--progress",),
+        cli_help="progress of steps that run longer than --progress-after seconds, on stderr: auto (default) a "
+        "bar on a terminal, one line per step where stderr is not a terminal or with -q; bar; lines; off "
+        "(--json: off unless given)",
+    ),
+    Option(
+        name="progress_after",
+        kind=ValueKind.NUMBER,
+        metavar="S",
+        help=f"seconds a step runs before its progress shows (default {PROGRESS_AFTER_S:g}; 0: every step)",
+        cli=("--progress-after",),
     ),
     Option(name="json", kind=ValueKind.FLAG, in_pytest=False, cli=("--json",), help="print the result as JSON"),
     Option(

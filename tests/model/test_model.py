@@ -368,21 +368,26 @@ def test_a_max_length_that_leaves_no_room_for_text_is_refused(distilbert_dir):
     assert ClassifierAdapter.from_pretrained(distilbert_dir, max_length=3).max_length == 3
 
 
-def test_encoder_threads_default_to_the_cores_shared_among_xdist_workers(monkeypatch):
+def test_encoder_threads_default_to_one_whatever_the_cores_and_xdist_workers(monkeypatch):
     import torch
 
     from warp_check.model import threads
 
     monkeypatch.setattr(threads, "available_cores", lambda: 8)
-    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
-    assert threads.default_threads() == 8
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
-    assert threads.default_threads() == 2
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "16")
-    assert threads.default_threads() == 1
+    for workers in (None, "3", "16"):
+        if workers is None:
+            monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+        else:
+            monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", workers)
+        assert threads.default_threads() == 1
     before = torch.get_num_threads()  # 1 in these tests (conftest)
     with threads.torch_threads(2) as used:
         assert used == 2 and torch.get_num_threads() == 2
     assert torch.get_num_threads() == before
-    with threads.torch_threads(None) as used:  # never more than torch was told
-        assert used == min(before, 1) == torch.get_num_threads()
+    torch.set_num_threads(2)  # a caller's own setting: the encoder still runs on one thread
+    try:
+        with threads.torch_threads(None) as used:
+            assert used == 1 == torch.get_num_threads()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

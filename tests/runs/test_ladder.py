@@ -44,7 +44,7 @@ def scripted(monkeypatch, ends):
     real = repair_head
     runs: list[str] = []
 
-    def loop(head, fix, keep, aux=None, settings=None):
+    def loop(head, fix, keep, aux=None, settings=None, *, progress=False):
         where = "final" if head.activation.name == "identity" else "dense"
         where += " paper" if settings.mu == 0.0 else ""
         runs.append(where)

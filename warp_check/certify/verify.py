@@ -38,6 +38,7 @@ from warp_check.model.encode import encode_cases
 from warp_check.model.hashing import parameter_hashes
 from warp_check.model.head import DenseHead
 from warp_check.model.specs import HeadSpec
+from warp_check.progress import Progress
 
 # How far a recomputed gap may sit from the certificate's: v encoded on another device (a GPU's
 # differs from the CPU's by ~1e-6 relative) or in another process moves gaps by up to ~1e-4; the
@@ -85,7 +86,7 @@ def verify(
     batch_size: int = 32,
     cache_dir: str | Path | None = None,
     attack: AttackSettings | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
     traffic: TrafficSample | None = None,
 ) -> Verification:
     """Every claim of the certificate recomputed on ``model_dir``; with ``traffic``, Cert 4 too: the

@@ -14,23 +14,31 @@ from warp_check import (
     OPTION,
     BadValue,
     Problem,
+    Progress,
+    ProgressStyle,
+    SettingsError,
     Suite,
     TrafficSample,
     ValueKind,
+    WarpError,
     check_report_destination,
     check_traffic_overrides,
     default_cache_dir,
     load_suite,
     load_traffic,
+    model_cache_dir,
     overriding,
     setting_flags,
     workdir,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+PROGRESS_OPTIONS = ("progress", "progress_after")  # every command that runs a model's
 FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
 # Every suite command's.
-SUITE_OPTIONS = ("model", "revision", "cache", "json", "quiet", "device", "batch_size", "threads")
+SUITE_OPTIONS = (
+    "model", "revision", "cache", "no_cache", "json", "quiet", "device", "batch_size", "threads", *PROGRESS_OPTIONS,
+)  # fmt: skip
 
 # How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
 _WORDING = {
@@ -131,6 +139,27 @@ def traffic_loader(args: argparse.Namespace) -> Callable[[Suite], TrafficSample 
     return lambda suite: load_traffic(suite, path=path, max_change=values["max_change"])
 
 
+def add_progress(parser: argparse.ArgumentParser) -> None:
+    """--progress and --progress-after, for a command whose arguments are its own."""
+    for name in PROGRESS_OPTIONS:
+        add_declared(parser, name)
+
+
+def progress_of(args: argparse.Namespace) -> Progress:
+    """The progress the command's arguments ask for, on stderr: -q shows lines, not a bar; --json
+    shows none unless --progress is given (its output is for programs)."""
+    style = getattr(args, "progress", None)
+    if style is None and getattr(args, "json", False):
+        style = ProgressStyle.OFF
+    try:
+        return Progress.chosen(
+            style, after_s=getattr(args, "progress_after", None), quiet=getattr(args, "quiet", False)
+        )
+    except SettingsError as exc:
+        flag = "--progress" if exc.field == "style" else "--progress-after"
+        raise WarpError(f"{flag}: {exc.of_key}") from None
+
+
 def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = load_suite) -> tuple[Suite, Path | None]:
     """The suite the command names (``load`` reads it) with its cache folder; a report that cannot be
     written is refused first."""
@@ -142,8 +171,29 @@ def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = lo
 
 
 def cache_of(args: argparse.Namespace, suite: Suite) -> Path | None:
-    """The representation cache the command's ``--cache`` names: the suite's own by default, None for 'none'."""
+    """The representation cache the command's ``--cache`` names: the suite's own by default, None for
+    ``--no-cache`` or 'none'."""
+    if no_cache(args):
+        return None
     if args.cache is None:
         workdir(suite)
         return default_cache_dir(suite)
-    return None if args.cache.strip().lower() == "none" else Path(args.cache)
+    return Path(args.cache)
+
+
+def no_cache(args: argparse.Namespace) -> bool:
+    """Whether the command is told to use no representation cache (``--no-cache`` or ``--cache none``)."""
+    cache = getattr(args, "cache", None)
+    return bool(getattr(args, "no_cache", False)) or (cache is not None and cache.strip().lower() == "none")
+
+
+def model_cache(args: argparse.Namespace, model_dir: str | Path, suite: Suite | None = None) -> Path | None:
+    """The cache a command on a model folder reads and fills: ``--cache``, else as a check would
+    (:func:`warp_check.model_cache_dir`); None where the user said none."""
+    if no_cache(args):
+        return None
+    if args.cache is not None:
+        return Path(args.cache)
+    if suite is not None:
+        workdir(suite)
+    return model_cache_dir(model_dir, suite)

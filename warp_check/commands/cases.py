@@ -44,9 +44,11 @@ from warp_check.commands.arguments import (
     EXIT_OK,
     EXIT_USAGE,
     add_declared,
+    add_progress,
     cache_of,
     count_or_all,
     count_or_zero,
+    progress_of,
     suite_and_cache,
 )
 
@@ -55,6 +57,7 @@ def import_arguments(importer: argparse.ArgumentParser) -> None:
     importer.add_argument(
         "--out", metavar="FILE", help="the JSONL case file to append to (default: the suite's file of --kind)"
     )
+    add_progress(importer)
     importer.add_argument("--format", choices=IMPORT_FORMATS, help="default: from the file's name")
     importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
     importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
@@ -152,7 +155,8 @@ def attack_arguments(attack: argparse.ArgumentParser) -> None:
     add_declared(attack, "revision")
     attack.add_argument("--dry-run", action="store_true", help="attack and report, write nothing")
     add_declared(attack, "json")
-    add_declared(attack, "quiet", help="no progress bar, no per-case lists")
+    add_declared(attack, "quiet", help="progress as one line, not a bar; no per-case lists")
+    add_progress(attack)
 
 
 # -- attack ------------------------------------------------------------------------------------
@@ -266,7 +270,9 @@ def _say_where_to_list(suite, appended, *, caution: str = "") -> None:
 
 def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings) -> int:
     workdir(suite)
-    result = import_predicted(suite, args.source, args.out, settings, cache_dir=default_cache_dir(suite), progress=True)
+    result = import_predicted(
+        suite, args.source, args.out, settings, cache_dir=default_cache_dir(suite), progress=progress_of(args)
+    )
     appended = result.appended
     labels = ", ".join(f"{count} {name}" for name, count in result.by_label) or "none"
     print(
@@ -362,7 +368,7 @@ def attack_command(args: argparse.Namespace) -> int:
     out = None if args.dry_run else Path(args.out) if args.out else must_fix_file(suite)
     if out is not None:
         check_attack_out(suite, out)  # a wrong --out is a usage error before the model loads, not after
-    run = run_attack(suite, load_adapter(suite), settings, out=out, progress=not (args.quiet or args.json))
+    run = run_attack(suite, load_adapter(suite), settings, out=out, progress=progress_of(args))
     if args.json:
         print(json.dumps({"suite": str(suite.toml), **run.to_dict()}, indent=2))
     else:

@@ -25,7 +25,16 @@ from warp_check import (
     verify,
     verify_chain,
 )
-from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, add_declared, count_or_zero, traffic_loader
+from warp_check.commands.arguments import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_declared,
+    add_progress,
+    count_or_zero,
+    model_cache,
+    progress_of,
+    traffic_loader,
+)
 from warp_check.commands.results import finish
 
 
@@ -34,7 +43,13 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
         "--certificate", metavar="FILE", help="the certificate (default MODEL_DIR/warp_certificate.json)"
     )
     verify.add_argument("--suite", metavar="SUITE", help="also check that the certificate covers this suite's cases")
-    add_declared(verify, "cache", help="representation cache folder (default: none)")
+    add_declared(
+        verify,
+        "cache",
+        help="representation cache folder, or 'none' (default: as check caches it: the suite's <suite>/.warp/cache "
+        "with --suite or for a model in a suite's .warp folder, else ~/.cache/warp-check/cache)",
+    )
+    add_declared(verify, "no_cache")
     add_declared(verify, "revision", help="revision of MODEL_DIR where it is a Hub id (default main)")
     add_declared(verify, "json", help="print the checks as JSON")
     add_declared(
@@ -44,6 +59,7 @@ def verify_arguments(verify: argparse.ArgumentParser) -> None:
         "it must be the sample the repair measured",
     )
     add_declared(verify, "max_change", help="also hold Cert 4's bound to this budget (a share: 0.01 is one percent)")
+    add_progress(verify)
     verify.add_argument(
         "--chain",
         action="store_true",
@@ -82,9 +98,9 @@ def verify_command(args: argparse.Namespace) -> int:
         job = RunJob(
             suite=suite,
             load_model=load_adapter,
-            cache_dir=Path(args.cache) if args.cache else None,
+            cache_dir=model_cache(args, model_dir, suite),
             certificate=certificate or model_dir / CERTIFICATE_NAME,
-            progress=not args.json,
+            progress=progress_of(args),
             load_traffic=traffic_loader(args),
         )
         return finish(args, audit, audit.run(job))
@@ -92,7 +108,8 @@ def verify_command(args: argparse.Namespace) -> int:
     if args.traffic:  # no suite: the file alone (column 'text'); verify leaves the certificate's cases out
         check_traffic_overrides({"max_change": args.max_change})
         traffic = read_traffic(TrafficSettings(path=Path(args.traffic), max_change=args.max_change))
-    verification = verify(model_dir, certificate, cache_dir=args.cache, progress=not args.json, traffic=traffic)
+    cache = model_cache(args, model_dir)
+    verification = verify(model_dir, certificate, cache_dir=cache, progress=progress_of(args), traffic=traffic)
     failures = verification.failures()
     if args.json:
         checks: list[dict[str, Any]] = [
@@ -116,8 +133,10 @@ def verify_command(args: argparse.Namespace) -> int:
 
 
 def _verify_chain(args: argparse.Namespace) -> int:
-    chain = verify_chain(args.model_dir, cache_dir=args.cache, came_from=args.came_from)
-    history = chain_drawdown(args.suite, chain, cache_dir=args.cache) if args.suite else None
+    suite = load_suite(args.suite, model=args.model_dir) if args.suite else None
+    cache = model_cache(args, args.model_dir, suite)
+    chain = verify_chain(args.model_dir, cache_dir=cache, came_from=args.came_from)
+    history = chain_drawdown(args.suite, chain, cache_dir=cache) if args.suite else None
     answers = {a.model_dir: a for a in history.links} if history is not None else {}
     rows = [_link_row(link, answers.get(link.model_dir), checked=history is not None, first=link is chain.links[-1])
             for link in chain.links]  # fmt: skip

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from warp_check import (
     COMPARE_METHODS,
@@ -17,7 +16,15 @@ from warp_check import (
     load_suite,
     write_comparison,
 )
-from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_declared
+from warp_check.commands.arguments import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_declared,
+    add_progress,
+    model_cache,
+    progress_of,
+)
 
 
 def compare_arguments(compare: argparse.ArgumentParser) -> None:
@@ -37,10 +44,12 @@ def compare_arguments(compare: argparse.ArgumentParser) -> None:
     )
     compare.add_argument("--seed", type=int, default=0, metavar="N", help="subsampling and training seed (default 0)")
     compare.add_argument("--threads", type=int, metavar="N", help="torch CPU threads for the run")
-    add_declared(compare, "cache", help="representation cache folder (default: none, nothing written)")
+    add_declared(compare, "cache", help="representation cache folder, or 'none' (default <suite>/.warp/cache)")
+    add_declared(compare, "no_cache")
     add_declared(compare, "json", help="print the comparison as JSON")
     compare.add_argument("--out", metavar="FILE.md", help="also write the Markdown here and the JSON beside it")
-    add_declared(compare, "quiet", help="no progress lines on stderr")
+    add_declared(compare, "quiet", help="no stage lines on stderr; encoding progress as one line, not a bar")
+    add_progress(compare)
 
 
 # -- compare ----------------------------------------------------------------------------------
@@ -73,7 +82,7 @@ def compare_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite, model=args.model, revision=args.revision)
     if args.out:
         check_comparison_out(args.out, suite.model_dir)  # before the training, not after
-    cache = None if args.cache is None or args.cache.strip().lower() == "none" else Path(args.cache)
+    cache = model_cache(args, suite.model_dir, suite)
     quiet = args.quiet
 
     def progress(message: str) -> None:
@@ -94,7 +103,13 @@ def compare_command(args: argparse.Namespace) -> int:
             train=train,
         )
         comparison = compare_suite(
-            suite, settings, general=args.general, heldout=args.heldout, cache_dir=cache, progress=progress
+            suite,
+            settings,
+            general=args.general,
+            heldout=args.heldout,
+            cache_dir=cache,
+            progress=progress,
+            encoding_progress=progress_of(args),
         )
     except SettingsError as exc:
         print(f"warp-check compare: error: {COMPARE_FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)

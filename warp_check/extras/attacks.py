@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, WarpError
 from warp_check.model.threads import capped_threads
+from warp_check.progress import Progress, as_progress
 from warp_check.validation import require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -372,7 +373,7 @@ def run_attack(
     settings: RecipeSettings,
     *,
     out: Path | None,
-    progress: bool = False,
+    progress: bool | Progress = False,
 ) -> AttackRun:
     """Attack the suite's clean cases and append the successes the model really gets wrong to ``out``
     (None: write nothing). Ctrl-C stops the search; what was found until then is still written and
@@ -435,34 +436,29 @@ def _texts(attempt: Attempt) -> list[str]:
 
 
 def attack_cases(
-    adapter: ClassifierAdapter, cases: Sequence[Case], settings: RecipeSettings, *, progress: bool = False
+    adapter: ClassifierAdapter, cases: Sequence[Case], settings: RecipeSettings, *, progress: bool | Progress = False
 ) -> tuple[list[Attempt], bool, float, float]:
     """(attempts, interrupted, build seconds, attack seconds) for ``cases`` under the recipe."""
     start = time.perf_counter()
     attack = build_attack(adapter, settings)
     build_seconds = time.perf_counter() - start
     from textattack.shared.utils import set_seed
-    from tqdm.auto import tqdm
 
     attempts: list[Attempt] = []
     interrupted = False
     counts = dict.fromkeys(STATUSES, 0)
-    # disable=None: tqdm draws only on a terminal (on stderr), like the rest of the command line.
-    bar = tqdm(total=len(cases), desc=f"warp: {settings.recipe}", unit="case", disable=None if progress else True)
     start = time.perf_counter()
     try:
-        with _quiet_textattack(), _torch_threads(settings.threads):
-            for case in cases:
-                set_seed(settings.seed_for(case.id))
-                attempt = _attack_one(attack, case)
-                attempts.append(attempt)
-                counts[attempt.status] += 1
-                bar.set_postfix(counts, refresh=False)
-                bar.update(1)
+        with as_progress(progress).step(f"attacking with {settings.recipe}", total=len(cases)) as step:
+            with _quiet_textattack(), _torch_threads(settings.threads):
+                for case in cases:
+                    set_seed(settings.seed_for(case.id))
+                    attempt = _attack_one(attack, case)
+                    attempts.append(attempt)
+                    counts[attempt.status] += 1
+                    step.advance(1, note=", ".join(f"{n} {status}" for status, n in counts.items()))
     except KeyboardInterrupt:
         interrupted = True
-    finally:
-        bar.close()
     return attempts, interrupted, build_seconds, time.perf_counter() - start
 
 

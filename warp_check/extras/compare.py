@@ -39,6 +39,7 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, WarpError
 from warp_check.extras.baselines import TrainSettings, require_peft
 from warp_check.model.threads import capped_threads
+from warp_check.progress import Progress as StepProgress  # compare's own Progress is a line writer
 from warp_check.repair.records import RepairStatus
 from warp_check.validation import is_integer, require_integer
 
@@ -212,6 +213,7 @@ def compare(
     heldout: Sequence[Case] = (),
     cache_dir: str | Path | None = None,
     progress: Progress | None = None,
+    encoding_progress: bool | StepProgress = False,
 ) -> Comparison:
     """Run every method of ``settings.methods`` on ``cases`` and score each the same way.
 
@@ -234,10 +236,10 @@ def compare(
     threads = _set_threads(None if settings.threads is None else capped_threads(settings.threads))
     try:
         start = time.perf_counter()
-        evaluation = _evaluate(adapter, chosen, settings, cache_dir)
+        evaluation = _evaluate(adapter, chosen, settings, cache_dir, encoding_progress)
         encode_seconds = time.perf_counter() - start
         extra = {
-            name: _evaluate(adapter, rows, settings, cache_dir)
+            name: _evaluate(adapter, rows, settings, cache_dir, encoding_progress)
             for name, rows in (("general", general), ("heldout", heldout))
             if rows
         }
@@ -307,10 +309,10 @@ def _set_threads(threads: int | None) -> int | None:
     return previous
 
 
-def _evaluate(adapter, cases, settings: CompareSettings, cache_dir) -> Evaluation:
+def _evaluate(adapter, cases, settings: CompareSettings, cache_dir, shown: bool | StepProgress) -> Evaluation:
     from warp_check.runs.evaluation import evaluate
 
-    return evaluate(adapter, cases, batch_size=settings.batch_size, cache_dir=cache_dir, progress=False)
+    return evaluate(adapter, cases, batch_size=settings.batch_size, cache_dir=cache_dir, progress=shown)
 
 
 class _Scorer:
@@ -528,6 +530,7 @@ def compare_suite(
     heldout: str | Path | None = None,
     cache_dir: str | Path | None = None,
     progress: Progress | None = None,
+    encoding_progress: bool | StepProgress = False,
 ) -> Comparison:
     """:func:`compare` on a loaded suite with its repair settings and its model."""
     from warp_check.runs.load import load_adapter
@@ -548,6 +551,7 @@ def compare_suite(
         heldout=heldout_cases,
         cache_dir=cache_dir,
         progress=progress,
+        encoding_progress=encoding_progress,
     )
     info = comparison.info | {
         "suite": str(suite.toml),

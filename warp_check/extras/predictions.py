@@ -30,6 +30,7 @@ from warp_check.errors import SuiteError
 from warp_check.extras.importer import ImportSettings, UnlabelledRow, check_id, read_unlabelled, row_error
 from warp_check.model.encode import input_keys
 from warp_check.model.head import gaps_from_logits
+from warp_check.progress import Progress
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.load import load_adapter
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
@@ -63,7 +64,7 @@ def import_predicted(
     *,
     adapter: ClassifierAdapter | None = None,
     cache_dir: str | Path | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
 ) -> PredictedImport:
     """Read the texts of ``source`` (no label column), label each by the model's prediction and
     append those predicted by at least the suite's γ_h to ``out`` as must_keep cases, atomically and

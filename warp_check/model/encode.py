@@ -20,12 +20,11 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError, TokenizerFailure
 from warp_check.model.hashing import input_sha256, upstream_sha256
 from warp_check.model.threads import torch_threads
+from warp_check.progress import Progress, as_progress
 from warp_check.validation import is_decimal
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
-
-PROGRESS_MIN_CASES = 256  # below this a progress bar is noise
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def encode_cases(
     *,
     batch_size: int = 32,
     cache_dir: str | Path | None = None,
-    progress: bool = True,
+    progress: bool | Progress = True,
     check: bool = True,
 ) -> Encoded:
     """v for every case: from the cache where present, else one pass in batches of one length.
@@ -87,9 +86,8 @@ def encode_cases(
         else:
             missing.append(i)
     if missing:
-        bar = _progress(len(missing), enabled=progress)
         head = adapter.head() if check else None
-        try:
+        with as_progress(progress).step("encoding cases", total=len(missing)) as step:
             with torch_threads(adapter.threads):
                 for chunk in length_batches([len(features[i]["input_ids"]) for i in missing], batch_size):
                     chunk = [missing[j] for j in chunk]
@@ -97,9 +95,7 @@ def encode_cases(
                     if check:
                         adapter.check_logits(v, logits, head)
                     V[chunk] = v
-                    bar.update(len(chunk))
-        finally:
-            bar.close()
+                    step.advance(len(chunk))
         if store is not None:
             store.save([keys[i] for i in missing], V[missing])
     for i, j in same_as.items():
@@ -192,11 +188,3 @@ def _case_error(case: Case, field: str, message: str) -> SuiteError:
     if not is_decimal(line):
         return SuiteError(f"case {case.id!r}: {message}", field=field)
     return SuiteError(message, path=path, line=int(line), field=field)
-
-
-def _progress(total: int, *, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(
-        total=total, desc="warp: encoding cases", unit="case", disable=not enabled or total < PROGRESS_MIN_CASES
-    )

@@ -1,12 +1,17 @@
 """How many CPU threads torch uses while warp-check encodes, set explicitly and given back after.
 
-torch's own default is every physical core of the machine, whatever else runs: under
-pytest-xdist each worker would take them all (500 tiny cases: 14.7 s at 2 threads beside another
-job, 1.05 s at 1). The default here is the cores this process may use, shared among the xdist
-workers of the run, and never more than torch was already told (OMP_NUM_THREADS, or a caller's
-torch.set_num_threads), so a limit the user set holds. A count the user gives is capped at the
-cores (:func:`capped_threads`): more threads than cores only take turns (``--warp-threads 10000``
-made a 2-case check take 55 s instead of 8).
+The default is one thread, whatever the machine's cores or pytest-xdist's workers: MKL splits a
+small matrix product's sums among its threads, so v, and the repaired weights after it, depended
+on the thread count (all-MiniLM-L6-v2's v of a 7- or 9-token case alone in its batch moved in the
+last bits between 1 and 2 threads, and so did a product of 7 or 9 rows; at one thread a case's v
+did not depend on its batch either). A serial run took every core and an xdist worker its share,
+so the same suite gave two sets of weights (issue 39: 9e-7 relative), and so did a cache filled
+by a run of a subset. One thread is also what a busy or shared machine runs fastest (500 tiny
+cases: 14.7 s at 2 threads beside another job, 1.05 s at 1). A count the user gives
+(``[model] threads``, ``--warp-threads``) trades that for speed on free cores: the same count
+gives the same bits, serial or under xdist, and it is capped at the cores
+(:func:`capped_threads`): more threads than cores only take turns (``--warp-threads 10000`` made
+a 2-case check take 55 s instead of 8).
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import warnings
 from collections.abc import Iterator
 
 from warp_check.errors import WarpWarning
-from warp_check.validation import is_decimal
 
 
 def available_cores() -> int:
@@ -28,11 +32,12 @@ def available_cores() -> int:
         return max(os.cpu_count() or 1, 1)
 
 
+DEFAULT_THREADS = 1  # v must not depend on the cores a run has: see the module
+
+
 def default_threads() -> int:
-    """The available cores, divided among pytest-xdist's workers when this is one of them."""
-    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    share = int(workers) if is_decimal(workers) and int(workers) > 0 else 1
-    return max(available_cores() // share, 1)
+    """The encoder's threads when the user gives none: one, on every machine and in every xdist worker."""
+    return DEFAULT_THREADS
 
 
 def capped_threads(threads: int) -> int:
@@ -50,12 +55,12 @@ def capped_threads(threads: int) -> int:
 
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[int]:
-    """Within the block torch uses ``threads`` CPU threads (None: :func:`default_threads`, at most
-    torch's current setting); the caller's setting comes back after it."""
+    """Within the block torch uses ``threads`` CPU threads (None: :func:`default_threads`); the
+    caller's setting comes back after it."""
     import torch
 
     before = torch.get_num_threads()
-    wanted = min(default_threads(), before) if threads is None else threads
+    wanted = default_threads() if threads is None else threads
     if wanted != before:
         torch.set_num_threads(wanted)
     try:

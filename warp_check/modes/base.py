@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_check.options import Option
+from warp_check.progress import Progress
 from warp_check.runs.details import RunDetails
 from warp_check.runs.modes import Mode
 from warp_check.runs.result import RunResult
@@ -41,7 +42,7 @@ class RunJob:
     compute: Mapping[str, Any] = field(default_factory=dict)  # encoder overrides, for any other model loaded
     overrides: Mapping[str, Any] = field(default_factory=dict)  # repair settings over the suite's
     flags: Mapping[str, str] = field(default_factory=dict)  # how the user changes each repair setting
-    progress: bool = False
+    progress: bool | Progress = False
     # The suite's traffic with the run's overrides, read (warp_check.extras.traffic.load_traffic, which
     # the front ends bind to their flags); None: the run measures no traffic.
     load_traffic: Callable[[Suite], TrafficSample | None] | None = None

@@ -27,6 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from warp_check.model.head import DenseHead, top_left_singular_vectors
+from warp_check.progress import Step
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
 from warp_check.qp.solve import solve
@@ -94,8 +95,9 @@ def start(*, stacked: Stacked) -> LoopState:
     )
 
 
-def run(*, stacked: Stacked, state: LoopState) -> Ending:
-    """Algorithm 1 from ``state`` (its W as stored), with the additions named in the module."""
+def run(*, stacked: Stacked, state: LoopState, shown: Step | None = None) -> Ending:
+    """Algorithm 1 from ``state`` (its W as stored), with the additions named in the module; ``shown``
+    counts the iterations for the user, with how many cases are still short."""
     settings = stacked.settings
     if np.all(state.gap >= stacked.targets) and holds_as_stored(stacked=stacked, state=state):
         return Ending(
@@ -124,6 +126,8 @@ def run(*, stacked: Stacked, state: LoopState) -> Ending:
             stacked=stacked, state=state, t=t, solved=solved, t_start=t_start,
             trial=trial, fraction=fraction, step=step, check=check, ratio=ratio,
         )  # fmt: skip
+        if shown is not None:
+            shown.advance(1, note=f"{int(np.sum(state.gap < stacked.targets))} case(s) short of their margin")
         # Algorithm 1: stop when the margins hold (here every one, and as the model will be saved).
         if converged(stacked=stacked, state=state):
             message = f"converged in {t} iteration{'s' if t > 1 else ''}"

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from warp_check.model.head import DenseHead, top_left_singular_vectors
+from warp_check.progress import Progress, as_progress
 from warp_check.repair import iterations
 from warp_check.repair.gsn import gsn_finetune
 from warp_check.repair.linearise import gaps
@@ -36,9 +37,12 @@ def repair_head(
     keep: CaseSet,
     aux: CaseSet | None = None,
     settings: RepairSettings | None = None,
+    *,
+    progress: bool | Progress = False,
 ) -> RepairResult:
     """Run GSN-FT (if needed) and the iterative QP repair once, with ``settings``; never raises for a
-    failed repair (a rank past the layer's is a SettingsError, before any work).
+    failed repair (a rank past the layer's is a SettingsError, before any work). ``progress`` shows
+    the loop's iterations.
 
     A result whose status is not CONVERGED says which cases miss their margin and by how much; its
     ``head_after`` must not be shipped (the artefact writer refuses it). What is tried after a loop
@@ -47,12 +51,13 @@ def repair_head(
     """
     settings = settings or RepairSettings()
     check_rank(settings.rank, head.W.shape)
+    shown = as_progress(progress)
     if settings.blas_threads is None:
-        return _Repair(head, fix, keep, aux, settings).run()
+        return _Repair(head, fix, keep, aux, settings).run(shown)
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=settings.blas_threads, user_api="blas"):
-        return _Repair(head, fix, keep, aux, settings).run()
+        return _Repair(head, fix, keep, aux, settings).run(shown)
 
 
 class _Repair:
@@ -76,7 +81,7 @@ class _Repair:
         self.excluded: tuple[str, ...] = ()
         self.gsn = GsnFtRecord(False, "not run")
 
-    def run(self) -> RepairResult:
+    def run(self, progress: Progress) -> RepairResult:
         bad = self.non_finite()
         if bad:
             message = "non-finite values (NaN/Inf) in " + ", ".join(bad) + ": the model cannot be repaired"
@@ -85,7 +90,8 @@ class _Repair:
         work_head = self.gsn_finetune_if_needed()
         stacked = iterations.stack(head=work_head, fix=self.fix, kept=kept, settings=self.settings)
         state = iterations.start(stacked=stacked)
-        ending = iterations.run(stacked=stacked, state=state)
+        with progress.step("repair", unit="iteration") as step:
+            ending = iterations.run(stacked=stacked, state=state, shown=step)
         status = ending.status
         if status is RepairStatus.NOTHING_TO_REPAIR and self.gsn.applied:
             status = RepairStatus.CONVERGED  # GSN-FT changed the head: that is the repair

@@ -10,6 +10,7 @@ from warp_check.certify.certificate import CaseRecord
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
 from warp_check.certify.verify import Check, Verification, verify
+from warp_check.progress import Progress
 from warp_check.runs.details import AuditDetails
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
@@ -24,7 +25,7 @@ def audit(
     certificate: str | Path,
     *,
     cache_dir: str | Path | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
     attack: AttackSettings | None = None,
     traffic: TrafficSample | None = None,
 ) -> RunResult:

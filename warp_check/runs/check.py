@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cache import warm
 from warp_check.cache.warm import WarmEntry
 from warp_check.cases import Case, Kind
+from warp_check.progress import Progress
 from warp_check.runs.details import CheckDetails
 from warp_check.runs.load import load_adapter
 from warp_check.runs.messages import labelled, num
@@ -37,7 +38,7 @@ def check(
     *,
     ids: Iterable[str] | None = None,
     cache_dir: str | Path | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
 ) -> RunResult:
     """The model as it is, on the must_fix and must_keep cases (only ``ids`` when given).
 
@@ -73,7 +74,11 @@ def check(
 
 
 def check_suite(
-    suite: Suite, *, ids: Iterable[str] | None = None, cache_dir: str | Path | None = None, progress: bool = False
+    suite: Suite,
+    *,
+    ids: Iterable[str] | None = None,
+    cache_dir: str | Path | None = None,
+    progress: bool | Progress = False,
 ) -> RunResult:
     """:func:`check_warm` where an earlier check of this exact model folder answers, else the model
     loaded and :func:`check`."""

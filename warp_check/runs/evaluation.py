@@ -18,6 +18,7 @@ from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import Encoded, encode_cases
 from warp_check.model.head import answers_from_logits
+from warp_check.progress import Progress
 from warp_check.repair.records import CaseSet
 
 
@@ -87,7 +88,7 @@ def evaluate(
     *,
     batch_size: int = 32,
     cache_dir: str | Path | None = None,
-    progress: bool = True,
+    progress: bool | Progress = True,
 ) -> Evaluation:
     start = time.perf_counter()
     num_classes = adapter.num_classes

@@ -29,6 +29,7 @@ import numpy as np
 from warp_check.cases import Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.head import DenseHead
+from warp_check.progress import Progress
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
@@ -94,7 +95,7 @@ class Ladder:
     fallback: bool = True  # whether the final linear layer may be tried (False: comparisons of one layer)
     batch_size: int = 32
     cache_dir: str | Path | None = None
-    progress: bool = True
+    progress: bool | Progress = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,12 +174,15 @@ def _run(rung: Rung, ladder: Ladder, tried: Sequence[Attempt]) -> Attempt:
         case Rung.WITH_COPIES | Rung.DROP_COPIES:
             hood = ladder.hood if rung is Rung.WITH_COPIES else tried[-1].hood.without(_missed_copies(tried[-1]))
             joined = ladder.evaluation.joined(hood.evaluation)
-            return _attempt(rung, ladder.adapter, joined, ladder.adapter.head(), ladder.settings, hood=hood)
+            head = ladder.adapter.head()
+            return _attempt(rung, ladder.adapter, joined, head, ladder.settings, hood=hood, progress=ladder.progress)
         case Rung.ADAPTER_HEAD:
-            return _attempt(rung, ladder.adapter, ladder.evaluation, ladder.adapter.head(), ladder.settings)
+            head = ladder.adapter.head()
+            return _attempt(rung, ladder.adapter, ladder.evaluation, head, ladder.settings, progress=ladder.progress)
         case Rung.PAPER_LOOP:
             last = tried[-1]
-            return _attempt(rung, last.adapter, last.evaluation, last.head, paper_loop(last.result.settings))
+            settings = paper_loop(last.result.settings)
+            return _attempt(rung, last.adapter, last.evaluation, last.head, settings, progress=ladder.progress)
         case Rung.FINAL_LAYER:
             return _final_layer(ladder, _find(tried, Rung.ADAPTER_HEAD))
     raise AssertionError(rung)  # pragma: no cover - every rung is matched
@@ -191,9 +195,10 @@ def _attempt(
     head: DenseHead,
     settings: RepairSettings,
     hood: Neighbourhood | None = None,
+    progress: bool | Progress = False,
 ) -> Attempt:
     fix, keep, aux = (evaluation.case_set(k) for k in (Kind.MUST_FIX, Kind.MUST_KEEP, Kind.AUX))
-    result = repair_head(head, fix, keep, aux, settings)
+    result = repair_head(head, fix, keep, aux, settings, progress=progress)
     return Attempt(rung=rung, adapter=adapter, evaluation=evaluation, head=head, result=result, hood=hood)
 
 
@@ -210,7 +215,7 @@ def _final_layer(ladder: Ladder, dense: Attempt) -> Attempt:
         progress=ladder.progress,
     )  # fmt: skip
     settings = replace(settings, rank=rank) if rank != settings.rank else settings
-    return _attempt(Rung.FINAL_LAYER, adapter, at_final, adapter.head(), settings)
+    return _attempt(Rung.FINAL_LAYER, adapter, at_final, adapter.head(), settings, progress=ladder.progress)
 
 
 def _settled(ladder: Ladder, tried: Sequence[Attempt]) -> Climb:

@@ -34,6 +34,7 @@ from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
 from warp_check.perturb import draw_key, drawing_code, perturbed_texts, wordnet_available
+from warp_check.progress import Progress, as_progress
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, SynonymUse
 from warp_check.runs.evaluation import Evaluation, evaluate
 
@@ -101,8 +102,10 @@ def draw_neighbourhood(
     *,
     batch_size: int = 32,
     cache_dir: str | Path | None = None,
+    progress: bool | Progress = False,
 ) -> Neighbourhood:
     """The variants of ``evaluation``'s cases the model gets wrong, as must_fix cases (see the module)."""
+    progress = as_progress(progress)
     start = time.perf_counter()
     chosen = chosen_cases(evaluation.cases, evaluation.gaps, settings) if settings.enabled else []
     ids = {c.id for c in evaluation.cases}
@@ -110,22 +113,24 @@ def draw_neighbourhood(
     use = synonym_use(settings) if chosen else SynonymUse.OFF
     synonyms = use is SynonymUse.USED
     memo = DrawMemo(cache_dir, drawing_code(synonyms)) if chosen else DrawMemo(None, "")
-    for case_seed, case, count in chosen:
-        how = {"seed": case_seed, "max_edits": settings.max_edits, "synonyms": synonyms}
-        key = draw_key(case.text, count, **how)
-        texts = memo.get(key)
-        if texts is None:
-            texts = perturbed_texts(case.text, count, **how)
-            memo.put(key, texts)
-        for k, text in enumerate(texts):
-            ident = f"{case.id}~{k}"
-            while ident in ids:  # the suite has a case of that id already (a neighbour of other settings)
-                ident += "'"
-            ids.add(ident)
-            drawn.append(
-                Case(id=ident, text=text, label=case.label, kind=Kind.MUST_FIX, text_pair=case.text_pair,
-                     source=NEIGHBOUR)
-            )  # fmt: skip
+    with progress.step("drawing neighbours", total=len(chosen)) as step:
+        for case_seed, case, count in chosen:
+            how = {"seed": case_seed, "max_edits": settings.max_edits, "synonyms": synonyms}
+            key = draw_key(case.text, count, **how)
+            texts = memo.get(key)
+            if texts is None:
+                texts = perturbed_texts(case.text, count, **how)
+                memo.put(key, texts)
+            for k, text in enumerate(texts):
+                ident = f"{case.id}~{k}"
+                while ident in ids:  # the suite has a case of that id already (a neighbour of other settings)
+                    ident += "'"
+                ids.add(ident)
+                drawn.append(
+                    Case(id=ident, text=text, label=case.label, kind=Kind.MUST_FIX, text_pair=case.text_pair,
+                         source=NEIGHBOUR)
+                )  # fmt: skip
+            step.advance(1)
     memo.save()
     # A variant the model sees as one of the cases (or of the variants) already could only repeat or
     # contradict it, and one it sees as no text cannot be run: neither is encoded, so what is
@@ -142,10 +147,10 @@ def draw_neighbourhood(
         # then encoded on their own, as an audit of the certificate encodes them: a v carries its
         # batch's rounding, and a repair that grew the weights ×100 turns 1e-6 into a missed margin.
         drawn_cache = Path(cache_dir) / DRAWN_CACHE if cache_dir is not None else None
-        variants = evaluate(adapter, fresh, batch_size=batch_size, cache_dir=drawn_cache, progress=False)
+        variants = evaluate(adapter, fresh, batch_size=batch_size, cache_dir=drawn_cache, progress=progress)
         wrong = [fresh[i] for i in np.flatnonzero(variants.gaps <= 0)]
         if wrong:
-            alone = evaluate(adapter, wrong, batch_size=batch_size, cache_dir=cache_dir, progress=False)
+            alone = evaluate(adapter, wrong, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
             still = np.flatnonzero(alone.gaps <= 0)  # the same answers, to the last bit or two
             found = alone.subset(still) if still.size else None
     return Neighbourhood(

@@ -15,6 +15,7 @@ from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
 from warp_check.errors import SettingsError, WarpError
+from warp_check.progress import Progress
 from warp_check.repair import advice
 from warp_check.repair.records import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings, check_rank
@@ -46,7 +47,7 @@ def repair(
     *,
     out_dir: str | Path,
     cache_dir: str | Path | None = None,
-    progress: bool = False,
+    progress: bool | Progress = False,
     attack: AttackSettings | None = None,
     flags: Mapping[str, str] | None = None,
     traffic: TrafficSample | None = None,

@@ -37,6 +37,7 @@ from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import check_no_conflicts
 from warp_check.model.hashing import parameter_hashes, upstream_sha256
 from warp_check.model.specs import HeadSpec
+from warp_check.progress import Progress
 from warp_check.repair.records import RepairResult
 from warp_check.repair.settings import RepairSettings, SynonymUse, check_rank
 from warp_check.runs.evaluation import Evaluation, evaluate
@@ -73,7 +74,7 @@ def repair_cases(
     batch_size: int = 32,
     cache_dir: str | Path | None = None,
     attack: AttackSettings | None = None,
-    progress: bool = True,
+    progress: bool | Progress = True,
     evaluation: Evaluation | None = None,
     destination: Destination | None = None,
     fallback: bool = True,
@@ -110,7 +111,9 @@ def repair_cases(
     evaluation = _restoring(evaluation, restored)
     hood = None
     if settings.neighbours.enabled and _needs_repair(evaluation, settings):
-        hood = draw_neighbourhood(adapter, evaluation, settings.neighbours, batch_size=batch_size, cache_dir=cache_dir)
+        hood = draw_neighbourhood(
+            adapter, evaluation, settings.neighbours, batch_size=batch_size, cache_dir=cache_dir, progress=progress
+        )
         if hood.perturbed:  # the certificate records what was drawn: "auto" as whether WordNet was there
             drew = replace(settings.neighbours, synonyms=hood.synonyms is SynonymUse.USED)
             settings = replace(settings, neighbours=drew)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from warp_check.suite.loader import Suite
+from warp_check.suite.loader import SUITE_FILE, Suite
 
 WORKDIR = ".warp"  # beside warp.toml: cache/, repaired/, runs/
 
@@ -25,3 +26,23 @@ def default_cache_dir(suite: Suite) -> Path:
 
 def default_out_dir(suite: Suite) -> Path:
     return suite.root / WORKDIR / "repaired"
+
+
+def user_cache_dir() -> Path:
+    """The representation cache of runs that belong to no suite folder (a model verified alone):
+    ``$XDG_CACHE_HOME/warp-check/cache``, else ``~/.cache/warp-check/cache``."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "warp-check" / "cache"
+
+
+def model_cache_dir(model_dir: str | Path, suite: Suite | None = None) -> Path:
+    """Where a model folder's representations are cached by default (as a check caches them): the
+    suite's cache when a suite is given or the folder is one of its ``.warp`` (a repair's default
+    output), else :func:`user_cache_dir`. The cache is keyed by the model's upstream, so a repaired
+    model reads what the repair encoded."""
+    if suite is not None:
+        return default_cache_dir(suite)
+    folder = Path(model_dir).resolve()
+    if folder.parent.name == WORKDIR and (folder.parent.parent / SUITE_FILE).is_file():
+        return folder.parent / "cache"
+    return user_cache_dir()
