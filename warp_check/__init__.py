@@ -23,6 +23,7 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import (
     ArtefactError,
     CertificateError,
+    EngineError,
     ModelError,
     SettingsError,
     SuiteError,
@@ -286,6 +287,7 @@ __all__ = [
     "Counterexample",
     "DenseHead",
     "Encoded",
+    "EngineError",
     "Evaluation",
     "FORMAT",
     "HEAD_SPECS",

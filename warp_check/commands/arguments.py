@@ -26,7 +26,8 @@ from warp_check import (
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
-SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "batch_size", "threads")  # every suite command's
+# every suite command's
+SUITE_OPTIONS = ("model", "cache", "json", "quiet", "device", "engine", "batch_size", "threads")
 
 # How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
 _WORDING = {
@@ -35,6 +36,8 @@ _WORDING = {
     Problem.NOT_NUMBER: "{text!r} is not a number",
     Problem.NOT_FINITE: "{text!r} is not a finite number",
     Problem.NOT_DEVICE: "{text!r} is not a device: give auto, cpu, cuda or cuda:N",
+    Problem.NOT_ENGINE: "{text!r} is not an engine: give local or ray",
+    Problem.NO_RAY: "{text!r} needs Ray, which is not installed: pip install 'warp-check[ray]'",
 }
 
 

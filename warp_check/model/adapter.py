@@ -18,6 +18,7 @@ import numpy as np
 from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
+from warp_check.model.engines.settings import LOCAL, EngineSettings
 from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
 from warp_check.model.loading import load_model_folder
 from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
@@ -166,8 +167,10 @@ class ClassifierAdapter:
         check: bool = True,
         device: str = "cpu",
         threads: int | None = None,
+        engine: EngineSettings = LOCAL,
     ) -> None:
         self.device = resolve_device(device)
+        self.engine = engine  # where encode_cases runs the encoder pass
         # torch CPU threads while encoding; None: model.threads.default_threads()
         self.threads = None if threads is None else capped_threads(threads)
         self.model = model.eval().to(self.device)
@@ -214,12 +217,14 @@ class ClassifierAdapter:
         check: bool = True,
         device: str = "cpu",
         threads: int | None = None,
+        engine: EngineSettings = LOCAL,
     ) -> ClassifierAdapter:
         """Load a local Hugging Face folder offline (never running remote code) onto ``device``."""
         model, tokenizer = load_model_folder(path)
         _check_tokenizer(tokenizer, max_length, str(path))
         model = model.to(resolve_device(device))
         where = {"max_length": max_length, "source": str(path), "check": check, "device": device, "threads": threads}
+        where["engine"] = engine
         if isinstance(layer, str) and layer in ("auto", "final"):
             return cls.found(model, tokenizer, layer, **where)
         return cls(model, tokenizer, resolve_spec(model, layer), **where)
@@ -236,6 +241,7 @@ class ClassifierAdapter:
         check: bool = True,
         device: str = "cpu",
         threads: int | None = None,
+        engine: EngineSettings = LOCAL,
     ) -> ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
         head traced from the model itself (dense → σ → linear, or the final linear layer); a dense head
@@ -254,6 +260,7 @@ class ClassifierAdapter:
                     check=False,
                     device=device,
                     threads=threads,
+                    engine=engine,
                 )
             except ModelError:
                 adapter = None  # an architecture variant the table does not describe: trace it
@@ -274,7 +281,15 @@ class ClassifierAdapter:
         elif layer == "auto":
             spec = spec.falling_back()
         return cls(
-            model, tokenizer, spec, max_length=max_length, source=source, check=check, device=device, threads=threads
+            model,
+            tokenizer,
+            spec,
+            max_length=max_length,
+            source=source,
+            check=check,
+            device=device,
+            threads=threads,
+            engine=engine,
         )
 
     def with_spec(self, spec: HeadSpec) -> ClassifierAdapter:
@@ -290,6 +305,7 @@ class ClassifierAdapter:
             source=self.source,
             device=self.device,
             threads=self.threads,
+            engine=self.engine,
         )
 
     @property
@@ -332,6 +348,7 @@ class ClassifierAdapter:
             check=False,
             device=self.device,
             threads=self.threads,
+            engine=self.engine,
         )
         layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
         if new.classifier is not None:

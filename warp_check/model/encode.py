@@ -18,6 +18,7 @@ import numpy as np
 from warp_check.cache.shards import ShardStore
 from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError, TokenizerFailure
+from warp_check.model.engines.settings import Engine
 from warp_check.model.hashing import input_sha256, upstream_sha256
 from warp_check.model.threads import torch_threads
 from warp_check.validation import is_decimal
@@ -75,7 +76,14 @@ def encode_cases(
             V[i] = row
         else:
             missing.append(i)
-    if missing:
+    if missing and adapter.engine.kind is Engine.RAY:
+        from warp_check.model.engines.ray import encode_on_ray
+
+        rows = [features[i] for i in missing]
+        V[missing] = encode_on_ray(
+            adapter, rows, batch_size=batch_size, upstream=upstream, check=check, progress=progress
+        )
+    elif missing:
         bar = _progress(len(missing), enabled=progress)
         head = adapter.head() if check else None
         try:
@@ -89,8 +97,8 @@ def encode_cases(
                     bar.update(len(chunk))
         finally:
             bar.close()
-        if store is not None:
-            store.save([keys[i] for i in missing], V[missing])
+    if missing and store is not None:
+        store.save([keys[i] for i in missing], V[missing])
     return Encoded(ids, V, len(cases) - len(missing), len(missing), upstream, tuple(keys))
 
 

@@ -22,6 +22,7 @@ def load_adapter(suite: Suite) -> ClassifierAdapter:
             max_length=suite.model.max_length,
             device=suite.model.device,
             threads=suite.model.threads,
+            engine=suite.model.engine,
         )
     except ModelError as exc:
         text = str(exc)
