@@ -96,6 +96,20 @@ def test_a_worker_that_keeps_dying_fails_the_pass_cleanly_and_caches_nothing(fau
     assert again.from_cache == 0 and again.encoded == len(cases)
 
 
+def test_a_model_changed_after_loading_is_refused_by_the_workers_naming_the_folder(
+    faults, distilbert_dir, cases, tmp_path
+):
+    import torch
+
+    changed = ClassifierAdapter.from_pretrained(distilbert_dir, engine=RAY)
+    with torch.no_grad():
+        changed.model.distilbert.embeddings.word_embeddings.weight.mul_(1.5)  # upstream of v: not the folder's
+    with pytest.raises(ModelError, match="on a Ray worker is not the model the driver loaded") as refused:
+        encode_cases(changed, cases, cache_dir=tmp_path, progress=False)
+    assert str(distilbert_dir) in str(refused.value) and "Traceback" not in str(refused.value)
+    assert _shards(tmp_path) == {}
+
+
 def test_a_model_not_loaded_from_a_folder_is_refused_before_ray_runs_anything(faults, distilbert_dir, cases):
     loaded = ClassifierAdapter.from_pretrained(distilbert_dir)
     built = ClassifierAdapter(loaded.model, loaded.tokenizer, loaded.spec, engine=RAY)  # no source folder

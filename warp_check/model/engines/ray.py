@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import warp_check.errors as error_types
 from warp_check.errors import EngineError, ModelError, WarpError
 from warp_check.model.encode import length_batches
 from warp_check.model.engines.settings import NO_RAY, RaySettings
@@ -63,11 +65,18 @@ class RayEncoder:
         from warp_check.model.adapter import ClassifierAdapter
 
         torch.set_num_threads(job.threads)
-        self.adapter = ClassifierAdapter.from_pretrained(
-            job.model_dir, layer=job.spec, max_length=job.max_length, check=job.check, device=job.device
-        )
+        # A refusal is raised from the first batch, not from here: Ray reports a failed constructor as a
+        # dead worker and starts another, where a batch's error comes back to the driver as it is.
+        self.refusal: WarpError | None = None
+        try:
+            self.adapter = ClassifierAdapter.from_pretrained(
+                job.model_dir, layer=job.spec, max_length=job.max_length, check=job.check, device=job.device
+            )
+        except WarpError as exc:
+            self.refusal = exc
+            return
         if upstream_sha256(self.adapter) != job.upstream:
-            raise ModelError(
+            self.refusal = ModelError(
                 f"the model folder {job.model_dir!r} on a Ray worker is not the model the driver loaded "
                 "(its encoder's weights differ): give the workers the same folder"
             )
@@ -75,6 +84,8 @@ class RayEncoder:
         self.check = job.check
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.refusal is not None:
+            raise self.refusal
         _injected_fault()
         positions, vs = [], []
         for text in batch["features"]:
@@ -162,9 +173,6 @@ def _encode(
             "one: save it with save_pretrained and load that folder, or use engine 'local'"
         )
     connect(ray, settings)
-    from ray.data.context import DataContext
-
-    DataContext.get_current().enable_progress_bars = progress
     job = WorkerJob(
         model_dir=str(Path(adapter.source).resolve()),
         spec=HeadSpec(
@@ -195,12 +203,17 @@ def _encode(
     )
     V = np.full((len(features), adapter.repair_layer.in_features), np.nan, dtype=np.float32)
     seen = np.zeros(len(features), dtype=bool)
+    context = ray.data.DataContext.get_current()
+    bars = context.enable_progress_bars
+    context.enable_progress_bars = progress
     try:
         for out in dataset.iter_batches(batch_size=None, batch_format="numpy"):
             V[out["position"]] = np.asarray(out["v"], dtype=np.float32)
             seen[out["position"]] = True
     except Exception as exc:  # noqa: BLE001 — Ray wraps what happened on a worker: say it as a WarpError
         raise _failure(exc, settings.max_restarts) from None
+    finally:
+        context.enable_progress_bars = bars
     if not seen.all():
         raise EngineError(
             f"the Ray pass returned {int(seen.sum())} of {len(features)} representations: nothing was cached; "
@@ -250,16 +263,38 @@ def _ray() -> Any:
     return ray
 
 
+_WORKER_ERROR = re.compile(r"^warp_check\.errors\.([A-Za-z]+): (.+)$", re.MULTILINE)
+
+
+def _worker_error(text: str) -> WarpError | None:
+    """A worker's own WarpError, read back from the traceback Ray relays as text: a batch's exception
+    reaches the driver wrapped (UserCodeException) without its cause."""
+    match = _WORKER_ERROR.search(text)
+    kind = getattr(error_types, match[1], None) if match else None
+    if match is None or not (isinstance(kind, type) and issubclass(kind, WarpError)):
+        return None
+    try:
+        return kind(match[2])
+    except TypeError:  # an error type that takes more than a message
+        return EngineError(match[2])
+
+
 def _failure(exc: BaseException, restarts: int) -> WarpError:
     """What failed on Ray, as a WarpError: a worker's own WarpError as it is, else what Ray says."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
+        inner = getattr(cause, "cause", None)  # a RayTaskError (also of its cause's type) keeps the worker's own
+        if isinstance(inner, BaseException):
+            cause = inner
+            continue
         if isinstance(cause, WarpError):
             return cause
-        inner = getattr(cause, "cause", None)  # RayTaskError keeps the worker's exception here
-        cause = inner if isinstance(inner, BaseException) else (cause.__cause__ or cause.__context__)
+        cause = cause.__cause__ or cause.__context__
+    said_by_worker = _worker_error(str(exc))
+    if said_by_worker is not None:
+        return said_by_worker
     text = str(exc).strip().splitlines()
     said = text[-1] if text else ""
     died = "ActorDied" in type(exc).__name__ or "died" in str(exc).lower()
