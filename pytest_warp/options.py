@@ -36,6 +36,8 @@ _WORDING = {
     Problem.NOT_NUMBER: "{where}={value!r}: must be a number",
     Problem.NOT_FINITE: "{where}={value!r}: must be a finite number",
     Problem.NOT_DEVICE: "{where}={value!r}: give auto, cpu, cuda or cuda:N",
+    Problem.NOT_ENGINE: "{where}={value!r}: give local or ray",
+    Problem.NO_RAY: "{where}={value!r} needs Ray, which is not installed: pip install 'warp-check[ray]'",
 }
 
 

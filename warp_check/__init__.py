@@ -23,6 +23,7 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import (
     ArtefactError,
     CertificateError,
+    EngineError,
     ModelError,
     SettingsError,
     SuiteError,
@@ -353,6 +354,7 @@ __all__ = [
     "DenseHead",
     "Drawdown",
     "Encoded",
+    "EngineError",
     "Evaluation",
     "FORMAT",
     "HEAD_SPECS",

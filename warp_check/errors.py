@@ -99,6 +99,10 @@ class TokenizerFailure(ModelError):
         self.reason = reason
 
 
+class EngineError(WarpError):
+    """The engine that runs the encoder pass (Ray) failed, or cannot be reached; nothing was cached."""
+
+
 class CertificateError(WarpError):
     """A certificate file is malformed or does not match the model it claims to describe."""
 

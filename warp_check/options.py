@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warp_check.errors import SettingsError
+from warp_check.model.engines.settings import ENGINE_NAMES, Engine, ray_installed
 from warp_check.progress import PROGRESS_AFTER_S
 from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE, NeighbourSettings, RepairSettings
 from warp_check.suite.model_source import DEVICE_NAME
@@ -36,6 +37,7 @@ class ValueKind(enum.Enum):
     COUNT = "count"  # an integer >= 1
     NUMBER = "number"  # a finite float
     DEVICE = "device"  # auto, cpu, cuda or cuda:N
+    ENGINE = "engine"  # local or ray (ray: only where Ray is installed)
 
 
 class Problem(enum.Enum):
@@ -46,6 +48,8 @@ class Problem(enum.Enum):
     NOT_NUMBER = "not_number"
     NOT_FINITE = "not_finite"
     NOT_DEVICE = "not_device"
+    NOT_ENGINE = "not_engine"
+    NO_RAY = "no_ray"  # engine ray asked for, and Ray is not installed
 
 
 class BadValue(ValueError):
@@ -123,6 +127,11 @@ class Option:
             return number
         if self.kind is ValueKind.DEVICE and not DEVICE_NAME.fullmatch(text):
             raise BadValue(text, Problem.NOT_DEVICE)
+        if self.kind is ValueKind.ENGINE:
+            if text not in ENGINE_NAMES:
+                raise BadValue(text, Problem.NOT_ENGINE)
+            if Engine(text) is Engine.RAY and not ray_installed():  # refused before any work
+                raise BadValue(text, Problem.NO_RAY)
         return text
 
 
@@ -207,6 +216,16 @@ OPTIONS: tuple[Option, ...] = (
         cli=("--device",),
         cli_help="auto, cpu, cuda or cuda:N (overrides [model] device)",
         toml="model.device",
+    ),
+    Option(
+        name="engine",
+        kind=ValueKind.ENGINE,
+        metavar="local|ray",
+        help="where the encoder pass runs: local (this process) or ray (Ray Data workers, [model.ray]; needs "
+        "pip install 'warp-check[ray]'); overrides [model] engine",
+        cli=("--engine",),
+        cli_help="local or ray: where the encoder pass runs (overrides [model] engine; ray needs the ray extra)",
+        toml="model.engine",
     ),
     Option(
         name="batch_size",

@@ -103,6 +103,7 @@ def test_repair_that_does_not_converge_exits_1_and_writes_nothing(tmp_path, dist
         (["repair", "{suite}", "--gamma-s", "inf"], "argument --gamma-s: 'inf' is not a finite number"),
         (["check", "{suite}", "--device", "gpu"], "argument --device: 'gpu' is not a device: give auto, cpu, cuda"),
         (["check", "{suite}", "--threads", "0"], "argument --threads: '0': must be >= 1"),
+        (["check", "{suite}", "--engine", "spark"], "argument --engine: 'spark' is not an engine: give local or ray"),
         (["repair", "{suite}", "--batch-size", "x"], "argument --batch-size: 'x' is not an integer"),
         (
             ["repair", "{suite}", "--neighbours", "most"],

@@ -52,10 +52,12 @@ def test_every_declared_option_is_a_pytest_option_an_ini_key_a_flag_and_an_overr
     traffic = tiny_suite / "traffic.jsonl"
     traffic.write_text('{"text": "a fine day"}\n', encoding="utf-8")
     values |= {"traffic": traffic, "max_change": 0.05}
+    values["engine"] = "local"
     overriding = {option.name for option in OPTIONS if option.toml is not None}
     assert overriding == set(values)
     for name in overriding & {o.name for o in warp_check.overriding("model")}:
-        assert getattr(suite.with_compute(**{name: values[name]}).model, name) == values[name]
+        got = getattr(suite.with_compute(**{name: values[name]}).model, name)
+        assert (got.kind.value if name == "engine" else got) == values[name]
     settings = suite.settings(**{o.name: values[o.name] for o in warp_check.overriding("repair")})
     assert (settings.rank, settings.gamma_s, settings.gamma_h) == (5, 2.0, 0.5) and settings.neighbours.per_case
     given = {o.name: values[o.name] for o in warp_check.overriding("traffic")}
@@ -74,6 +76,9 @@ def test_a_declaration_checks_its_values_and_names_a_bad_field():
         warp_check.OPTION["gamma_s"].parse("inf")
     with pytest.raises(BadValue, match="not_device"):
         warp_check.OPTION["device"].parse("gpu")
+    assert warp_check.OPTION["engine"].parse("local") == "local"
+    with pytest.raises(BadValue, match="not_engine"):
+        warp_check.OPTION["engine"].parse("Ray")
     with pytest.raises(warp_check.SettingsError, match="toml='model': must be section.key"):
         Option(name="x", kind=ValueKind.TEXT, help="x", toml="model")
     with pytest.raises(warp_check.SettingsError, match="cli=\\('x',\\): flags start with '-'"):

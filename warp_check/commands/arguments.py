@@ -37,7 +37,8 @@ PROGRESS_OPTIONS = ("progress", "progress_after")  # every command that runs a m
 FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
 # Every suite command's.
 SUITE_OPTIONS = (
-    "model", "revision", "cache", "no_cache", "json", "quiet", "device", "batch_size", "threads", *PROGRESS_OPTIONS,
+    "model", "revision", "cache", "no_cache", "json", "quiet", "device", "engine", "batch_size", "threads",
+    *PROGRESS_OPTIONS,
 )  # fmt: skip
 
 # How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
@@ -47,6 +48,8 @@ _WORDING = {
     Problem.NOT_NUMBER: "{text!r} is not a number",
     Problem.NOT_FINITE: "{text!r} is not a finite number",
     Problem.NOT_DEVICE: "{text!r} is not a device: give auto, cpu, cuda or cuda:N",
+    Problem.NOT_ENGINE: "{text!r} is not an engine: give local or ray",
+    Problem.NO_RAY: "{text!r} needs Ray, which is not installed: pip install 'warp-check[ray]'",
 }
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
+from warp_check.model.engines.settings import LOCAL, EngineSettings
 from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
 from warp_check.model.hub_cache import HUB_ID, HubModel, resolve_model
 from warp_check.model.loading import load_model_folder
@@ -168,8 +169,10 @@ class ClassifierAdapter:
         device: str = "cpu",
         threads: int | None = None,
         hub: HubModel | None = None,
+        engine: EngineSettings = LOCAL,
     ) -> None:
         self.device = resolve_device(device)
+        self.engine = engine  # where encode_cases runs the encoder pass
         # torch CPU threads while encoding; None: model.threads.default_threads()
         self.threads = None if threads is None else capped_threads(threads)
         self.model = model.eval().to(self.device)
@@ -219,6 +222,7 @@ class ClassifierAdapter:
         threads: int | None = None,
         revision: str | None = None,
         hub: HubModel | None = None,
+        engine: EngineSettings = LOCAL,
     ) -> ClassifierAdapter:
         """Load a model offline (never running remote code) onto ``device``: a local Hugging Face folder,
         or a Hub id (``org/name``, at ``revision``, default main) read from the local Hugging Face cache,
@@ -238,6 +242,7 @@ class ClassifierAdapter:
             "device": device,
             "threads": threads,
             "hub": hub,
+            "engine": engine,
         }
         if isinstance(layer, str) and layer in ("auto", "final"):
             return cls.found(model, tokenizer, layer, **where)
@@ -256,6 +261,7 @@ class ClassifierAdapter:
         device: str = "cpu",
         threads: int | None = None,
         hub: HubModel | None = None,
+        engine: EngineSettings = LOCAL,
     ) -> ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
         head traced from the model itself (dense → σ → linear, or the final linear layer); a dense head
@@ -275,6 +281,7 @@ class ClassifierAdapter:
                     device=device,
                     threads=threads,
                     hub=hub,
+                    engine=engine,
                 )
             except ModelError:
                 adapter = None  # an architecture variant the table does not describe: trace it
@@ -304,6 +311,7 @@ class ClassifierAdapter:
             device=device,
             threads=threads,
             hub=hub,
+            engine=engine,
         )
 
     def with_spec(self, spec: HeadSpec) -> ClassifierAdapter:
@@ -320,6 +328,7 @@ class ClassifierAdapter:
             device=self.device,
             threads=self.threads,
             hub=self.hub,
+            engine=self.engine,
         )
 
     @property
@@ -371,6 +380,7 @@ class ClassifierAdapter:
             device=self.device,
             threads=self.threads,
             hub=self.hub,
+            engine=self.engine,
         )
         layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
         if new.classifier is not None:

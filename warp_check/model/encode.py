@@ -18,6 +18,7 @@ import numpy as np
 from warp_check.cache.shards import ShardStore
 from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError, TokenizerFailure
+from warp_check.model.engines.settings import Engine
 from warp_check.model.hashing import input_sha256, upstream_sha256
 from warp_check.model.threads import torch_threads
 from warp_check.progress import Progress, as_progress
@@ -85,7 +86,14 @@ def encode_cases(
             V[i] = row
         else:
             missing.append(i)
-    if missing:
+    if missing and adapter.engine.kind is Engine.RAY:
+        from warp_check.model.engines.ray import encode_on_ray
+
+        rows = [features[i] for i in missing]
+        V[missing] = encode_on_ray(
+            adapter, rows, batch_size=batch_size, upstream=upstream, check=check, progress=progress
+        )
+    elif missing:
         head = adapter.head() if check else None
         with as_progress(progress).step("encoding cases", total=len(missing)) as step:
             with torch_threads(adapter.threads):
@@ -96,8 +104,8 @@ def encode_cases(
                         adapter.check_logits(v, logits, head)
                     V[chunk] = v
                     step.advance(len(chunk))
-        if store is not None:
-            store.save([keys[i] for i in missing], V[missing])
+    if missing and store is not None:
+        store.save([keys[i] for i in missing], V[missing])
     for i, j in same_as.items():
         V[i] = V[j]
     return Encoded(ids, V, len(cases) - len(missing) - len(same_as), len(missing), upstream, tuple(keys))

@@ -23,6 +23,7 @@ def load_adapter(suite: Suite) -> ClassifierAdapter:
             device=suite.model.device,
             threads=suite.model.threads,
             hub=suite.hub,
+            engine=suite.model.engine,
         )
     except ModelError as exc:
         text = str(exc)

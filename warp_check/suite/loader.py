@@ -47,6 +47,7 @@ from typing import Any
 
 from warp_check.cases import Case, Kind
 from warp_check.errors import ModelError, SettingsError, SuiteError
+from warp_check.model.engines.settings import require_engine
 from warp_check.model.hub_cache import HUB_ID, HubModel, ModelSource, resolve_model
 from warp_check.model.specs import HeadSpec
 from warp_check.qp.settings import SolverSettings
@@ -161,11 +162,20 @@ class Suite:
         return traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
 
     def with_compute(
-        self, *, device: str | None = None, batch_size: int | None = None, threads: int | None = None
+        self,
+        *,
+        device: str | None = None,
+        batch_size: int | None = None,
+        threads: int | None = None,
+        engine: str | None = None,
     ) -> Suite:
-        """This suite with where and how its encoder runs overridden (None: keep the suite's)."""
+        """This suite with where and how its encoder runs overridden (None: keep the suite's); an engine
+        whose package is not installed is a SettingsError (before any work)."""
         given = (("device", device), ("batch_size", batch_size), ("threads", threads))
-        changes = {k: v for k, v in given if v is not None}
+        changes: dict[str, Any] = {k: v for k, v in given if v is not None}
+        if engine is not None:
+            changes["engine"] = self.model.engine.using(engine)
+            require_engine(changes["engine"].kind)
         return dataclasses.replace(self, model=dataclasses.replace(self.model, **changes)) if changes else self
 
     def digest(self) -> str:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_check.errors import ModelError, SuiteError, reraise_interrupt
+from warp_check.errors import ModelError, SettingsError, SuiteError, reraise_interrupt
 from warp_check.model.activation_names import exact_name
+from warp_check.model.engines.settings import ENGINE_NAMES, LOCAL, Engine, EngineSettings, RaySettings, require_engine
 from warp_check.model.hub_cache import COMMIT, resolve_hub_model
 from warp_check.model.loading import read_config
 from warp_check.suite.toml_lines import SuiteToml
@@ -33,7 +34,10 @@ _MODEL_KEYS = (
     "batch_size",
     "device",
     "threads",
+    "engine",
+    "ray",
 )
+_RAY_KEYS = ("address", "num_workers", "num_cpus", "num_gpus", "batch_size", "max_restarts")
 
 # What ClassifierAdapter's device argument takes (whether torch sees it is checked when it loads).
 DEVICE_NAME = re.compile(r"auto|cpu|cuda(:\d+)?")
@@ -56,6 +60,7 @@ class ModelSettings:
     batch_size: int = 32
     device: str = "auto"  # where the encoder runs: auto (CUDA when torch sees it), cpu, cuda, cuda:N
     threads: int | None = None  # torch CPU threads while encoding; None: the cores, shared among xdist workers
+    engine: EngineSettings = LOCAL  # where the encoder pass runs: engine = "local" | "ray", and [model.ray]
 
 
 def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: bool) -> ModelSettings:
@@ -124,6 +129,7 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
         path=path,
         device=device,
         threads=threads,
+        engine=_engine(loader, table),
         factory=factory,
         id=hub_id,
         revision=revision,
@@ -131,6 +137,26 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
         layer=layer,
         **counts,
     )
+
+
+def _engine(loader: SuiteToml, table: dict[str, Any]) -> EngineSettings:
+    """``engine`` and ``[model.ray]``; engine "ray" without Ray installed is refused here, before any work."""
+    name = table.get("engine", Engine.LOCAL.value)
+    if not isinstance(name, str) or name not in ENGINE_NAMES:
+        raise loader.error("model.engine", f"{name!r} is not an engine: give {' or '.join(map(repr, ENGINE_NAMES))}")
+    given = table.get("ray", {})
+    if not isinstance(given, dict):
+        raise loader.error("model.ray", f"must be a table ([model.ray]), got {type(given).__name__}")
+    loader.unknown(given, _RAY_KEYS, "model.ray")
+    try:
+        ray = RaySettings(**given)
+    except SettingsError as exc:
+        raise loader.error(f"model.ray.{exc.field}", exc.of_key) from None
+    try:
+        require_engine(Engine(name))
+    except SettingsError as exc:
+        raise loader.error("model.engine", exc.of_key) from None
+    return EngineSettings(kind=Engine(name), ray=ray)
 
 
 def _layer(loader: SuiteToml, value: Any) -> str | tuple[str] | tuple[str, str, str]:
