@@ -77,10 +77,12 @@ def write_suite(
     return folder
 
 
-def tree_digest(folder: Path) -> str:
-    """SHA-256 over every file (name and bytes) under ``folder``."""
+def tree_digest(folder: Path, *, skip: str | None = None) -> str:
+    """SHA-256 over every file (name and bytes) under ``folder`` (but under its subfolder ``skip``)."""
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if skip is not None and path.relative_to(folder).parts[0] == skip:
+            continue
         h.update(str(path.relative_to(folder)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
