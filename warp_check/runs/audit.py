@@ -115,9 +115,7 @@ def _verdict(
     """The case's verdict: every check of the model and of its claim held, and the claim is about this case."""
     if claim is None:
         message = f"case {case.id!r} is not in the certificate {certificate_name}: nothing certifies it"
-        return Verdict(
-            case_id=case.id, kind=case.kind, passed=False, message=message, text=case.text, text_pair=case.text_pair
-        )
+        return Verdict.of(case, passed=False, message=message)
     properties = {
         "label": suite.label_name(case.label),
         "gap_before": claim.gap_before,
@@ -139,15 +137,7 @@ def _verdict(
         message = f"certificate holds on this model ({held}); gap {num(claim.gap_after)}"
         if claim.restored:
             message += " (a regression the repair restored)"
-    return Verdict(
-        case_id=case.id,
-        kind=case.kind,
-        passed=not problems,
-        message=message,
-        text=case.text,
-        text_pair=case.text_pair,
-        properties=properties,
-    )
+    return Verdict.of(case, passed=not problems, message=message, properties=properties)
 
 
 def _differences(case: Case, claim: CaseRecord) -> list[str]:

@@ -146,17 +146,7 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
             "predicted": suite.label_name(predicted),
             "gap": gap,
         }
-        verdicts.append(
-            Verdict(
-                case_id=case.id,
-                kind=case.kind,
-                passed=right,
-                message=message,
-                text=case.text,
-                text_pair=case.text_pair,
-                properties=properties,
-            )
-        )
+        verdicts.append(Verdict.of(case, passed=right, message=message, properties=properties))
     wrong = sum(not v.passed for v in verdicts)
     message = f"{len(cases)} case(s) checked on the model as it is, {wrong} predicted wrong"
     return RunResult(

@@ -225,16 +225,7 @@ def _verdict(
     nothing needed repair), or why there is none."""
 
     def verdict(passed: bool, message: str) -> Verdict:
-        properties = _properties(suite, case, result, record)
-        return Verdict(
-            case_id=case.id,
-            kind=case.kind,
-            passed=passed,
-            message=message,
-            text=case.text,
-            text_pair=case.text_pair,
-            properties=properties,
-        )
+        return Verdict.of(case, passed=passed, message=message, properties=_properties(suite, case, result, record))
 
     status = RunStatus.of_repair(result.status)
     if case.id in result.excluded_keep:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from warp_check.cases import Kind
+from warp_check.cases import Case, Kind
 from warp_check.files import write_json_atomic
 from warp_check.json_bounded import read_json
 from warp_check.runs.details import Details, RunDetails, read_details
@@ -52,6 +52,19 @@ class Verdict:
     outcome: Outcome | None = field(default=None, metadata=on_disk(omit_none=True))
     # A failure that is expected, and why (regression-only gating: the baseline fails the case too).
     expected_failure: str | None = field(default=None, metadata=on_disk(omit_none=True))
+
+    @classmethod
+    def of(cls, case: Case, *, passed: bool, message: str, properties: dict[str, Any] | None = None) -> Verdict:
+        """``case``'s verdict, carrying its id, kind and input."""
+        return cls(
+            case_id=case.id,
+            kind=case.kind,
+            passed=passed,
+            message=message,
+            text=case.text,
+            text_pair=case.text_pair,
+            properties=properties or {},
+        )
 
     @property
     def reported(self) -> Outcome:
