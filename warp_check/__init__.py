@@ -134,6 +134,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         write_report,
     )
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, TrafficVerdict, Verdict
+    from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
@@ -258,6 +259,12 @@ _LAZY: dict[str, str] = {
     "RunStatus": "warp_check.runs.modes",
     "collected_notices": "warp_check.runs.notices:collected",
     "repair_cases": "warp_check.runs.repair_cases",
+    "Candidate": "warp_check.runs.tune",
+    "CandidateScore": "warp_check.runs.tune",
+    "TuneResult": "warp_check.runs.tune",
+    "candidates": "warp_check.runs.tune",
+    "tune": "warp_check.runs.tune",
+    "write_choice": "warp_check.runs.tune",
     "RepairOutcome": "warp_check.runs.repair_cases",
     "against_baseline": "warp_check.runs.regressions",
     "repair_suite": "warp_check.runs.repair:repair",
@@ -423,6 +430,12 @@ __all__ = [
     "read_traffic",
     "record_counterexamples",
     "repair_cases",
+    "Candidate",
+    "CandidateScore",
+    "TuneResult",
+    "candidates",
+    "tune",
+    "write_choice",
     "repair_head",
     "repair_suite",
     "reraise_interrupt",
