@@ -169,15 +169,15 @@ def test_write_joins_the_guards_as_a_must_keep_file(suite_dir):
     sample = load_traffic(suite)
     result = tune(suite, adapter, sample, folds=2, grid=GRID[1:])
     assert result.chosen is not None and result.chosen.candidate.guards
-    toml, guards = write_choice(suite, result, adapter, sample)
+    toml, guards = write_choice(suite, result)
     again = load_suite(suite_dir)
     added = [c for c in again.cases if c.source == "prediction:traffic"]
-    assert guards == suite_dir / "traffic_guards.jsonl" and len(added) == result.guard_pool > 0
+    assert guards == suite_dir / "traffic_guards.jsonl" and len(added) == len(result.guard_pool) > 0
     assert all(c.kind is Kind.MUST_KEEP for c in added)
     assert {text_key(c.text) for c in added} <= {t.key for t in sample.tune}  # never the bound part
     assert "[[cases]]" in toml.read_text(encoding="utf-8")
     # A second write appends nothing new and lists the file once.
-    write_choice(again, result, adapter, load_traffic(again))
+    write_choice(again, result)
     assert toml.read_text(encoding="utf-8").count("traffic_guards.jsonl") == 1
     assert len(load_suite(suite_dir).cases) == len(again.cases)
 

@@ -61,7 +61,7 @@ def tune_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     written = None
     if args.write and result.chosen is not None:
-        written = write_choice(suite, result, adapter, sample, cache_dir=cache)
+        written = write_choice(suite, result)
     if args.json:
         print(json.dumps(_as_json(result, written), indent=2))
     else:
@@ -77,7 +77,7 @@ def table_lines(result: TuneResult) -> list[str]:
     budget = "none" if result.budget is None else f"{result.budget:.2%}"
     lines = [
         f"{len(result.scores)} candidates, {result.folds} folds over {result.must_fix} must_fix cases; "
-        f"{result.tune_texts:,} tune-part texts measured ({result.guard_pool:,} may guard); budget {budget}",
+        f"{result.tune_texts:,} tune-part texts measured ({len(result.guard_pool):,} may guard); budget {budget}",
         f"  {'candidate':<28} {'fix (unseen)':>14} {'change bound':>13}      {'changed':>11} {'guards':>7} {'time':>8}",
     ]
     for score in result.scores:

@@ -117,7 +117,7 @@ class TuneResult:
     base: RepairSettings
     must_fix: int
     tune_texts: int  # tune-part texts measured
-    guard_pool: int  # tune-part texts predicted by at least γ_h (guards where a candidate joins them)
+    guard_pool: tuple[Case, ...]  # tune-part texts predicted by at least γ_h, labelled so (a guards choice joins them)
     seconds: float
 
     @property
@@ -268,7 +268,7 @@ def tune(
         base=base,
         must_fix=len(fix_ids),
         tune_texts=len(fixed.traffic.texts),
-        guard_pool=int(fixed.traffic.guard.sum()),
+        guard_pool=_guard_pool(fixed.traffic),
         seconds=time.perf_counter() - started,
     )
 
@@ -403,8 +403,15 @@ def fold_repair(
         if chosen:
             train = train.joined(traffic.evaluation.subset(chosen))
             joined = len(chosen)
-    if hood is not None:
-        away = {c.id for c in hood.cases if fixed.fold.get(_source(c.id), -1) == fold}
+    if hood is not None and hood.evaluation is not None:
+        # The fold's copies, and any copy that is an input the fold is scored on, stay unseen.
+        held = _scoring_keys(fixed, fold)
+        keys = hood.evaluation.encoded.input_keys or (None,) * len(hood.cases)
+        away = {
+            c.id
+            for c, key in zip(hood.cases, keys, strict=True)
+            if fixed.fold.get(_source(c.id), -1) == fold or key in held
+        }
         hood = replace(hood.without(away), dropped=()) if away else hood
     ladder = Ladder(
         adapter=fixed.adapter,
@@ -426,6 +433,15 @@ def fold_repair(
     )
 
 
+def _scoring_keys(fixed: _Fixed, fold: int) -> set[str]:
+    """The inputs of the scoring copies of must_fix fold ``fold``."""
+    scoring = fixed.scoring
+    if scoring is None or not scoring.encoded.input_keys:
+        return set()
+    keys = scoring.encoded.input_keys
+    return {keys[i] for i, c in enumerate(scoring.cases) if fixed.fold.get(_source(c.id), -1) == fold}
+
+
 def _held_out(fixed: _Fixed, fold: int) -> tuple[np.ndarray, np.ndarray]:
     """v and labels of must_fix fold ``fold`` and its scoring copies."""
     evaluation = fixed.evaluation
@@ -439,27 +455,13 @@ def _held_out(fixed: _Fixed, fold: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(V).astype(np.float64), np.concatenate(labels)
 
 
-def guard_cases(suite: Suite, adapter: ClassifierAdapter, traffic: TrafficSample, *,
-                cache_dir: str | Path | None = None) -> list[NewCase]:  # fmt: skip
-    """The tune part's texts as guards (every one the model predicts by at least γ_h), as case-file lines."""
-    evaluation = evaluate(adapter, list(suite.cases), batch_size=suite.model.batch_size, cache_dir=cache_dir,
-                          progress=False)  # fmt: skip
-    fixed = _Fixed(adapter, evaluation, {}, None, _Traffic((), None, np.zeros(0), np.zeros(0, dtype=bool)),
-                   suite.settings(), suite.model.batch_size, cache_dir)  # fmt: skip
-    part = _tune_part(fixed, traffic, 1)
-    if part.evaluation is None:
-        return []
-    return [
-        NewCase(text=c.text, text_pair=c.text_pair, label=suite.label_name(c.label), source=GUARD_SOURCE,
-                kind=Kind.MUST_KEEP.value)
-        for c, ok in zip(part.evaluation.cases, part.guard, strict=True) if ok
-    ]  # fmt: skip
+def _guard_pool(traffic: _Traffic) -> tuple[Case, ...]:
+    if traffic.evaluation is None:
+        return ()
+    return tuple(c for c, ok in zip(traffic.evaluation.cases, traffic.guard, strict=True) if ok)
 
 
-def write_choice(
-    suite: Suite, result: TuneResult, adapter: ClassifierAdapter, traffic: TrafficSample, *,
-    cache_dir: str | Path | None = None,
-) -> tuple[Path, Path | None]:  # fmt: skip
+def write_choice(suite: Suite, result: TuneResult) -> tuple[Path, Path | None]:
     """The choice into the suite: its [repair] keys edited in warp.toml (comments kept, written
     atomically) and, where it joins guards, the guards appended to :data:`GUARDS_FILE` (listed as a
     must_keep file if the suite does not list it). Returns warp.toml and the guards file (None: none)."""
@@ -478,8 +480,12 @@ def write_choice(
         guards_path = suite.root / GUARDS_FILE
         listed = any(f.path.resolve() == guards_path.resolve() for f in suite.case_files)
         check = writer_check(suite, guards_path, kind=Kind.MUST_KEEP)
-        append_cases(guards_path, guard_cases(suite, adapter, traffic, cache_dir=cache_dir), id_prefix="guard",
-                     check=check)  # fmt: skip
+        guards = [
+            NewCase(text=c.text, text_pair=c.text_pair, label=suite.label_name(c.label), source=c.source,
+                    kind=Kind.MUST_KEEP.value)
+            for c in result.guard_pool
+        ]  # fmt: skip
+        append_cases(guards_path, guards, id_prefix="guard", check=check)
     text = suite.toml.read_text(encoding="utf-8")
     try:
         text = edited_toml(text, edits, cases=None if listed or guards_path is None else (GUARDS_FILE, "must_keep"))
@@ -491,5 +497,5 @@ def write_choice(
 
 __all__ = [
     "DEFAULT_FOLDS", "GUARDS_FILE", "SCORING_COPIES", "Candidate", "CandidateScore", "FoldRepair", "TuneResult",
-    "candidates", "fold_of", "fold_repair", "guard_cases", "tune", "write_choice",
+    "candidates", "fold_of", "fold_repair", "tune", "write_choice",
 ]  # fmt: skip
