@@ -134,6 +134,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         write_report,
     )
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, TrafficVerdict, Verdict
+    from warp_check.runs.tune import DEFAULT_FOLDS as TUNE_FOLDS
     from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, workdir
     from warp_check.suite.case_files import Location
@@ -262,6 +263,7 @@ _LAZY: dict[str, str] = {
     "Candidate": "warp_check.runs.tune",
     "CandidateScore": "warp_check.runs.tune",
     "TuneResult": "warp_check.runs.tune",
+    "TUNE_FOLDS": "warp_check.runs.tune:DEFAULT_FOLDS",
     "candidates": "warp_check.runs.tune",
     "tune": "warp_check.runs.tune",
     "write_choice": "warp_check.runs.tune",
@@ -433,6 +435,7 @@ __all__ = [
     "Candidate",
     "CandidateScore",
     "TuneResult",
+    "TUNE_FOLDS",
     "candidates",
     "tune",
     "write_choice",

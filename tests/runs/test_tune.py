@@ -62,6 +62,8 @@ def test_the_grid_is_fixed_and_documented():
     assert {c.guards for c in grid} == {False, True}
     with pytest.raises(SettingsError, match="folds"):
         tune(None, None, None, folds=1)  # type: ignore[arg-type]
+    with pytest.raises(SettingsError, match="keep_per_case"):
+        dataclasses.replace(GRID[0], keep_per_case=-1)
 
 
 def test_no_repair_sees_its_fold_and_the_bound_is_measured_on_the_tune_part(suite_dir, monkeypatch):
@@ -185,3 +187,11 @@ def test_write_joins_the_guards_as_a_must_keep_file(suite_dir):
 def test_tune_needs_traffic(tiny_suite, capsys):
     assert main(["tune", str(tiny_suite)]) == 2
     assert "no traffic" in capsys.readouterr().err
+
+
+def test_a_traffic_without_a_tune_part_is_refused(suite_dir, tmp_path, capsys):
+    lines = [line for line in traffic_lines(7, 600) if part_of(text_key(json.loads(line)["text"])) is Part.BOUND]
+    only_bound = tmp_path / "bound.jsonl"
+    only_bound.write_text("".join(lines), encoding="utf-8")
+    assert main(["tune", str(suite_dir), "--traffic", str(only_bound)]) == 2
+    assert "no text of the traffic's tune part is left" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import json
 import sys
 
 from warp_check import (
+    TUNE_FOLDS,
     SettingsError,
     TuneResult,
     load_adapter,
@@ -23,16 +24,14 @@ from warp_check.commands.arguments import (
     traffic_loader,
 )
 
-DEFAULT_FOLDS = 3
-
 
 def tune_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--folds",
         type=lambda text: count(text, minimum=2),
-        default=DEFAULT_FOLDS,
+        default=TUNE_FOLDS,
         metavar="K",
-        help=f"folds of the must_fix cases: each is repaired without it and scored (default {DEFAULT_FOLDS})",
+        help=f"folds of the must_fix cases: each is repaired without it and scored (default {TUNE_FOLDS})",
     )
     parser.add_argument(
         "--write",

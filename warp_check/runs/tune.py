@@ -52,6 +52,7 @@ from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
 from warp_check.suite.casefile import NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 from warp_check.suite.toml_lines import TomlEdit, edited_toml
+from warp_check.validation import require_integer, require_number
 
 DEFAULT_FOLDS = 3
 # Copies of each held-out must_fix case scored with it: the attacks' neighbourhood, drawn once and
@@ -74,8 +75,14 @@ class Candidate:
     levers: int  # how many levers differ from the suite's settings (simpler first on a tie)
 
     def __post_init__(self) -> None:
-        if self.levers < 0:
-            raise SettingsError("levers", self.levers, "must be >= 0")
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise SettingsError("name", self.name, "must be a non-empty string")
+        require_number("gamma_s", self.gamma_s)
+        require_number("mu", self.mu, allow_zero=True)
+        for name in ("per_case", "keep_per_case", "levers"):
+            require_integer(name, getattr(self, name), 0)
+        if not isinstance(self.guards, bool):
+            raise SettingsError("guards", self.guards, "must be true or false")
 
     def settings(self, base: RepairSettings) -> RepairSettings:
         """``base`` with this candidate's levers."""
@@ -248,6 +255,12 @@ def tune(
     scoring = _draw(fixed, NeighbourSettings(per_case=SCORING_COPIES, keep_per_case=0, seed=base.neighbours.seed))
     fixed = replace(fixed, scoring=scoring.evaluation)
     fixed = replace(fixed, traffic=_tune_part(fixed, traffic, folds))
+    if not fixed.traffic.texts:
+        why = (
+            f"no text of the traffic's tune part is left to bound a candidate's changes on ({len(traffic.tune):,} "
+            "in it, each a suite case's input or no text to the model): give more traffic texts"
+        )
+        raise SuiteError(why, path=traffic.source, field="traffic.path")
     say(f"encoded {len(fixed.traffic.texts):,} tune-part texts, {int(fixed.traffic.guard.sum()):,} may guard")
     grid = tuple(grid) if grid is not None else candidates(base)
     hoods: dict[NeighbourSettings, Neighbourhood | None] = {}
@@ -259,7 +272,8 @@ def tune(
         say(f"[{n}/{len(grid)}] {candidate.name}: fix {score.fix_rate:.1%}, bound {score.bound:.2%}, "
             f"{score.seconds:.1f} s{note}")  # fmt: skip
     eligible = [s for s in scores if s.within(budget)]
-    chosen = min(eligible, key=lambda s: (-s.fix_rate, s.bound, s.candidate.levers, scores.index(s)), default=None)
+    order = {id(s): n for n, s in enumerate(scores)}
+    chosen = min(eligible, key=lambda s: (-s.fix_rate, s.bound, s.candidate.levers, order[id(s)]), default=None)
     return TuneResult(
         scores=tuple(scores),
         chosen=chosen,
