@@ -77,13 +77,20 @@ def test_no_repair_sees_its_fold_and_the_bound_is_measured_on_the_tune_part(suit
         return real(head, fix, keep, aux, settings)
 
     monkeypatch.setattr(ladder_module, "repair_head", recording)
-    result = tune(suite, load_adapter(suite), sample, folds=3, grid=GRID)
+    copies = dataclasses.replace(GRID[0], name="copies 4/8", per_case=4, keep_per_case=8, levers=1)
+    result = tune(suite, load_adapter(suite), sample, folds=3, grid=(*GRID, copies))
     fold = fold_of([c.id for c in suite.cases if c.kind.value == "must_fix"], 3)
     assert seen
+    copies_seen = set()
     for ids in seen:
-        fix_seen = {i for i in ids if i in fold}
-        held = set(fold) - fix_seen
-        assert held and {fold[i] for i in held} == {next(fold[i] for i in held)}  # exactly one fold left out
+        held = set(fold) - ids
+        assert held, "every repair leaves one fold out"
+        left_out = fold[next(iter(held))]
+        assert held == {i for i, f in fold.items() if f == left_out}  # exactly that fold, all of it
+        drawn = {i for i in ids if "~" in i}
+        copies_seen |= drawn
+        assert not {i for i in drawn if i.rstrip("'").rpartition("~")[0] in held}  # nor the copies drawn from it
+    assert copies_seen  # the copies candidate did draw and repair with copies
     scores = result.scores
     for score in scores:
         assert score.measured == result.tune_texts > 0 and score.scored >= len(fold)
