@@ -176,9 +176,14 @@ def test_write_joins_the_guards_as_a_must_keep_file(suite_dir):
     suite = load_suite(suite_dir)
     adapter = load_adapter(suite)
     sample = load_traffic(suite)
-    result = tune(suite, adapter, sample, folds=2, grid=GRID[1:])
+    looser = dataclasses.replace(GRID[1], name="gamma_s / 2 + guards", gamma_s=0.5, levers=2)
+    result = tune(suite, adapter, sample, folds=2, grid=(looser,))
     assert result.chosen is not None and result.chosen.candidate.guards
     toml, guards = write_choice(suite, result)
+    text = toml.read_text(encoding="utf-8")
+    assert "\ngamma_s = 0.5  # margin of the fixes\nmu = 100.0\n" in text  # in place, its comment kept
+    assert "neighbours" not in text  # what the choice does not move is not written
+    assert load_suite(suite_dir).settings() == result.settings
     again = load_suite(suite_dir)
     added = [c for c in again.cases if c.source == "prediction:traffic"]
     assert guards == suite_dir / "traffic_guards.jsonl" and len(added) == len(result.guard_pool) > 0

@@ -482,11 +482,17 @@ def write_choice(suite: Suite, result: TuneResult) -> tuple[Path, Path | None]:
     if result.chosen is None:
         raise SettingsError("chosen", None, "no candidate was chosen: nothing to write")
     candidate = result.chosen.candidate
+    base = result.base
+    # Only what the choice moves: a key the suite leaves at its default stays unwritten.
     edits = [
-        TomlEdit(table="repair", key="gamma_s", value=candidate.gamma_s),
-        TomlEdit(table="repair", key="mu", value=candidate.mu),
-        TomlEdit(table="repair.neighbours", key="per_case", value=candidate.per_case),
-        TomlEdit(table="repair.neighbours", key="keep_per_case", value=candidate.keep_per_case),
+        TomlEdit(table=table, key=key, value=value)
+        for table, key, value, was in (
+            ("repair", "gamma_s", candidate.gamma_s, base.gamma_s),
+            ("repair", "mu", candidate.mu, base.mu),
+            ("repair.neighbours", "per_case", candidate.per_case, base.neighbours.per_case),
+            ("repair.neighbours", "keep_per_case", candidate.keep_per_case, base.neighbours.keep_per_case),
+        )
+        if value != was
     ]
     guards_path = None
     listed = False
