@@ -147,6 +147,8 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         write_report,
     )
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict, tally
+    from warp_check.runs.tune import DEFAULT_FOLDS as TUNE_FOLDS
+    from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, model_cache_dir, user_cache_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.init import NewSuite, init_suite
@@ -285,6 +287,13 @@ _LAZY: dict[str, str] = {
     "RunStatus": "warp_check.runs.modes",
     "collected_notices": "warp_check.runs.notices:collected",
     "repair_cases": "warp_check.runs.repair_cases",
+    "Candidate": "warp_check.runs.tune",
+    "CandidateScore": "warp_check.runs.tune",
+    "TuneResult": "warp_check.runs.tune",
+    "TUNE_FOLDS": "warp_check.runs.tune:DEFAULT_FOLDS",
+    "candidates": "warp_check.runs.tune",
+    "tune": "warp_check.runs.tune",
+    "write_choice": "warp_check.runs.tune",
     "RepairOutcome": "warp_check.runs.repair_cases",
     "Drawdown": "warp_check.runs.history",
     "LinkAnswers": "warp_check.runs.history",
@@ -481,6 +490,13 @@ __all__ = [
     "read_traffic",
     "record_counterexamples",
     "repair_cases",
+    "Candidate",
+    "CandidateScore",
+    "TuneResult",
+    "TUNE_FOLDS",
+    "candidates",
+    "tune",
+    "write_choice",
     "repair_head",
     "repair_suite",
     "reraise_interrupt",

@@ -16,10 +16,12 @@
     warp-check promote SUITE --from REPAIRED [--dry-run]       fixed must_fix cases become must_keep
                       [--cache DIR]                          v read and stored there (default: the suite's)
     warp-check neighbours SUITE [--per-keep-case N] [--out F]  perturbed cases the model gets wrong
+    warp-check tune SUITE [--traffic F] [--max-change X]       the strongest repair within a traffic budget
+                    [--folds K] [--write]
 
 Exit codes: 0 everything holds; 1 a case fails, the repair did not converge or a certificate
-does not hold (compare: a WARP run did not converge; the table is still printed); 2 a usage
-mistake or an input that cannot be read (suite, model, certificate).
+does not hold (compare: a WARP run did not converge; the table is still printed; tune: no
+candidate fits the budget); 2 a usage mistake or an input that cannot be read (suite, model, certificate).
 attack: 0 when the recipe ran to the end, whatever it found (0 successes is a finding, not an
 error); 2 also for a recipe that cannot run here (unknown, needs the network, missing
 warp-check[attack] or NLTK data), refused before anything is built or written; 130 on Ctrl-C,
@@ -94,6 +96,7 @@ from warp_check.commands.certificates import verify_arguments, verify_command
 from warp_check.commands.compare import compare_arguments, compare_command
 from warp_check.commands.init import init_arguments, init_command
 from warp_check.commands.results import finish
+from warp_check.commands.tune import tune_arguments, tune_command
 
 
 def _mode_command(mode: RunMode) -> Command:
@@ -201,6 +204,17 @@ def commands() -> tuple[Command, ...]:
                 ("out", {"metavar": "FILE", "help": "JSONL file to append to (default: the must_fix file)"}),
             ),
             arguments=neighbours_arguments,
+        ),
+        Command(
+            name="tune",
+            run=tune_command,
+            help="choose the repair settings that fix most unseen must_fix cases within a traffic budget",
+            description="Scores a fixed grid of settings (mu, gamma_s, neighbourhood copies, traffic texts as "
+            "guards) by k-fold over the must_fix cases, each bounded on the traffic's tune part (never the part "
+            "Cert 4 uses); exit 1 when none fits the budget.",
+            positionals=(SUITE,),
+            options=(*SUITE_OPTIONS, "traffic", "max_change"),
+            arguments=tune_arguments,
         ),
         Command(
             name="promote",

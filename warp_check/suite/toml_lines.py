@@ -2,18 +2,27 @@
 
 tomllib keeps no positions; :class:`KeyLines` finds them in the text, and :class:`SuiteToml`
 (the file being loaded) turns a dotted key into a :class:`~warp_check.errors.SuiteError` that
-names the file, the line and the field.
+names the file, the line and the field. :func:`edited_toml` sets keys the same way, line by line,
+so that a file written back keeps the user's comments and layout.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from warp_check.errors import SuiteError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 _HEADER_ARRAY = re.compile(r"^\[\[\s*([^\[\]]+?)\s*\]\]\s*(#.*)?$")
 
@@ -118,3 +127,93 @@ class SuiteToml:
                     f"{prefix}.{key}" if prefix else key,
                     f"unknown key '{key}' in {where}{hint}; known keys: {', '.join(known)}",
                 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TomlEdit:
+    """One key of warp.toml to set: ``table`` dotted (``repair.neighbours``), ``key`` within it."""
+
+    table: str
+    key: str
+    value: bool | int | float | str
+
+
+def _toml_value(value: bool | int | float | str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _comment_at(line: str) -> int | None:
+    """Where a ``#`` comment starts in ``line`` (outside quotes), None where there is none."""
+    quote: str | None = None
+    escaped = False
+    for i, char in enumerate(line):
+        if quote == '"' and escaped:
+            escaped = False
+        elif quote == '"' and char == "\\":
+            escaped = True
+        elif quote is not None and char == quote:
+            quote = None
+        elif quote is None and char in "\"'":
+            quote = char
+        elif quote is None and char == "#":
+            return i
+    return None
+
+
+def edited_toml(text: str, edits: Sequence[TomlEdit], *, cases: tuple[str, str] | None = None) -> str:
+    """``text`` with each edit's key set, line by line: a key already there keeps its line, its
+    indentation and its comment; a new key goes after the last key of its table (a new table at the
+    end). ``cases``: (path, kind) of a ``[[cases]]`` table to add at the end. Raises ValueError where a
+    table is written inline (``neighbours = {...}``) or the result does not read back as asked."""
+    lines = text.splitlines()
+    for edit in edits:
+        lines = _set_key(lines, edit)
+    if cases is not None:
+        lines += ["", "[[cases]]", f"path = {_toml_value(cases[0])}", f"kind = {_toml_value(cases[1])}"]
+    result = "\n".join(lines) + "\n"
+    parsed = tomllib.loads(result)
+    for edit in edits:
+        table: Any = parsed
+        for part in edit.table.split("."):
+            table = table.get(part, {})
+        if table.get(edit.key) != edit.value:
+            raise ValueError(f"[{edit.table}] {edit.key} did not read back as {edit.value!r} after the edit")
+    return result
+
+
+def _set_key(lines: list[str], edit: TomlEdit) -> list[str]:
+    wanted = f"{edit.table}.{edit.key}"
+    table = ""
+    header: int | None = None  # the line of the edit's table header
+    last: int | None = None  # the last key line of the edit's table
+    for number, raw in enumerate(lines):
+        line = raw.strip()
+        if m := _HEADER_ARRAY.match(line):
+            table = _dotted(m[1]) + "[]"  # an array's tables are never the edit's
+            continue
+        if m := _HEADER_TABLE.match(line):
+            table = _dotted(m[1])
+            if table == edit.table:
+                header = last = number
+            continue
+        if m := _KEY.match(line):
+            full = f"{table}.{_dotted(m[1])}" if table else _dotted(m[1])
+            if full == edit.table:
+                raise ValueError(f"[{edit.table}] is written inline ('{line}'): set {edit.key} there by hand")
+            if full == wanted:
+                comment = _comment_at(raw)
+                kept = "  " + raw[comment:] if comment is not None else ""
+                start = raw.index("=", m.start(0) + len(raw) - len(raw.lstrip()))
+                return [*lines[:number], f"{raw[: start + 1].rstrip()} {_toml_value(edit.value)}{kept}",
+                        *lines[number + 1 :]]  # fmt: skip
+            if table == edit.table:
+                last = number
+    new = f"{edit.key} = {_toml_value(edit.value)}"
+    if header is None:
+        return [*lines, "", f"[{edit.table}]", new]
+    assert last is not None
+    return [*lines[: last + 1], new, *lines[last + 1 :]]
