@@ -91,10 +91,7 @@ def text_cell(text: str, pair: str | None) -> str:
     head, rest, length, more = parts
     tail = f'<i class="more">… {more} more characters in report.json</i>' if more else ""
     # The click shows the rest, not the whole text again: each text is in the page once.
-    return (
-        f"<details><summary>{esc(head)}… <i>({length} characters)</i></summary>"
-        f"…{esc(rest)}{tail}</details>"
-    )
+    return f"<details><summary>{esc(head)}… <i>({length} characters)</i></summary>…{esc(rest)}{tail}</details>"
 
 
 # -- one run --------------------------------------------------------------------------------------
@@ -341,7 +338,7 @@ figcaption{font-size:13px}.technical{display:block;color:#666;font-size:12px;mar
 _JS = r"""
 (function(){
 "use strict";
-var SHOWN=%(shown)d;
+var SHOWN=@SHOWN@;
 var params=new URLSearchParams(location.search);
 new URLSearchParams(location.hash.slice(1)).forEach(function(v,k){params.set(k,v);});
 var view={kind:params.get("kind")||"",outcome:params.get("outcome")||"",q:params.get("q")||"",
@@ -351,7 +348,9 @@ function column(table,key){
   for(var i=0;i<ths.length;i++){if(ths[i].getAttribute("data-key")===key){return i;}}
   return -1;
 }
-function el(tag,text,cls){var e=document.createElement(tag);if(text){e.textContent=text;}if(cls){e.className=cls;}return e;}
+function el(tag,text,cls){
+  var e=document.createElement(tag);if(text){e.textContent=text;}if(cls){e.className=cls;}return e;
+}
 function textCell(td,v){
   if(typeof v==="string"){td.textContent=v;return;}
   var d=el("details"),s=el("summary",v[0]+"\u2026 ");
@@ -391,7 +390,7 @@ function filter(section){
   var visible=Math.min(shown,limit);
   table.setAttribute("data-shown",shown);
   section.querySelector("output.count").textContent=visible<shown
-    ?"showing the first "+visible+" of "+shown+" matching cases ("+rows.length+" in all)"
+    ?"showing the first "+visible+" of "+shown+(shown<rows.length?" matching cases ("+rows.length+" in all)":" cases")
     :"showing "+shown+" of "+rows.length+" cases";
   section.querySelector("button.show-more").hidden=visible>=shown;
 }
@@ -451,4 +450,4 @@ Promise.all(Array.prototype.map.call(sections,function(section){
   document.body.setAttribute("data-ready","true");
 });
 })();
-""" % {"shown": SHOWN_ROWS}
+""".replace("@SHOWN@", str(SHOWN_ROWS))
