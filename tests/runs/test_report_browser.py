@@ -193,3 +193,17 @@ def test_a_compressed_table_filters_and_sorts_every_case(browser, large_page, tm
     assert {row[1] for row in dom.tables[0]} == {"must_keep"}
     dom = rendered(browser, large_page, tmp_path, "#sort=gap_after")  # the smallest gaps are the failures'
     assert [row[-2] for row in dom.tables[0][:7]] == ["failed"] * 7
+
+
+def test_show_more_adds_the_next_rows_until_every_case_is_shown(browser, large_page, tmp_path):
+    # A reader's clicks, as a script the test adds to a copy of the page (its CSP allows inline scripts).
+    clicks = (
+        '<script>(function wait(n){if(document.body.getAttribute("data-ready")){'
+        'for(var i=0;i<n;i++){document.querySelector("button.show-more").click();}}else{setTimeout(wait,10,n);}})'
+        "(CLICKS);</script></body>"
+    )
+    for n, count, more in ((1, "showing the first 1000 of 1200 cases", True), (2, "showing 1200 of 1200 cases", False)):
+        page = tmp_path / f"clicked-{n}.html"
+        page.write_text(large_page.read_text(encoding="utf-8").replace("</body>", clicks.replace("CLICKS", str(n))))
+        dom = rendered(browser, page, tmp_path)
+        assert dom.counts == [count] and len(dom.tables[0]) == min(1200, 500 * (n + 1)) and dom.more is more
