@@ -18,6 +18,7 @@ import pytest
 from testkit.report_runs import check_run, repair_run
 
 from warp_check.runs.report import REPORT_HTML, write_report
+from warp_check.runs.report_html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, SHOWN_ROWS
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -49,6 +50,18 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / REPORT_HTML
 
 
+@pytest.fixture(scope="module")
+def large_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repair of 1,200 cases (40 must_fix, 7 must_keep failing): its table travels compressed."""
+    out = tmp_path_factory.mktemp("large")
+    texts = HOSTILE | {"keep-00900": "needle in a haystack", "keep-01000": LONG}
+    write_report(out, [repair_run(40, 1160, failed=7, texts=texts)])
+    return out / REPORT_HTML
+
+
+LONG = "a long review " * 300
+
+
 def run_browser(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
     command = [
         browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -68,6 +81,7 @@ class Dom(HTMLParser):
         self.tables: list[list[list[str]]] = []  # visible rows' cells
         self._where: str | None = None
         self._row: list[str] | None = None
+        self.more = False  # the "show more" button is shown
 
     def handle_starttag(self, tag, attrs):
         found = dict(attrs)
@@ -104,10 +118,12 @@ class Dom(HTMLParser):
 
 
 def rendered(browser: str, page: Path, tmp_path: Path, view: str = "") -> Dom:
-    done = run_browser(browser, tmp_path / "profile", "--dump-dom", page.as_uri() + view)
+    # A compressed table is decoded after the page loaded: the DOM is dumped once that is done.
+    done = run_browser(browser, tmp_path / "profile", "--virtual-time-budget=30000", "--dump-dom", page.as_uri() + view)
     assert done.returncode == 0, done.stderr[-2000:]
     dom = Dom()
     dom.feed(done.stdout)
+    dom.more = '<button type="button" class="show-more">' in done.stdout  # shown, not hidden
     assert dom.body.get("data-ready") == "true", "the page's JavaScript did not run to its end"
     assert "data-pwned" not in dom.body, "a case's text ran as code"
     return dom
@@ -148,3 +164,46 @@ def test_the_page_renders_to_a_screenshot(browser, page, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == PNG_SIGNATURE and len(data) > 20_000  # a page with text and plots, not a blank one
+
+
+def test_a_compressed_table_shows_its_first_rows_with_their_cells(browser, large_page, tmp_path):
+    assert 1200 > HTML_ROWS and SHOWN_ROWS == 500
+    dom = rendered(browser, large_page, tmp_path)
+    assert dom.verdict == "FAILED" and dom.counts == ["showing the first 500 of 1200 cases"] and dom.more
+    rows = dom.tables[0]
+    assert len(rows) == 500 and [row[-2] for row in rows[:7]] == ["failed"] * 7 and rows[7][-2] == "passed"
+    texts = {row[0]: row[2] for row in rows}
+    assert texts["fix-00000"] == HOSTILE["fix-00000"] and texts["fix-00001"] == HOSTILE["fix-00001"]
+    assert all(float(row[7]) == float(f"{float(row[7]):.3g}") for row in rows)  # gaps as the page rounds them
+
+
+def test_a_compressed_table_filters_and_sorts_every_case(browser, large_page, tmp_path):
+    dom = rendered(browser, large_page, tmp_path, "#outcome=failed")
+    assert dom.counts == ["showing 7 of 1200 cases"] and not dom.more
+    assert [row[0] for row in dom.tables[0]] == [f"keep-{i:05d}" for i in range(40, 47)]
+    dom = rendered(browser, large_page, tmp_path, "#q=NEEDLE")  # a case far past the first rows
+    assert [row[0] for row in dom.tables[0]] == ["keep-00900"] and dom.counts == ["showing 1 of 1200 cases"]
+    dom = rendered(browser, large_page, tmp_path, "#q=a%20long%20review")  # cut as an HTML cell is
+    shown = f"{LONG[:DISPLAY_CHARS]}… ({len(LONG):,} characters)…{LONG[DISPLAY_CHARS:PAGE_CHARS]}"
+    assert [row[2] for row in dom.tables[0]] == [f"{shown}… {len(LONG) - PAGE_CHARS:,} more characters in report.json"]
+    dom = rendered(browser, large_page, tmp_path, "#sort=gap_after&desc=1&kind=must_keep")
+    assert dom.counts == ["showing the first 500 of 1160 matching cases (1200 in all)"] and dom.more
+    gaps = [float(row[7]) for row in dom.tables[0]]
+    assert len(gaps) == 500 and gaps == sorted(gaps, reverse=True)
+    assert {row[1] for row in dom.tables[0]} == {"must_keep"}
+    dom = rendered(browser, large_page, tmp_path, "#sort=gap_after")  # the smallest gaps are the failures'
+    assert [row[-2] for row in dom.tables[0][:7]] == ["failed"] * 7
+
+
+def test_show_more_adds_the_next_rows_until_every_case_is_shown(browser, large_page, tmp_path):
+    # A reader's clicks, as a script the test adds to a copy of the page (its CSP allows inline scripts).
+    clicks = (
+        '<script>(function wait(n){if(document.body.getAttribute("data-ready")){'
+        'for(var i=0;i<n;i++){document.querySelector("button.show-more").click();}}else{setTimeout(wait,10,n);}})'
+        "(CLICKS);</script></body>"
+    )
+    for n, count, more in ((1, "showing the first 1000 of 1200 cases", True), (2, "showing 1200 of 1200 cases", False)):
+        page = tmp_path / f"clicked-{n}.html"
+        page.write_text(large_page.read_text(encoding="utf-8").replace("</body>", clicks.replace("CLICKS", str(n))))
+        dom = rendered(browser, page, tmp_path)
+        assert dom.counts == [count] and len(dom.tables[0]) == min(1200, 500 * (n + 1)) and dom.more is more

@@ -4,6 +4,7 @@ without a model (the report renders records; the records' own tests build them f
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 
 from warp_check.cases import Kind
@@ -116,3 +117,22 @@ def check_run(n: int, *, wrong: int, seed: int = 0, baseline: bool = False) -> R
         suite="/suites/s/warp.toml", name="check", mode=Mode.CHECK, ok=True, status=RunStatus.CHECKED,
         message="checked", verdicts=tuple(verdicts), details=details,
     )  # fmt: skip
+
+
+def prose_texts(n_fix: int, n_keep: int, *, chars: int = 100, seed: int = 0) -> dict[str, str]:
+    """Texts for :func:`repair_run`'s cases that compress no better than real reviews: words of a
+    made-up vocabulary of 20,000, drawn by Zipf's law as a language's words are, about ``chars``
+    characters a text (SST-2's sentences: 106 characters on average, gzip to 40% of their size)."""
+    rng = random.Random(seed)
+    syllables = [c + v for c in "bcdfghjklmnprstvwyz" for v in ("a", "e", "i", "o", "u", "ou", "ea")]
+    vocabulary = ["".join(rng.choices(syllables, k=rng.choice((1, 2, 2, 2, 3, 3, 4)))) for _ in range(20_000)]
+    cumulative = list(itertools.accumulate(1 / (rank + 30) for rank in range(len(vocabulary))))
+    texts = {}
+    for i in range(n_fix + n_keep):
+        words: list[str] = []
+        while sum(len(w) + 1 for w in words) < chars:
+            words += rng.choices(vocabulary, cum_weights=cumulative)
+            if rng.random() < 0.08:
+                words.append(rng.choice((",", ".")))
+        texts[f"{'fix' if i < n_fix else 'keep'}-{i:05d}"] = " ".join(words)
+    return texts

@@ -3,8 +3,12 @@
 The page opens with the verdict and the figures behind it, then each run's cases in a table
 (sortable by a click on a header, filterable by kind, outcome and text), then its plots as
 inline SVG with captions in plain words. It loads nothing: no network, no file beside it (its
-Content-Security-Policy forbids both); its CSS and JavaScript are inline, and the table is plain
-HTML, so the page reads without JavaScript too.
+Content-Security-Policy forbids both); its CSS and JavaScript are inline. A table of up to
+:data:`HTML_ROWS` cases is plain HTML, so the page reads without JavaScript too; a larger one
+carries its rows as gzip-compressed JSON in base64 (a third of their size as HTML, and no
+character of a case's text can end the element it sits in), which the page's script decodes
+with the browser's own ``DecompressionStream``, and shows its first :data:`PREVIEW_ROWS` cases,
+failures first, as HTML for a reader without JavaScript. The verdict and figures are HTML always.
 
 Every string from a suite or a model (case texts and ids, label names, paths, messages) is
 hostile input: escaped, stripped of characters HTML cannot carry, isolated from the text
@@ -15,7 +19,10 @@ The URL's query or fragment pre-applies a view: ``#kind=must_fix&outcome=failed&
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
+import json
 import re
 from collections.abc import Sequence
 
@@ -28,6 +35,9 @@ from warp_check.runs.result import Outcome, RunResult
 REPORT_HTML = "index.html"
 DISPLAY_CHARS = 160  # a case's text shown in its table cell
 PAGE_CHARS = 2000  # the most of one text the page holds
+HTML_ROWS = 500  # a table of more cases carries them compressed
+PREVIEW_ROWS = 50  # of a compressed table, the first cases (failures first) as HTML too
+SHOWN_ROWS = 500  # rows the script shows at once; "show more" adds as many again
 # Characters no HTML page can carry (C0/C1 controls but tab and newline, lone surrogates, noncharacters).
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
 OUTCOME_WORDS = {
@@ -58,22 +68,30 @@ def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
-def text_cell(text: str, pair: str | None) -> str:
-    """A case's text (and its pair) for a table cell: cut to DISPLAY_CHARS, the rest (up to
-    PAGE_CHARS) behind a click."""
-    full = text if pair is None else f"{text}  ‖  {pair}"
+def text_parts(text: str, pair: str | None) -> str | tuple[str, str, str, str]:
+    """A case's text (and its pair) as its cell shows it, characters HTML cannot carry replaced:
+    whole where it has at most DISPLAY_CHARS, else (its first DISPLAY_CHARS, the rest up to
+    PAGE_CHARS, its length, how many characters the page leaves out) with numbers as shown."""
+    full = _UNSAFE.sub("\ufffd", text if pair is None else f"{text}  ‖  {pair}")
     if not full:
         return "–"
     if len(full) <= DISPLAY_CHARS:
-        return esc(full)
+        return full
     kept = full[:PAGE_CHARS]
     more = len(full) - len(kept)
-    tail = f'<i class="more">… {more:,} more characters in report.json</i>' if more else ""
+    return kept[:DISPLAY_CHARS], kept[DISPLAY_CHARS:], f"{len(full):,}", f"{more:,}" if more else ""
+
+
+def text_cell(text: str, pair: str | None) -> str:
+    """A case's text (and its pair) for a table cell: cut to DISPLAY_CHARS, the rest (up to
+    PAGE_CHARS) behind a click."""
+    parts = text_parts(text, pair)
+    if isinstance(parts, str):
+        return esc(parts)
+    head, rest, length, more = parts
+    tail = f'<i class="more">… {more} more characters in report.json</i>' if more else ""
     # The click shows the rest, not the whole text again: each text is in the page once.
-    return (
-        f"<details><summary>{esc(kept[:DISPLAY_CHARS])}… <i>({len(full):,} characters)</i></summary>"
-        f"…{esc(kept[DISPLAY_CHARS:])}{tail}</details>"
-    )
+    return f"<details><summary>{esc(head)}… <i>({length} characters)</i></summary>…{esc(rest)}{tail}</details>"
 
 
 # -- one run --------------------------------------------------------------------------------------
@@ -113,36 +131,60 @@ def _columns(run: RunResult, rows: Sequence[CaseRow]) -> list[tuple[str, str, st
     return columns + [("outcome", "outcome", "text"), ("why", "why", "text")]
 
 
-def _cell(row: CaseRow, key: str) -> str:
+def _shown(row: CaseRow, key: str) -> str:
+    """What a cell other than the text's shows, as plain text."""
     if key == "case":
-        return esc(row.case_id)
+        return row.case_id
     if key == "kind":
         return row.kind.value
-    if key == "text":
-        return text_cell(row.text, row.text_pair)
     if key == "outcome":
         return OUTCOME_WORDS[row.outcome]
     if key == "why":
-        return esc(row.why)
+        return row.why
     value = getattr(row, key)
     if isinstance(value, float) or key in ("gap_before", "gap_after", "radius"):
         return _num(value)
-    return "–" if value is None else esc(value)
+    return "–" if value is None else str(value)
 
 
-def _table(run: RunResult, rows: Sequence[CaseRow]) -> str:
+def _cell(row: CaseRow, key: str) -> str:
+    if key == "text":
+        return text_cell(row.text, row.text_pair)
+    return esc(_shown(row, key))
+
+
+def _row_html(row: CaseRow, keys: Sequence[str]) -> str:
+    # End tags of cells and rows are optional in HTML: leaving them out saves a tenth of the page.
+    # A row is marked only where its case did not pass (its colour, and what the filter reads).
+    start = "<tr>" if row.outcome is Outcome.PASSED else f'<tr class="{row.outcome.value}">'
+    return start + "".join(f"<td>{_cell(row, key)}" for key in keys)
+
+
+def packed_rows(rows: Sequence[CaseRow], keys: Sequence[str]) -> str:
+    """``rows`` as the page's script reads them: a JSON array of columns, first the rows' classes,
+    then each cell's text (the text's cell as :func:`text_parts` gives it), gzip-compressed (no
+    time stamp, so the same report gives the same page) and in URL-safe base64: letters, digits,
+    ``-``, ``_`` and ``=``, nothing an HTML parser reads as markup, and no ``//`` that looks like
+    an address. By columns, not rows: like next to like compresses an eighth better."""
+    columns = [["" if row.outcome is Outcome.PASSED else row.outcome.value for row in rows]] + [
+        [text_parts(row.text, row.text_pair) for row in rows]
+        if key == "text"
+        else [_UNSAFE.sub("\ufffd", _shown(row, key)) for row in rows]
+        for key in keys
+    ]
+    raw = json.dumps(columns, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _table(run: RunResult, rows: Sequence[CaseRow], anchor: str) -> str:
     columns = _columns(run, rows)
+    keys = [key for key, _, _ in columns]
     head = "".join(
         f'<th data-key="{key}" data-type="{kind}" scope="col" tabindex="0">{esc(title)}</th>'
         for key, title, kind in columns
     )
-    # End tags of cells and rows are optional in HTML: leaving them out saves a tenth of the page.
-    # A row is marked only where its case did not pass (its colour, and what the filter reads).
-    body = "\n".join(
-        ("<tr>" if row.outcome is Outcome.PASSED else f'<tr class="{row.outcome.value}">')
-        + "".join(f"<td>{_cell(row, key)}" for key, _, _ in columns)
-        for row in rows
-    )
+    packed = len(rows) > HTML_ROWS
+    body = "\n".join(_row_html(row, keys) for row in (rows[:PREVIEW_ROWS] if packed else rows))
     kinds = sorted({r.kind.value for r in rows})
     outcomes = [o for o in Outcome if any(r.outcome is o for r in rows)]
     kind_options = "".join(f'<option value="{k}">{k}</option>' for k in kinds)
@@ -154,9 +196,19 @@ def _table(run: RunResult, rows: Sequence[CaseRow]) -> str:
         '<label>text <input type="search" data-filter="q" placeholder="words in the text, id or why"></label>'
         f'<output class="count" data-total="{len(rows)}">{len(rows)} cases</output></div>'
     )
+    data = ""
+    source = f"{anchor}-rows"
+    if packed:
+        data = (
+            f'<p class="note">Without JavaScript this table shows the first {PREVIEW_ROWS} of its {len(rows):,} '
+            "cases, failures first; report.json beside this page has them all.</p>"
+            f'<script type="application/octet-stream" id="{esc_attr(source)}">{packed_rows(rows, keys)}</script>'
+        )
+    attrs = f' data-packed="{esc_attr(source)}"' if packed else ""
     return (
-        f'{controls}<div class="scroll"><table class="cases" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>\n{body}\n</tbody></table></div>"
+        f'{controls}<div class="scroll"><table class="cases" data-rows="{len(rows)}"{attrs}>'
+        f"<thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table></div>"
+        f'<button type="button" class="show-more" hidden>show more</button>{data}'
     )
 
 
@@ -200,7 +252,7 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{esc(head.verdict)}</p>'
         f"{_facts(head.facts)}"
         f'<p class="meta">{"; ".join(where)}</p><p class="meta">{esc(run.message)}</p>'
-        f"<h3>Cases</h3>{_table(run, rows)}{_plots(run, rows, anchor)}</section>"
+        f"<h3>Cases</h3>{_table(run, rows, anchor)}{_plots(run, rows, anchor)}</section>"
     )
 
 
@@ -280,10 +332,13 @@ figcaption{font-size:13px}.technical{display:block;color:#666;font-size:12px;mar
 
 # Sort on a header's click (Enter too), filter by kind, outcome and text; a view from the URL
 # (?kind=…&outcome=…&q=…&sort=KEY&desc=1, or the same after #) is applied on load, and each
-# change is written back into the URL so that a link shows the same view.
+# change is written back into the URL so that a link shows the same view. A compressed table is
+# first decoded into rows (a browser without DecompressionStream keeps the HTML rows and the
+# note saying what they are); any table shows its first SHOWN matching rows, "show more" the next.
 _JS = r"""
 (function(){
 "use strict";
+var SHOWN=@SHOWN@;
 var params=new URLSearchParams(location.search);
 new URLSearchParams(location.hash.slice(1)).forEach(function(v,k){params.set(k,v);});
 var view={kind:params.get("kind")||"",outcome:params.get("outcome")||"",q:params.get("q")||"",
@@ -293,17 +348,51 @@ function column(table,key){
   for(var i=0;i<ths.length;i++){if(ths[i].getAttribute("data-key")===key){return i;}}
   return -1;
 }
+function el(tag,text,cls){
+  var e=document.createElement(tag);if(text){e.textContent=text;}if(cls){e.className=cls;}return e;
+}
+function textCell(td,v){
+  if(typeof v==="string"){td.textContent=v;return;}
+  var d=el("details"),s=el("summary",v[0]+"\u2026 ");
+  s.appendChild(el("i","("+v[2]+" characters)"));d.appendChild(s);
+  d.appendChild(document.createTextNode("\u2026"+v[1]));
+  if(v[3]){d.appendChild(el("i","\u2026 "+v[3]+" more characters in report.json","more"));}
+  td.appendChild(d);
+}
+function unpack(table){
+  var id=table.getAttribute("data-packed");if(!id){return Promise.resolve();}
+  var code=document.getElementById(id).textContent.trim().replace(/-/g,"+").replace(/_/g,"/");
+  var bin=atob(code),bytes=new Uint8Array(bin.length);
+  for(var i=0;i<bin.length;i++){bytes[i]=bin.charCodeAt(i);}
+  var stream=new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).json().then(function(columns){
+    var textAt=column(table,"text")+1,body=document.createElement("tbody");
+    for(var i=0;i<columns[0].length;i++){
+      var tr=document.createElement("tr");if(columns[0][i]){tr.className=columns[0][i];}
+      for(var j=1;j<columns.length;j++){var td=document.createElement("td");
+        if(j===textAt){textCell(td,columns[j][i]);}else{td.textContent=columns[j][i];}tr.appendChild(td);}
+      body.appendChild(tr);
+    }
+    table.replaceChild(body,table.tBodies[0]);
+    var note=table.closest("section").querySelector("p.note");if(note){note.hidden=true;}
+  });
+}
 function filter(section){
   var table=section.querySelector("table.cases");if(!table){return;}
   var kindAt=column(table,"kind"),rows=table.tBodies[0].rows,shown=0,q=view.q.toLowerCase();
+  var limit=table.limit||SHOWN;
   for(var i=0;i<rows.length;i++){
     var r=rows[i];
     var ok=(!view.kind||r.cells[kindAt].textContent===view.kind)
       &&(!view.outcome||(r.className||"passed")===view.outcome)&&(!q||r.textContent.toLowerCase().indexOf(q)>=0);
-    r.hidden=!ok;if(ok){shown++;}
+    r.hidden=!ok||shown>=limit;if(ok){shown++;}
   }
+  var visible=Math.min(shown,limit);
   table.setAttribute("data-shown",shown);
-  section.querySelector("output.count").textContent="showing "+shown+" of "+rows.length+" cases";
+  section.querySelector("output.count").textContent=visible<shown
+    ?"showing the first "+visible+" of "+shown+(shown<rows.length?" matching cases ("+rows.length+" in all)":" cases")
+    :"showing "+shown+" of "+rows.length+" cases";
+  section.querySelector("button.show-more").hidden=visible>=shown;
 }
 function sort(table,key,desc){
   var at=column(table,key);if(at<0){return;}
@@ -327,8 +416,13 @@ function remember(){
   if(view.sort&&view.desc){out.set("desc","1");}
   try{history.replaceState(null,"",location.pathname+(out.toString()?"#"+out:""));}catch(e){}
 }
+function syncInputs(){
+  Array.prototype.forEach.call(document.querySelectorAll("[data-filter]"),function(input){
+    var name=input.getAttribute("data-filter");if(input.value!==view[name]){input.value=view[name];}
+  });
+}
 var sections=document.querySelectorAll("section.run");
-Array.prototype.forEach.call(sections,function(section){
+function ready(section){
   var table=section.querySelector("table.cases");if(!table){return;}
   Array.prototype.forEach.call(section.querySelectorAll("[data-filter]"),function(input){
     var name=input.getAttribute("data-filter");input.value=view[name];
@@ -337,19 +431,23 @@ Array.prototype.forEach.call(sections,function(section){
   Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th){
     function click(){
       var key=th.getAttribute("data-key");view.desc=view.sort===key?!view.desc:false;view.sort=key;
-      sort(table,key,view.desc);remember();
+      sort(table,key,view.desc);filter(section);remember();
     }
     th.addEventListener("click",click);
     th.addEventListener("keydown",function(e){if(e.key==="Enter"){click();}});
   });
+  section.querySelector("button.show-more").addEventListener("click",function(){
+    table.limit=(table.limit||SHOWN)+SHOWN;filter(section);
+  });
   if(view.sort){sort(table,view.sort,view.desc);}
   filter(section);
-});
-function syncInputs(){
-  Array.prototype.forEach.call(document.querySelectorAll("[data-filter]"),function(input){
-    var name=input.getAttribute("data-filter");if(input.value!==view[name]){input.value=view[name];}
-  });
 }
-document.body.setAttribute("data-ready","true");
+Promise.all(Array.prototype.map.call(sections,function(section){
+  var table=section.querySelector("table.cases");
+  return (table?unpack(table):Promise.resolve()).catch(function(){table.removeAttribute("data-packed");});
+})).then(function(){
+  Array.prototype.forEach.call(sections,ready);
+  document.body.setAttribute("data-ready","true");
+});
 })();
-"""
+""".replace("@SHOWN@", str(SHOWN_ROWS))
