@@ -16,7 +16,7 @@ from testkit.tiny_models import synthetic_cases
 
 from warp_check import Case, ClassifierAdapter, Kind, encode_cases
 from warp_check.errors import CacheWarning
-from warp_check.model.encode import length_batches
+from warp_check.model.batches import length_batches
 from warp_check.model.head import DenseHead
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from warp_check.cache.shards import ShardStore
 from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError, TokenizerFailure
+from warp_check.model.batches import length_batches
 from warp_check.model.engines.settings import Engine
 from warp_check.model.hashing import input_sha256, upstream_sha256
 from warp_check.model.threads import torch_threads
@@ -109,24 +110,6 @@ def encode_cases(
     for i, j in same_as.items():
         V[i] = V[j]
     return Encoded(ids, V, len(cases) - len(missing) - len(same_as), len(missing), upstream, tuple(keys))
-
-
-def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Batches of positions into ``lengths``, each of inputs of one length.
-
-    Never padded, so a case's v does not depend on the company it is encoded in: some encoders
-    let padding leak into the representation (the tiny ConvBERT and ModernBERT of the family tests
-    moved gaps by more than a unit), and a cache, a neighbourhood or an audit encodes a case among
-    other cases than the repair did. Real suites have a few dozen lengths: the batches stay full.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batches: list[list[int]] = []
-    for i in order:
-        if batches and len(batches[-1]) < batch_size and lengths[batches[-1][0]] == lengths[i]:
-            batches[-1].append(i)
-        else:
-            batches.append([i])
-    return batches
 
 
 def input_keys(adapter: ClassifierAdapter, cases: Sequence[Case]) -> list[str | None]:

@@ -1,7 +1,7 @@
 """The encoder pass on Ray Data: ``map_batches`` over the pass's one-length batches, one model per worker.
 
 The driver tokenizes (it needs the input digests for the cache anyway) and forms the same
-batches the local pass forms (:func:`warp_check.model.encode.length_batches`, the same size),
+batches the local pass forms (:func:`warp_check.model.batches.length_batches`, the same size),
 so every case is encoded in the same company and its v is bit for bit the local pass's on the
 same device. Each Ray Data row is one such batch; an actor per worker loads the model once
 from its folder, checks that its upstream is the driver's (the cache key), forwards each batch
@@ -30,7 +30,7 @@ import numpy as np
 
 import warp_check.errors as error_types
 from warp_check.errors import EngineError, ModelError, WarpError
-from warp_check.model.encode import length_batches
+from warp_check.model.batches import length_batches
 from warp_check.model.engines.settings import NO_RAY, RaySettings
 from warp_check.model.hashing import upstream_sha256
 from warp_check.model.specs import HeadSpec
