@@ -146,6 +146,7 @@ def commands() -> tuple[Command, ...]:
                 ("model", {"help": "for a suite: model folder or Hub id instead of its [model]"}),
                 "revision",
                 ("cache", {"help": "for a suite: representation cache folder, or 'none'"}),
+                *PROGRESS_OPTIONS,
             ),
         ),
         Command(
@@ -221,7 +222,7 @@ def commands() -> tuple[Command, ...]:
             run=promote_command,
             help="move the must_fix cases a certified repair fixed into the suite's must_keep file",
             positionals=(("suite", "SUITE", None),),
-            options=("cache",),
+            options=("cache", *PROGRESS_OPTIONS),
             arguments=promote_arguments,
         ),
         Command(
@@ -316,7 +317,7 @@ def _report(args: argparse.Namespace) -> int:
         runs = [run_from_certificate(Certificate.read(source), source=str(source))]
     else:
         suite, cache = suite_and_cache(_suite_args(args), load=load_suite)
-        runs = [check(suite, load_adapter(suite), cache_dir=cache)]
+        runs = [check(suite, load_adapter(suite), cache_dir=cache, progress=progress_of(args))]
     path = write_report(args.out, runs)
     print(f"report: {path}\nreport page: {path.parent / REPORT_HTML}")
     return EXIT_OK

@@ -101,3 +101,19 @@ def test_compare_reads_the_suites_cache(tiny_suite, monkeypatch, capsys):
     assert encoded_cases(seen) > 0
     err = capsys.readouterr().err  # -q: the encoding as one line, not a bar
     assert err.count("warp: encoding cases: ") == 1 and "\r" not in err
+
+
+def test_report_and_promote_show_their_encoding_by_the_same_rule(tiny_suite, tiny_split, tmp_path, capsys):
+    n = sum(map(len, tiny_split))
+    report = ["report", str(tiny_suite), "--out", str(tmp_path / "report"), "--cache", "none"]
+    assert main([*report, "--progress-after", "0"]) == 0
+    assert f"warp: encoding cases: {n} of {n} cases in " in capsys.readouterr().err
+    repaired = tmp_path / "repaired"
+    assert main(["repair", str(tiny_suite), "--out", str(repaired), "--cache", "none", "-q"]) == 0
+    capsys.readouterr()
+    fixed = len(tiny_split[0])
+    promote = ["promote", str(tiny_suite), "--from", str(repaired), "--dry-run", "--cache", "none"]
+    assert main([*promote, "--progress-after", "0"]) == 0
+    assert f"warp: encoding cases: {fixed} of {fixed} cases in " in capsys.readouterr().err
+    assert main([*promote, "--progress", "off"]) == 0
+    assert "warp:" not in capsys.readouterr().err

@@ -322,8 +322,9 @@ def neighbours_command(args: argparse.Namespace) -> int:
 
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
+    folder = resolve_model(args.repaired, args.revision).folder
     promotion = promote(
-        suite, resolve_model(args.repaired, args.revision).folder, dry_run=args.dry_run, cache_dir=cache_of(args, suite)
+        suite, folder, dry_run=args.dry_run, cache_dir=cache_of(args, suite), progress=progress_of(args)
     )
     dry = args.dry_run
     moved = len(promotion.promoted) - len(promotion.in_place)

@@ -37,6 +37,7 @@ from warp_check.errors import CertificateError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
 from warp_check.model.specs import HeadSpec
+from warp_check.progress import Progress
 from warp_check.suite.case_files import CaseFile, CaseReader, Location
 from warp_check.suite.casefile import NewCase, append_cases, loader_check, remove_lines, rewrite_lines
 from warp_check.suite.loader import Suite
@@ -67,10 +68,16 @@ class _Candidate:
 
 
 def promote(
-    suite: Suite, repaired: str | Path, *, dry_run: bool = False, cache_dir: str | Path | None = None
+    suite: Suite,
+    repaired: str | Path,
+    *,
+    dry_run: bool = False,
+    cache_dir: str | Path | None = None,
+    progress: bool | Progress = False,
 ) -> Promotion:
     """Promote what the certificate in ``repaired`` shows fixed and the model bears out (see the module);
-    ``cache_dir``: the representation cache, where the recomputation reads and stores v."""
+    ``cache_dir``: the representation cache, where the recomputation reads and stores v; ``progress``:
+    how its encoding shows (:mod:`warp_check.progress`)."""
     repaired = Path(repaired)
     path = repaired / CERTIFICATE_NAME if repaired.is_dir() else repaired
     folder = path.parent
@@ -99,7 +106,7 @@ def promote(
         candidates.append(_Candidate(case=case, claim=claim, at=at, case_file=files[at.path]))
     moving = [c for c in candidates if not c.in_place]
     keep = _keep_file(suite) if moving else _keep_file_or_none(suite)
-    _refuse_false_claims(suite, folder, path, certificate, candidates, cache_dir)
+    _refuse_false_claims(suite, folder, path, certificate, candidates, cache_dir, progress)
     _unchanged_since_loaded(suite, candidates)
     kept_before = _already_kept(suite, keep, moving, {c.case.id for c in candidates if c.in_place}) if moving else set()
     in_place = [c for c in candidates if c.in_place]
@@ -127,6 +134,7 @@ def _refuse_false_claims(
     certificate: Certificate,
     candidates: Sequence[_Candidate],
     cache_dir: str | Path | None,
+    progress: bool | Progress = False,
 ) -> None:
     """Cert 1 recomputed from the repaired weights (the core's certify_cases on v the model encodes):
     every case about to move must be predicted its label with a gap ≥ γ_s, or nothing moves."""
@@ -136,7 +144,8 @@ def _refuse_false_claims(
     spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
     adapter = ClassifierAdapter.from_pretrained(folder, layer=spec, max_length=m.max_length)
     cases = [c.case for c in candidates]
-    encoded = encode_cases(adapter, cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=False)
+    batch = suite.model.batch_size
+    encoded = encode_cases(adapter, cases, batch_size=batch, cache_dir=cache_dir, progress=progress)
     gamma_s = certificate.settings.gamma_s
     records, _ = certify_cases(
         adapter.head(),
