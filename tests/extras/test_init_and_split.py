@@ -235,3 +235,16 @@ def test_predicted_rows_go_into_a_new_suite_too(distilbert_dir, tiny_split, tmp_
     assert exit_code(["import", str(folder), str(source), "--text", "sentence", "--predicted"]) == 0
     assert "must_keep case(s) appended to" in capsys.readouterr().out
     assert 0 < len(lines(folder / "must_keep.jsonl")) <= 4
+
+
+def test_init_takes_no_unicode_digit_for_a_class_id(distilbert_dir, tmp_path, capsys):
+    # "²" passes str.isdigit and fails int(): a config's id2label keyed so is left out, never a traceback.
+    import shutil
+
+    model = Path(shutil.copytree(distilbert_dir, tmp_path / "model"))
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    config["id2label"] = {"0": "negative", "²": "positive"}
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert exit_code(["init", str(tmp_path / "suite"), "--model", str(model)]) == 0
+    written = tomllib.loads((tmp_path / "suite" / "warp.toml").read_text(encoding="utf-8"))
+    assert written["labels"] == {"negative": 0}

@@ -25,6 +25,7 @@ from warp_check.files import as_if_created, write_text_atomically
 from warp_check.model.hub_cache import ModelSource, resolve_model
 from warp_check.model.loading import read_config
 from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
+from warp_check.validation import is_decimal
 
 CASE_FILES: tuple[tuple[str, Kind, str], ...] = (
     ("must_keep.jsonl", Kind.MUST_KEEP, "cases the model must keep right"),
@@ -112,7 +113,7 @@ def _labels(model_dir: Path) -> dict[int, str]:
     raw = read_config(model_dir).get("id2label")
     labels: dict[int, str] = {}
     for key, value in (raw or {}).items() if isinstance(raw, dict) else ():
-        if isinstance(key, str) and key.isdigit() and isinstance(value, str) and value.strip():
+        if isinstance(key, str) and is_decimal(key) and isinstance(value, str) and value.strip():
             labels[int(key)] = value
     if len(set(labels.values())) != len(labels):
         return {}  # two classes of one name: the suite's labels default to the model's (class ids in the files)
