@@ -187,13 +187,12 @@ def _traffic_checks(
         why = f"Cert 4: {len(inputs.texts):,} texts measured here, the certificate measured {claim.n:,}"
         return (Check("traffic_n", False, why),), None
     was = np.array(claim.predicted_before, dtype=np.int64)
-    names = getattr(adapter.model.config, "id2label", None) or {}
     recomputed = changes_record(
         sample,
         inputs,
         was,
         predictions(head, inputs.V),
-        label_name=lambda label: str(names.get(label, label)),
+        label_name=adapter.label_name,
         seconds=inputs.seconds,
     )
     claimed_changed = [c.index for c in claim.changes]

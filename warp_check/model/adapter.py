@@ -343,6 +343,11 @@ class ClassifierAdapter:
         labels = {str(name): int(index) for index, name in raw.items() if 0 <= int(index) < self.num_classes}
         return labels if len(labels) == len(raw) else {}
 
+    def label_name(self, label: int) -> str:
+        """Class ``label`` as the model's config names it (its id2label), else its id."""
+        names = getattr(getattr(self.model, "config", None), "id2label", None) or {}
+        return str(names.get(label, label))
+
     # -- the head as numbers ----------------------------------------------------------
     def head(self) -> DenseHead:
         """The head in float64; the final-linear form as W v + b with an identity classifier."""

@@ -128,7 +128,7 @@ def repair_cases(
         progress=progress,
     )
     ended = climb(ladder)
-    names = label_name or _id2label(adapter)
+    names = label_name or adapter.label_name
     measure = _traffic_measure(traffic, names, batch_size, cache_dir, progress)
     outcome = _certify_save(
         ended.attempt.adapter,
@@ -141,11 +141,6 @@ def repair_cases(
         measure,
     )
     return replace(outcome, neighbourhood=ended.hood)
-
-
-def _id2label(adapter: ClassifierAdapter) -> Callable[[int], str]:
-    names = getattr(adapter.model.config, "id2label", None) or {}
-    return lambda label: str(names.get(label, label))
 
 
 def _traffic_measure(
