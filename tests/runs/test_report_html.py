@@ -341,3 +341,17 @@ def test_every_id_in_a_page_of_several_runs_is_its_own():
     page = page_of(repair_run(3, 3), repair_run(3, 3), check_run(4, wrong=1))
     ids = [part.split('"')[0] for part in page.split(' id="')[1:]]
     assert len(ids) == len(set(ids)) and "run-1-gaps" in ids
+
+
+def test_an_audit_that_recomputed_cert_4_shows_the_traffic_bound(tmp_path):
+    run = repair_run(2, 2)
+    details = AuditDetails(
+        **SUITE, counts={Kind.MUST_FIX: 2, Kind.MUST_KEEP: 2}, certificate="/m/warp_certificate.json", checks=7,
+        failed_checks=(), not_in_suite=(), gamma_s=1.0, gamma_h=0.3,
+        traffic=traffic_note(n=500, changed=2, bound=0.0125, confidence=0.95),
+    )  # fmt: skip
+    audit = dataclasses.replace(run, mode=Mode.AUDIT, status=RunStatus.VERIFIED, ok=True, details=details)
+    facts = {f.name: f for f in headline(audit).facts}
+    assert facts["traffic"].value == "changes at most 1.25% of predictions on traffic like this"
+    written = write_report(tmp_path / "report", [audit])
+    assert "### Traffic (Cert 4)" in written.read_text(encoding="utf-8")

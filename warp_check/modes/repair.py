@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from warp_check.modes.base import RunJob, RunMode
 from warp_check.modes.check import encoder_line, head_shown
 from warp_check.options import OPTION, Option
-from warp_check.runs.details import RepairDetails, RunDetails
+from warp_check.runs.details import RepairDetails, RunDetails, traffic_of
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult
@@ -113,7 +113,7 @@ class RepairMode(RunMode):
 
 def traffic_lines(run: RunResult) -> list[str]:
     """Cert 4's lines: how the file became the sample, and the bound (or why it was not measured)."""
-    note = getattr(run.details, "traffic", None)
+    note = traffic_of(run.details)
     out = [f"  traffic: {note.sample_line()}"] if note is not None else []
     if run.traffic is not None:
         out.append(f"  {'' if run.traffic.passed else 'FAILED '}{run.traffic.message}")

@@ -221,6 +221,11 @@ class AuditDetails(RunDetails):
     traffic: TrafficNote | None = field(default=None, metadata=on_disk(omit_none=True))
 
 
+def traffic_of(details: object) -> TrafficNote | None:
+    """Cert 4 as a run measured it: a repair's, or an audit's recomputation (None: no traffic measured)."""
+    return details.traffic if isinstance(details, (RepairDetails, AuditDetails)) else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class CertificateDetails(Record):
     """A repair run as a certificate file tells it (no suite: only what the file claims)."""

@@ -24,7 +24,7 @@ from warp_check.certify.certificate import Certificate
 from warp_check.errors import WarpError
 from warp_check.files import replaced_atomically, write_json_atomic, write_text_atomically
 from warp_check.json_bounded import read_json
-from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails
+from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails, traffic_of
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.report_html import REPORT_HTML, render_html
@@ -251,7 +251,7 @@ def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str
 
 def _traffic_markdown(run: RunResult) -> list[str]:
     """Cert 4: the bound, its verdict, and the texts whose prediction the repair changed."""
-    note = getattr(run.details, "traffic", None)
+    note = traffic_of(run.details)
     if note is None:
         return []
     out = ["### Traffic (Cert 4)", "", f"- {note.sample_line()}", f"- {note}"]

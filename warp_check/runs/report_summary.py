@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warp_check.cases import Kind
-from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails
+from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails, traffic_of
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import Outcome, RunResult, Verdict
 
@@ -171,7 +171,7 @@ def restored_ids(run: RunResult) -> set[str]:
 def traffic_fact(run: RunResult) -> Fact | None:
     """The bound on how many predictions the repair changes on traffic like the suite's sample
     (Cert 4), where the run measured one."""
-    traffic = run.details.traffic if isinstance(run.details, RepairDetails) else None
+    traffic = traffic_of(run.details)
     if traffic is None:
         return None
     limit = traffic.max_change
