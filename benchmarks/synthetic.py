@@ -6,7 +6,8 @@ What it builds, from a seed:
   bias ``b``, a 2-class ``W_c`` whose logit difference is orthogonal to the mean hidden
   activation (so the two classes are balanced, as for a real fine-tuned head), scaled so the
   median |gap| of correct predictions is ``TYPICAL_GAP`` (≈3), and ``b_c = 0``;
-* representations in ``d_in = 768`` (the input of the repair layer), from one of
+* representations in ``d_in = 768`` (the input of the repair layer; ``d``: another width, W then
+  d × d), from one of
   ``DISTRIBUTIONS``: ``isotropic`` ``v ~ N(0, I)`` (the default, and the worst case for lazy
   must_keep rows: every case points its own way, so the QP's active set grows to ~r·d_in), or
   ``measured``: ``v ~ N(μ, Σ)`` shaped like real pre-classifier inputs (see ``Sampler``);
@@ -76,25 +77,26 @@ class Sampler:
     """
 
     distribution: str
+    d: int = 768
     mean: np.ndarray | None = None
     scales: np.ndarray | None = None  # (D, D): Q diag(√λ), so v = μ + z scalesᵀ
 
     @classmethod
-    def make(cls, distribution: str, seed: int) -> Sampler:
+    def make(cls, distribution: str, seed: int, d: int = 768) -> Sampler:
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {distribution!r}")
         if distribution == "isotropic":
-            return cls(distribution)
+            return cls(distribution, d)
         rng = np.random.default_rng(seed + 7_919)
-        lam = np.arange(1, D + 1, dtype=np.float64) ** -MEASURED_SPECTRUM_SLOPE
-        lam *= D * (1.0 - MEASURED_MEAN_SHARE) / lam.sum()
-        Q, _ = np.linalg.qr(rng.normal(size=(D, D)))
-        mean = rng.normal(size=D)
-        mean *= np.sqrt(D * MEASURED_MEAN_SHARE) / np.linalg.norm(mean)
-        return cls(distribution, mean, Q * np.sqrt(lam))
+        lam = np.arange(1, d + 1, dtype=np.float64) ** -MEASURED_SPECTRUM_SLOPE
+        lam *= d * (1.0 - MEASURED_MEAN_SHARE) / lam.sum()
+        Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+        mean = rng.normal(size=d)
+        mean *= np.sqrt(d * MEASURED_MEAN_SHARE) / np.linalg.norm(mean)
+        return cls(distribution, d, mean, Q * np.sqrt(lam))
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        z = rng.normal(size=(n, D))
+        z = rng.normal(size=(n, self.d))
         return z if self.scales is None else self.mean + z @ self.scales.T
 
 
@@ -110,7 +112,7 @@ class SyntheticProblem:
 
 
 def build(
-    seed: int = 0, activation: str = "relu", distribution: str = "isotropic", head_shape: str = "random"
+    seed: int = 0, activation: str = "relu", distribution: str = "isotropic", head_shape: str = "random", d: int = D
 ) -> SyntheticProblem:
     """The head and the two case sets; identical for identical arguments.
 
@@ -123,24 +125,24 @@ def build(
     if head_shape not in HEADS:
         raise ValueError(f"head_shape must be one of {HEADS}, got {head_shape!r}")
     act = ACTIVATIONS[activation]
-    sampler = Sampler.make(distribution, seed)
+    sampler = Sampler.make(distribution, seed, d)
     rng = np.random.default_rng(seed)
-    W = rng.normal(0.0, 1.0 / np.sqrt(D), size=(D, D))
-    b = rng.normal(0.0, 0.05, size=D)
+    W = rng.normal(0.0, 1.0 / np.sqrt(d), size=(d, d))
+    b = rng.normal(0.0, 0.05, size=d)
     spike = None
     if head_shape == "measured":
         shape_rng = np.random.default_rng(seed + 104_729)  # its own stream: the rest stays as drawn
-        out_dir, in_dir = (x / np.linalg.norm(x) for x in shape_rng.normal(size=(2, D)))
+        out_dir, in_dir = (x / np.linalg.norm(x) for x in shape_rng.normal(size=(2, d)))
         median = float(np.median(np.linalg.svd(W, compute_uv=False)))
         W = W + MEASURED_SPIKE_OVER_MEDIAN * median * np.outer(out_dir, in_dir)
-        spike = (out_dir, shape_rng.normal(size=D))
+        spike = (out_dir, shape_rng.normal(size=d))
 
     # Class direction made orthogonal to the mean activation so neither class dominates:
     # random, or (measured head) MEASURED_CLASS_ALIGNMENT of it along the spike.
     calibration = sampler.draw(rng, 4096)
     hidden = act.fn(calibration @ W.T + b)
     mean_hidden = hidden.mean(axis=0)
-    direction = rng.normal(size=D)
+    direction = rng.normal(size=d)
     if spike is not None:
         out_dir, other = spike
         other -= (other @ out_dir) * out_dir
@@ -243,14 +245,15 @@ KEEP_BLOCK = 8192  # rows drawn (and classified) at a time: no n×d_out temporar
 
 def keep_cases(synthetic: SyntheticProblem, n: int, seed: int, keep: str) -> CaseSet:
     """n further must_keep cases from the problem's sampler, labelled by its head; ``keep="margin"``:
-    only cases whose gap is already ≥ γ_h (``"natural"``: every one)."""
+    only cases whose gap is already ≥ γ_h (``"natural"``: every one). Stored in float32, as a real
+    model's v are (a million rows of d = 768: 3 GB, not 6), and labelled from the stored values."""
     head = synthetic.head
     rng = np.random.default_rng(seed + 1_000_003)
-    V = np.empty((n, head.d_in))
+    V = np.empty((n, head.d_in), dtype=np.float32)
     labels = np.empty(n, dtype=np.int64)
     filled = 0
     while filled < n:
-        block = synthetic.sampler.draw(rng, KEEP_BLOCK)
+        block = synthetic.sampler.draw(rng, KEEP_BLOCK).astype(np.float32)
         predicted = head.predict(block)
         if keep == "margin":
             gap, _ = head.gaps(block, predicted)
@@ -260,4 +263,4 @@ def keep_cases(synthetic: SyntheticProblem, n: int, seed: int, keep: str) -> Cas
         V[filled : filled + take] = block[:take]
         labels[filled : filled + take] = predicted[:take]
         filled += take
-    return CaseSet(tuple(f"keep-{i:06d}" for i in range(n)), V, labels)
+    return CaseSet(tuple(f"keep-{i:07d}" for i in range(n)), V, labels)

@@ -55,6 +55,23 @@ def test_scale_benchmark_runs_at_a_small_size(backend, head):
     assert row["min_gap_fix_per_iteration"][-1] == pytest.approx(row["min_gap_fix"], abs=1e-4)
 
 
+def test_scale_benchmark_holds_a_suite_past_resident_keep_at_another_width():
+    # bench_scale --d-in: the synthetic rows and layer at another width, v stored float32; past
+    # resident_keep (--resident-keep) the loop holds the cases at risk and checks the rest from outside.
+    row = bench_scale.run_size(2000, seed=0, activation="relu", rank=2, keep="margin", d_in=48, resident_keep=200)
+    assert row["resident_keep"] == 200
+    assert row["d_in"] == 48 and row["representations_dtype"] == "float32"
+    assert row["converged"] and row["cert2"] == "2000/2000" and row["cert1"] == "108/108", row["message"]
+    assert 0 < row["held_outside"] <= 1800
+    assert row["keep_in_loop_share"] == pytest.approx(1 - row["held_outside"] / 2000)
+    assert row["rounds"] >= 1 and row["seconds_per_1k_keep"] > 0
+
+
+def test_scale_benchmark_goals_by_size_and_width():
+    assert bench_scale.goal_rss_mb(100_000, 768) == 4096  # issue 6
+    assert bench_scale.goal_rss_mb(1_000_000, 384) == 4096 and bench_scale.goal_rss_mb(1_000_000, 768) == 8192
+
+
 def test_measured_representation_shape_in_the_scale_benchmark():
     # bench_scale --distribution measured: N(μ, Σ) with the shape measured on real MiniLM
     # representations (mean share of E‖v‖², power-law spectrum), same E‖v‖² as N(0, I).

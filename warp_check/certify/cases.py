@@ -36,12 +36,9 @@ def certify_cases(
 ) -> tuple[list[CaseCertificate], Lipschitz]:
     """Cert 1–3 for every case from ``head`` (the repaired weights) in float64; ``restored`` must_keep
     cases are certified as must_fix cases (Cert 1 and 3), their kind kept."""
-    V = np.asarray(V, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
     kinds = tuple(Kind(k) for k in kinds)
-    gaps, _ = head.gaps(V, labels)
-    # The saved model's own arithmetic (its dtype): a margin must hold there too.
-    stored = head.gaps_as_stored(V, labels)
+    gaps, stored = gaps_in_both(head, V, labels)
     lip = lipschitz(head)
     back = [k is Kind.MUST_KEEP and case_id in restored for k, case_id in zip(kinds, ids, strict=True)]
     fix = np.array([k is Kind.MUST_FIX or again for k, again in zip(kinds, back, strict=True)], dtype=bool)
@@ -50,10 +47,11 @@ def certify_cases(
     worst = np.full_like(gaps, np.nan)
     flips = np.full_like(gaps, np.nan)
     if fix.any():
-        eps_l[fix] = local_radius(head, V[fix], labels[fix])
+        V_fix = np.asarray(V[fix], dtype=np.float64)
+        eps_l[fix] = local_radius(head, V_fix, labels[fix])
         radius = np.maximum(eps_s[fix], eps_l[fix])
-        worst[fix] = pgd_worst_gap(head, V[fix], labels[fix], radius, attack)
-        flips[fix] = flip_radius(head, V[fix], labels[fix], attack)
+        worst[fix] = pgd_worst_gap(head, V_fix, labels[fix], radius, attack)
+        flips[fix] = flip_radius(head, V_fix, labels[fix], attack)
     out = []
     for i, case_id in enumerate(ids):
         kind = kinds[i]
@@ -89,6 +87,23 @@ def certify_cases(
         else:
             out.append(CaseCertificate(**common))
     return out, lip
+
+
+# Cases recomputed at a time: a million must_keep cases' v are read from float32 (memory-mapped
+# where they lie on disk) a block at a time, never as one float64 copy.
+BLOCK_ROWS = 8192
+
+
+def gaps_in_both(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every case's gap in float64 and in the saved model's own arithmetic (its dtype: a margin must
+    hold there too), a block of cases at a time."""
+    gaps, stored = np.empty(len(labels)), np.empty(len(labels))
+    for lo in range(0, len(labels), BLOCK_ROWS):
+        rows = slice(lo, lo + BLOCK_ROWS)
+        block = np.asarray(V[rows], dtype=np.float64)
+        gaps[rows] = head.gaps(block, labels[rows])[0]
+        stored[rows] = head.gaps_as_stored(block, labels[rows])
+    return gaps, stored
 
 
 def summarise(records: Sequence[CaseCertificate]) -> dict[str, str]:

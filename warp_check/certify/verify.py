@@ -116,7 +116,7 @@ def verify(
         head,
         ids=tuple(c.id for c in cases),
         kinds=tuple(c.kind for c in cases),
-        V=V.astype(np.float64),
+        V=V,  # float32 as encoded: certify_cases reads it in float64 a block at a time
         labels=labels,
         gaps_before=np.array([claim.gap_before for claim in claimed.cases]),
         gamma_s=claimed.settings.gamma_s,

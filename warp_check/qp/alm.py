@@ -66,6 +66,8 @@ FACE_TRIES = 8
 # (joining × rows) products of length r + d_in.
 JOIN_AT_MOST = 1000
 # The working set never grows past this many rows: its Gram matrix is rows² × 8 bytes (800 MB).
+# A QP that needs more (a million must_keep cases near their margin) is answered on the rows it
+# holds (Outcome.WORKING_SET_FULL): the loop's step, checked on every case's true gap, judges it.
 MAX_ROWS = 10_000
 
 
@@ -141,8 +143,13 @@ class _WorkingSet:
             if violated.size == 0:
                 return self._result(B, Outcome.SOLVED, f"every row within {self.limit:.1e} ({self.rows.size} in play)")
             if self.rows.size + violated.size > MAX_ROWS:
-                return self._result(B, Outcome.MAX_ITER, f"the working set would pass {MAX_ROWS} rows")
-            self._join(violated)
+                self._drop_slack_rows()
+            room = MAX_ROWS - self.rows.size
+            if room <= 0:  # B holds every row in play; the loop's true-gap check judges the rest
+                worst = self._worst(B)
+                detail = f"{self.rows.size} rows in play, {violated.size} or more others violated by up to {worst:.2g}"
+                return self._result(B, Outcome.WORKING_SET_FULL, detail)
+            self._join(np.sort(violated[:room]))
         return self._result(B, Outcome.MAX_ITER, f"{settings.working_set_rounds} rounds")
 
     def _budget(self) -> _Budget:
@@ -153,12 +160,19 @@ class _WorkingSet:
 
     def _violated(self, B: np.ndarray) -> np.ndarray:
         """Hard rows out of the set that B violates, the most violated first (at most JOIN_AT_MOST)."""
+        slack = self._slack(B)
+        violated = np.flatnonzero(slack < -self.limit)
+        return self.problem.n_fix + violated[np.argsort(slack[violated], kind="stable")[:JOIN_AT_MOST]]
+
+    def _slack(self, B: np.ndarray) -> np.ndarray:
+        """Per hard row out of the set, how far B keeps it inside its bound (rows in the set: ∞)."""
         problem = self.problem
         slack = problem.constraint_values(B)[problem.n_fix :] - problem.rhs[problem.n_fix :]
         slack[self.rows[self.rows >= problem.n_fix] - problem.n_fix] = np.inf
-        violated = np.flatnonzero(slack < -self.limit)
-        worst = violated[np.argsort(slack[violated], kind="stable")[:JOIN_AT_MOST]]
-        return problem.n_fix + np.sort(worst)
+        return slack
+
+    def _worst(self, B: np.ndarray) -> float:
+        return float(-np.min(self._slack(B), initial=0.0))
 
     def _join(self, new: np.ndarray) -> None:
         """Add rows to the set: the Gram matrix grows by their blocks only (theirs exactly symmetric)."""
@@ -171,6 +185,15 @@ class _WorkingSet:
         gram[m:, m:] = problem.cross_gram(new, new)
         self.rows, self.gram = np.concatenate([self.rows, new]), gram
         self.z_rows = np.concatenate([self.z_rows, np.zeros(new.size)])
+
+    def _drop_slack_rows(self) -> None:
+        """Hard rows without a multiplier leave the set (the soft rows stay): the rows a round joined
+        that the next answer made slack. Only where the set would outgrow MAX_ROWS: a suite of a
+        million must_keep cases near their margin has tens of thousands that some round's answer
+        violates, and far fewer that bind at the optimum; a dropped row joins again if violated."""
+        keep = (self.rows < self.problem.n_fix) | (self.z_rows > 0)
+        if not keep.all():
+            self.rows, self.z_rows, self.gram = self.rows[keep], self.z_rows[keep], self.gram[np.ix_(keep, keep)]
 
     def _infeasible_or(self, outcome: Outcome, B: np.ndarray) -> Outcome:
         """INFEASIBLE(_INACCURATE) where the hard multipliers grew along a Farkas ray; else ``outcome``."""

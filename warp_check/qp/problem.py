@@ -34,6 +34,10 @@ class QPForm(Named):
 
 # The largest dual the form choice picks past r·d_in rows: its dense Gram is 288 MB there.
 DUAL_MAX_ROWS = 6_000
+# Hard rows a lazy solve starts from at most (rows_near_bound). Real suites of 52k must_keep cases
+# start from ≤ 2,760; a million isotropic ones have ~10k within the window, most never binding, and
+# the working set of the dual backends must stay within ~10k rows (its Gram matrix: rows² × 8 bytes).
+NEAR_BOUND_AT_MOST = 5_000
 
 
 @dataclass(frozen=True)
@@ -144,13 +148,17 @@ class LinearisedProblem:
             if of_a is not None or of_b is not None:
                 VVt = VVt[np.ix_(_all_or(of_a, cases_a.size), _all_or(of_b, cases_b.size))]
         Ca = self.C[rows_a]
-        return (Ca @ Ca.T if same else Ca @ self.C[rows_b].T) * VVt
+        gram = Ca @ Ca.T if same else Ca @ self.C[rows_b].T
+        gram *= VVt  # in place: at 10,000 rows each of these is 800 MB
+        return gram
 
     def rows_near_bound(self, window: float) -> np.ndarray:
         """Soft rows and the hard rows within ``window`` of violation at β = 0 (sorted): where a
         lazy solve starts. In the loop a must_keep row's bound is −(gap − γ_h − aim), so these are
         the rows a step is most likely to break."""
         hard = self.n_fix + np.flatnonzero(self.rhs[self.n_fix :] > -window)
+        if hard.size > NEAR_BOUND_AT_MOST:  # the nearest: the rounds add any row the answer violates
+            hard = np.sort(hard[np.argsort(-self.rhs[hard], kind="stable")[:NEAR_BOUND_AT_MOST]])
         return np.concatenate([np.arange(self.n_fix), hard])
 
     def pick_form(self) -> QPForm:

@@ -27,6 +27,9 @@ class QPStatus(Named):
 
     SOLVED = "solved"
     SOLVED_INACCURATE = "solved_inaccurate"  # tolerances met only 10× looser: usable, flagged
+    # Solved on the rows a working set of bounded memory holds: rows outside it may be violated, and
+    # the loop's step, checked on the true gaps, judges what that costs (usable, flagged)
+    SOLVED_PARTIAL = "solved_partial"
     INFEASIBLE = "infeasible"  # the must_keep constraints cannot all hold
     INFEASIBLE_INACCURATE = "infeasible_inaccurate"
     MAX_ITER = "max_iter_reached"
@@ -37,7 +40,7 @@ class QPStatus(Named):
 
     @property
     def has_solution(self) -> bool:
-        return self in (QPStatus.SOLVED, QPStatus.SOLVED_INACCURATE)
+        return self in (QPStatus.SOLVED, QPStatus.SOLVED_INACCURATE, QPStatus.SOLVED_PARTIAL)
 
     @property
     def infeasible(self) -> bool:
@@ -52,6 +55,7 @@ class Outcome(Named):
     INFEASIBLE = "infeasible"  # a Farkas ray on the hard rows (warp_check.qp.linalg.farkas_ratio)
     INFEASIBLE_INACCURATE = "infeasible inaccurate"
     MAX_ITER = "iteration limit"
+    WORKING_SET_FULL = "working set full"  # solved on the rows it holds; others the answer violates
     TIME_LIMIT = "time limit"
     STALLED = "stalled"  # no progress short of the tolerance
 
@@ -64,6 +68,7 @@ OUTCOME_STATUS: dict[Outcome, QPStatus] = {
     Outcome.MAX_ITER: QPStatus.MAX_ITER,
     Outcome.TIME_LIMIT: QPStatus.TIME_LIMIT,
     Outcome.STALLED: QPStatus.STALLED,
+    Outcome.WORKING_SET_FULL: QPStatus.SOLVED_PARTIAL,
 }
 
 # Outcomes that may hide an infeasible problem, or a feasible one the method could not settle:

@@ -44,7 +44,8 @@ def not_converged(*, stacked: Stacked, state: LoopState, stalled: str) -> Ending
     best = state.best
     missed = misses(stacked=stacked, gap=best.gap) + room_misses(stacked=stacked, W=best.W, gap=best.gap)
     why = f"stalled ({stalled})" if stalled else "not converged"
-    head = f"{why} after {len(state.records)} iteration(s): at the best iterate ({best.iteration}), "
+    done = state.records[-1].iteration if state.records else 0  # numbered on across rounds (repair.screen)
+    head = f"{why} after {done} iteration(s): at the best iterate ({best.iteration}), "
     if not missed:  # cannot happen while the stopping rule and these two agree; never a traceback
         return Ending(status=RepairStatus.NOT_CONVERGED, message=head + "no case is short", W=best.W)
     worst = max(missed, key=lambda m: m.short_by)

@@ -24,7 +24,7 @@ def gsn_finetune(
     params = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (head.W, head.b, head.Wc, head.bc)]
     act = torch_activation(head.activation.torch_name)
     optimiser = torch.optim.Adam(params, lr=settings.gsn_ft_lr)
-    Va = torch.tensor(aux.V)
+    Va = torch.tensor(np.asarray(aux.V, dtype=np.float64))  # float64 as the head's parameters
     ya = torch.tensor(aux.labels)
 
     def snapshot() -> DenseHead:

@@ -56,10 +56,21 @@ EXACT_EVERY = 10
 ROUNDED_AWAY = 0.5
 
 
-def stack(*, head: DenseHead, fix: CaseSet, kept: CaseSet, settings: RepairSettings) -> Stacked:
-    """The must_fix and kept must_keep cases stacked (must_fix first), each case's margin, and the step's price."""
-    V = np.vstack([fix.V, kept.V])
-    metric = StepMetric.of(settings.rho, settings.mu, kept.V)
+def stack(
+    *,
+    head: DenseHead,
+    fix: CaseSet,
+    kept: CaseSet,
+    settings: RepairSettings,
+    metric: StepMetric | None = None,
+    held_outside: int = 0,
+) -> Stacked:
+    """The must_fix and kept must_keep cases stacked (must_fix first) in float64, each case's margin,
+    and the step's price: ``metric``, or the one of ``kept`` (the cases held outside the loop, where
+    there are, are in the metric the caller gives: repair.screen)."""
+    V = np.vstack([fix.V, kept.V]).astype(np.float64, copy=False)
+    if metric is None:
+        metric = StepMetric.of(settings.rho, settings.mu, np.asarray(kept.V, dtype=np.float64))
     V_qp = metric.whiten(V)
     return Stacked(
         head=head,
@@ -74,6 +85,7 @@ def stack(*, head: DenseHead, fix: CaseSet, kept: CaseSet, settings: RepairSetti
         VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
         linear=head.activation.name == "identity",
         copies=np.concatenate([fix.copies, kept.copies]),
+        held_outside=held_outside,
     )
 
 
@@ -95,9 +107,10 @@ def start(*, stacked: Stacked) -> LoopState:
     )
 
 
-def run(*, stacked: Stacked, state: LoopState, shown: Step | None = None) -> Ending:
+def run(*, stacked: Stacked, state: LoopState, shown: Step | None = None, first: int = 1) -> Ending:
     """Algorithm 1 from ``state`` (its W as stored), with the additions named in the module; ``shown``
-    counts the iterations for the user, with how many cases are still short."""
+    counts the iterations for the user, with how many cases are still short. ``first``: the number of
+    the first iteration (a later round of repair.screen goes on counting; max_iter bounds them all)."""
     settings = stacked.settings
     if np.all(state.gap >= stacked.targets) and holds_as_stored(stacked=stacked, state=state):
         return Ending(
@@ -106,9 +119,9 @@ def run(*, stacked: Stacked, state: LoopState, shown: Step | None = None) -> End
             W=state.W,
         )
     state.merit_now = state.merit(state.gap)
-    state.best = Best(W=state.W, gap=state.gap, iteration=0)
+    state.best = Best(W=state.W, gap=state.gap, iteration=first - 1)
     stalled = ""
-    for t in range(1, settings.max_iter + 1):
+    for t in range(first, settings.max_iter + 1):
         t_start = time.perf_counter()
         solved: list[QPSolution] = []  # every solve of this iteration (rank growth, trust region)
         # Algorithm 1: U from W's SVD, the gaps linearised at W, the QP solved for B.
@@ -330,7 +343,7 @@ def record(
             min_gap_fix=_min(gap[:n_fix]),
             min_gap_keep=_min(gap[n_fix:]),
             fix_met=stacked.count(fix_rows & (gap >= targets)),
-            keep_met=stacked.count(~fix_rows & (gap >= targets)),
+            keep_met=stacked.count(~fix_rows & (gap >= targets)) + stacked.held_outside,
             seconds=time.perf_counter() - t_start,
             step_fraction=fraction,
             qp_working_set=solution.working_set_size,

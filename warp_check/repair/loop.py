@@ -16,7 +16,7 @@ import numpy as np
 
 from warp_check.model.head import DenseHead, top_left_singular_vectors
 from warp_check.progress import Progress, as_progress
-from warp_check.repair import iterations
+from warp_check.repair import iterations, screen
 from warp_check.repair.gsn import gsn_finetune
 from warp_check.repair.linearise import gaps
 from warp_check.repair.records import (
@@ -29,6 +29,7 @@ from warp_check.repair.records import (
     mean,
 )
 from warp_check.repair.settings import RepairSettings, check_rank
+from warp_check.repair.state import Ending
 
 
 def repair_head(
@@ -80,6 +81,7 @@ class _Repair:
         )
         self.excluded: tuple[str, ...] = ()
         self.gsn = GsnFtRecord(False, "not run")
+        self.held_outside, self.round = 0, 0  # repair.screen's: cases held outside the loop, rounds run
 
     def run(self, progress: Progress) -> RepairResult:
         bad = self.non_finite()
@@ -88,14 +90,56 @@ class _Repair:
             return self.finish(RepairStatus.INVALID_INPUT, message, self.head)
         kept = self.exclude_wrong_keep()
         work_head = self.gsn_finetune_if_needed()
-        stacked = iterations.stack(head=work_head, fix=self.fix, kept=kept, settings=self.settings)
-        state = iterations.start(stacked=stacked)
         with progress.step("repair", unit="iteration") as step:
-            ending = iterations.run(stacked=stacked, state=state, shown=step)
+            ending, records = self.rounds(work_head, kept, step)
         status = ending.status
         if status is RepairStatus.NOTHING_TO_REPAIR and self.gsn.applied:
             status = RepairStatus.CONVERGED  # GSN-FT changed the head: that is the repair
-        return self.finish(status, ending.message, work_head.with_weight(ending.W), ending.misses, state.records)
+        return self.finish(status, ending.message, work_head.with_weight(ending.W), ending.misses, records)
+
+    def rounds(self, head: DenseHead, kept: np.ndarray, shown) -> tuple[Ending, list[IterationRecord]]:
+        """The loop over every kept must_keep case, or, for more than resident_keep of them, in rounds
+        over the cases at risk, the others checked after each (:mod:`warp_check.repair.screen`)."""
+        settings = self.settings
+        gap = self.gaps_keep0 if head is self.head else gaps(head, self.keep.V, self.keep.labels)
+        held = screen.screening(gap, kept, settings)
+        if held is None:
+            part = self.keep if np.all(kept) else self.keep.select(kept)
+            stacked = iterations.stack(head=head, fix=self.fix, kept=part, settings=settings)
+            state = iterations.start(stacked=stacked)
+            return iterations.run(stacked=stacked, state=state, shown=shown), state.records
+        metric = screen.metric(self.keep, kept, settings)
+        records: list[IterationRecord] = []
+        W = head.W
+        while True:
+            self.held_outside, self.round = int(np.sum(self.keep.copies[held.outside])), self.round + 1
+            stacked = iterations.stack(
+                head=head.with_weight(W), fix=self.fix, kept=self.keep.rows(held.resident), settings=settings,
+                metric=metric, held_outside=self.held_outside,
+            )  # fmt: skip
+            state = iterations.start(stacked=stacked)
+            ending = iterations.run(stacked=stacked, state=state, shown=shown, first=len(records) + 1)
+            records += state.records
+            checked = screen.check(head.with_weight(ending.W), self.keep, held.outside, settings)
+            if ending.status not in (RepairStatus.CONVERGED, RepairStatus.NOTHING_TO_REPAIR):
+                return replace(ending, misses=ending.misses + checked.misses), records
+            if not checked.short.size:
+                return replace(ending, message=ending.message + self.screened_note(len(records))), records
+            if len(records) >= settings.max_iter:
+                message = (
+                    f"not converged: {len(checked.short)} must_keep case(s) held outside the loop fell short of "
+                    f"γ_h in its last round and max_iter ({settings.max_iter}) is used up; raise max_iter, or "
+                    f"resident_keep (now {settings.resident_keep}) to hold more cases in the loop"
+                )
+                ending = replace(ending, status=RepairStatus.NOT_CONVERGED, message=message, misses=checked.misses)
+                return ending, records
+            held, W = held.joined(checked.joining(settings.resident_keep)), ending.W
+
+    def screened_note(self, iterations_run: int) -> str:
+        return (
+            f"; {self.held_outside} must_keep case(s) held outside the loop, every one checked at the repaired "
+            f"weights ({self.round} round{'s' if self.round > 1 else ''} of {iterations_run} iteration(s))"
+        )
 
     # -- before the loop -------------------------------------------------------------------------
     def non_finite(self) -> list[str]:
@@ -106,14 +150,14 @@ class _Repair:
             if not np.all(np.isfinite(a))
         ]
         cases = (("must_fix", self.fix), ("must_keep", self.keep), ("aux", self.aux))
-        return bad + [f"representations of {kind}" for kind, s in cases if not np.all(np.isfinite(s.V))]
+        return bad + [f"representations of {kind}" for kind, s in cases if not screen.finite(s.V)]
 
-    def exclude_wrong_keep(self) -> CaseSet:
-        """must_keep cases the model already gets wrong cannot be "kept": they are left out."""
+    def exclude_wrong_keep(self) -> np.ndarray:
+        """must_keep cases the model already gets wrong cannot be "kept": they are left out. The rest, as a mask."""
         right = self.gaps_keep0 > 0
         wrong = {i for i, ok in zip(self.keep.ids, right, strict=True) if not ok}
         self.excluded = tuple(i for i in self.all_keep.ids if self.copies.get(i, i) in wrong)
-        return self.keep if np.all(right) else self.keep.select(right)
+        return right
 
     def gsn_finetune_if_needed(self) -> DenseHead:
         """GSN-FT when the must_fix cases' mean κ is below the threshold and there are aux cases."""
@@ -161,6 +205,8 @@ class _Repair:
             gsn_ft=self.gsn,
             seconds=time.perf_counter() - self.start,
             merged=len(self.copies),
+            held_outside=self.held_outside,
+            rounds=max(self.round, 1),
         )
 
     def each(self, by_id: dict[str, float]) -> dict[str, float]:

@@ -25,9 +25,14 @@ class StepMetric:
     def of(cls, rho: float, mu: float, keep_V: np.ndarray) -> StepMetric:
         if mu == 0 or keep_V.shape[0] == 0:
             return cls(rho, None)
-        S = keep_V.T @ keep_V / keep_V.shape[0]
-        M = rho * np.eye(keep_V.shape[1]) + mu * S
-        return cls(rho, np.linalg.cholesky(M))
+        return cls.of_moment(rho, mu, keep_V.T @ keep_V / keep_V.shape[0])
+
+    @classmethod
+    def of_moment(cls, rho: float, mu: float, S: np.ndarray | None) -> StepMetric:
+        """The metric of S, the must_keep cases' mean v vᵀ (None: no case)."""
+        if mu == 0 or S is None:
+            return cls(rho, None)
+        return cls(rho, np.linalg.cholesky(rho * np.eye(S.shape[0]) + mu * S))
 
     def whiten(self, V: np.ndarray) -> np.ndarray:
         """ṽ = L⁻¹ v for every row of V (V itself where nothing is whitened)."""

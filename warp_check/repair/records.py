@@ -21,11 +21,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check.qp.solution import QPForm, QPStatus
 
 
+# Rows hashed at a time by CaseSet.merged.
+MERGE_BLOCK = 8192
+
+
 @dataclass(frozen=True)
 class CaseSet:
     """Cases of one kind as the loop sees them: ids, representations (n, d_in), labels, and how many
     of the suite's cases each row stands for (``copies``: 1 each but where :meth:`merged` joined
-    identical cases into one row)."""
+    identical cases into one row).
+
+    ``V`` stays float32 where it is given so (a float32 model's v, as encoded and cached: exact in
+    float32, and half the memory of a million rows; a memory-mapped array stays mapped); anything
+    else is float64. The loop computes in float64 whatever is stored: float32 → float64 is exact."""
 
     ids: tuple[str, ...]
     V: np.ndarray
@@ -36,7 +44,8 @@ class CaseSet:
         import numpy as np
 
         object.__setattr__(self, "ids", tuple(self.ids))
-        object.__setattr__(self, "V", np.asarray(self.V, dtype=np.float64))
+        V = self.V if isinstance(self.V, np.ndarray) and self.V.dtype == np.float32 else np.asarray(self.V, np.float64)
+        object.__setattr__(self, "V", V)
         object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64))
         copies = np.ones(len(self.ids), dtype=np.int64) if self.copies is None else np.asarray(self.copies, np.int64)
         object.__setattr__(self, "copies", copies)
@@ -66,25 +75,39 @@ class CaseSet:
 
         Identical rows are one constraint written twice: a suite that lists a case twice asks for
         it once, so the copy neither weighs twice in the QP nor costs a second row. Exact: rows are
-        compared bit for bit, so only cases the model cannot tell apart are merged.
+        compared bit for bit, so only cases the model cannot tell apart are merged (a row is known
+        by a 128-bit digest, and a digest seen before is confirmed by comparing the rows: a million
+        rows cost 16 bytes each, not a copy of themselves).
         """
+        import hashlib
+
         import numpy as np
 
         first: dict[bytes, int] = {}
         rows: list[int] = []
         copies: dict[str, str] = {}
         count = self.copies.copy()
-        V = np.ascontiguousarray(self.V)
-        for i, (row, label) in enumerate(zip(V, self.labels.tolist(), strict=True)):
-            j = first.setdefault(row.tobytes() + label.to_bytes(8, "little", signed=True), i)
-            if j == i:
-                rows.append(i)
-            else:
-                copies[self.ids[i]] = self.ids[j]
-                count[j] += count[i]
+        labels = self.labels.tolist()
+        for lo in range(0, len(self.ids), MERGE_BLOCK):  # a block at a time: a memory-mapped V stays on disk
+            block = np.ascontiguousarray(self.V[lo : lo + MERGE_BLOCK])
+            for offset, row in enumerate(block):
+                i = lo + offset
+                key = hashlib.blake2b(row.tobytes(), digest_size=16, salt=labels[i].to_bytes(8, "little", signed=True))
+                j = first.setdefault(key.digest(), i)
+                if j != i and not (np.array_equal(self.V[j], row) and labels[j] == labels[i]):
+                    j = i  # a digest collision (2⁻¹²⁸): two different rows, both kept
+                if j == i:
+                    rows.append(i)
+                else:
+                    copies[self.ids[i]] = self.ids[j]
+                    count[j] += count[i]
         if not copies:
             return self, copies
         return CaseSet(tuple(self.ids[i] for i in rows), self.V[rows], self.labels[rows], count[rows]), copies
+
+    def rows(self, index: np.ndarray) -> CaseSet:
+        """The cases at ``index`` (integer positions, in that order)."""
+        return CaseSet(tuple(self.ids[i] for i in index), self.V[index], self.labels[index], self.copies[index])
 
 
 class RepairStatus(str, enum.Enum):
@@ -193,6 +216,10 @@ class RepairResult:
     gsn_ft: GsnFtRecord
     seconds: float
     merged: int = 0  # cases identical to another (representation and label): constrained once
+    # must_keep cases the loop never held (repair.screen: checked from outside after each round), and
+    # the rounds it took; 0 and 1 where every case was in the loop
+    held_outside: int = 0
+    rounds: int = 1
 
     @property
     def repaired(self) -> bool:

@@ -166,6 +166,16 @@ class RepairSettings:
     # regression) is repaired back as a must_fix case (margin γ_s, Cert 1 and 3), where a baseline is
     # known (runs.restore); false: it is left out of the repair, as one the model never got right.
     restore_regressions: bool = True
+    # The most must_keep cases the loop holds in float64 (v, its whitened copy and Z: 24·d bytes a
+    # case; 18 GB at a million cases of d = 768). A suite with more holds only those at risk (every
+    # case short of γ_h, then the smallest gaps below γ_h + screen_margin, to this many) and checks
+    # the others' true gaps a block at a time after each round of the loop; a case a round pushes
+    # below its margin joins the loop (warp_check.repair.screen). Up to it, every case is in the loop.
+    resident_keep: int = 65_536
+    # A must_keep case held outside the loop is at risk below γ_h + this: it joins the loop when a
+    # round leaves any case short. Far above the ~1e-6 (float32) to ~1e-2 (half precision) by which
+    # the saved arithmetic moves a gap, so a case above it meets γ_h as saved too.
+    screen_margin: float = 1.0
     solver: SolverSettings = field(default_factory=SolverSettings)
     neighbours: NeighbourSettings = field(default_factory=NeighbourSettings)
 
@@ -179,9 +189,10 @@ class RepairSettings:
             ("seed", 0),
             ("backtracking", 0),
             ("patience", 1),
+            ("resident_keep", 1),
         ):
             require_integer(name, getattr(self, name), minimum)
-        for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr"):
+        for name in ("gamma_s", "gamma_h", "lam", "rho", "gsn_ft_lr", "screen_margin"):
             require_number(name, getattr(self, name))
         for name in ("aim_above", "gsn_threshold", "mu"):
             require_number(name, getattr(self, name), allow_zero=True)

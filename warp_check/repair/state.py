@@ -41,6 +41,9 @@ class Stacked:
     # or proves that no change of the layer can.
     linear: bool
     copies: np.ndarray  # per row, the suite's cases it stands for (identical cases are one row): what counts count
+    # must_keep cases held outside the loop (repair.screen): they met γ_h + screen_margin when last
+    # checked, and the iteration records count them as met
+    held_outside: int = 0
 
     def count(self, rows: np.ndarray) -> int:
         """The suite's cases behind the rows where ``rows`` (a mask over every row) holds."""
@@ -51,16 +54,20 @@ class Stacked:
         return float(np.sum(self.copies[rows] * np.maximum(self.targets[rows] - gap, 0.0)))
 
     def held(self, W: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per case at W: the gap the stopping rule measures (the lower of the float64 ``gap`` and the
-        gap in the saved arithmetic) and the room a half-precision model needs above its margin."""
-        head = self.head.with_weight(W)
-        held = np.minimum(gap, head.gaps_as_stored(self.V, self.labels))
-        if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
-            return held, head.gap_rounding_reach(self.V, self.labels)
-        return held, np.zeros_like(held)
+        """Per case at W: the gap the stopping rule measures and the room it needs (:func:`held_gaps`)."""
+        return held_gaps(self.head.with_weight(W), self.V, self.labels, gap)
 
     def kind(self, i: int) -> str:
         return "must_fix" if i < self.n_fix else "must_keep"
+
+
+def held_gaps(head: DenseHead, V: np.ndarray, labels: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row at ``head``: the gap the stopping rule measures (the lower of the float64 ``gap`` and the
+    gap in the saved arithmetic) and the room a half-precision model needs above its margin."""
+    held = np.minimum(gap, head.gaps_as_stored(V, labels))
+    if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
+        return held, head.gap_rounding_reach(V, labels)
+    return held, np.zeros_like(held)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

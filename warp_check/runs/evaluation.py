@@ -74,10 +74,12 @@ class Evaluation:
         )
 
     def case_set(self, kind: Kind) -> CaseSet:
+        """The cases of ``kind`` as the repair loop takes them; v as encoded (float32: exact, and half
+        the memory of a float64 copy; the loop computes in float64)."""
         rows = [i for i, c in enumerate(self.cases) if c.kind is kind]
         return CaseSet(
             tuple(self.cases[i].id for i in rows),
-            self.encoded.V[rows].astype(np.float64),
+            self.encoded.V[rows],
             np.array([self.cases[i].label for i in rows], dtype=np.int64),
         )
 

@@ -240,7 +240,7 @@ def certify_result(
 ) -> tuple[list[CaseCertificate], Lipschitz]:
     """Cert 1–3 for ``cases`` (no aux, their suite's kinds) on ``result.head_after``, from the
     evaluation's cached v; ``restored`` must_keep cases certified as must_fix cases are."""
-    V = evaluation.encoded.rows([c.id for c in cases]).astype(np.float64)
+    V = evaluation.encoded.rows([c.id for c in cases])  # float32: read in float64 a block at a time
     return certify_cases(
         result.head_after,
         ids=tuple(c.id for c in cases),

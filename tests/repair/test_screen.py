@@ -1,0 +1,123 @@
+"""Suites of more must_keep cases than the loop holds (repair.screen): the loop holds the cases at risk,
+checks the others from outside after each round, and the repair is certified on every case or refused
+with the cases it misses named; v stays float32 where it came so, and the loop's answer is the same."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from testkit.synthetic import synthetic_problem
+
+import warp_check.qp.alm as qp_alm
+from warp_check.errors import SettingsError
+from warp_check.qp.settings import SolverSettings
+from warp_check.repair import screen
+from warp_check.repair.loop import repair_head
+from warp_check.repair.records import CaseSet, RepairStatus
+from warp_check.repair.settings import RepairSettings
+
+
+def certified(result, fix: CaseSet, keep: CaseSet, settings: RepairSettings) -> tuple[bool, bool]:
+    """Cert 1 and Cert 2, recomputed in float64 from the repaired weights (not the loop's gaps)."""
+    head = result.head_after
+    fix_gap, _ = head.gaps(np.asarray(fix.V, np.float64), fix.labels)
+    kept = [i for i, case in enumerate(keep.ids) if case not in set(result.excluded_keep)]
+    keep_gap, _ = head.gaps(np.asarray(keep.V[kept], np.float64), keep.labels[kept])
+    return bool(np.all(fix_gap >= settings.gamma_s)), bool(np.all(keep_gap >= settings.gamma_h))
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 5),
+    activation=st.sampled_from(["relu", "tanh"]),
+    resident=st.integers(1, 60),
+    margin=st.sampled_from([1e-3, 0.1, 1.0]),
+)
+def test_a_suite_past_resident_keep_is_certified_on_every_case_or_refused_by_name(seed, activation, resident, margin):
+    head, fix, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=150, seed=seed)
+    chosen = RepairSettings(resident_keep=resident, screen_margin=margin, max_iter=80)
+    result = repair_head(head, fix, keep, settings=chosen)
+    assert result.held_outside > 0  # 150 cases, at most 60 held: the others were checked from outside
+    if result.status is RepairStatus.CONVERGED:
+        assert certified(result, fix, keep, chosen) == (True, True)
+        assert "held outside the loop, every one checked" in result.message
+        assert [r.iteration for r in result.iterations] == list(range(1, len(result.iterations) + 1))
+    else:  # refused: the cases it misses are named, and the weights are not the repair's to ship
+        assert result.status in (RepairStatus.NOT_CONVERGED, RepairStatus.INFEASIBLE, RepairStatus.SOLVER_FAILED)
+        assert result.misses
+
+
+def test_up_to_resident_keep_every_case_is_in_the_loop_as_before():
+    head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=100, seed=1)
+    default = repair_head(head, fix, keep, settings=RepairSettings())
+    exactly = repair_head(head, fix, keep, settings=RepairSettings(resident_keep=len(keep)))
+    assert default.status is exactly.status is RepairStatus.CONVERGED
+    assert default.head_after.W.tobytes() == exactly.head_after.W.tobytes()
+    assert (default.held_outside, default.rounds) == (0, 1)
+    one_less = repair_head(head, fix, keep, settings=RepairSettings(resident_keep=len(keep) - 1))
+    assert one_less.held_outside > 0
+
+
+def test_check_names_the_outside_cases_a_round_left_short():
+    head, _, keep = synthetic_problem(d=16, n_fix=2, n_keep=80, seed=2)
+    keep = keep.select(keep.labels == 0)  # one label: a lower b_c[0] lowers every gap by as much
+    chosen = RepairSettings(screen_margin=0.5)
+    gap, _ = head.gaps(keep.V, keep.labels)
+    order = np.argsort(gap)
+    by = (gap[order[3]] + gap[order[4]]) / 2 - chosen.gamma_h  # the four smallest fall below γ_h
+    lowered = replace(head, bc=head.bc - np.array([by, 0.0]))
+    checked = screen.check(lowered, keep, np.arange(len(keep)), chosen)
+    assert sorted(checked.short.tolist()) == sorted(order[:4].tolist())
+    assert {m.id for m in checked.misses} == {keep.ids[i] for i in order[:4]}
+    assert all(m.kind == "must_keep" and m.gap < chosen.gamma_h for m in checked.misses)
+    at_risk = np.flatnonzero(gap - by < chosen.gamma_h + chosen.screen_margin)
+    assert sorted(checked.at_risk.tolist()) == at_risk.tolist()
+    assert np.all(np.diff(gap[checked.at_risk]) >= 0)  # nearest first
+    assert set(checked.joining(5).tolist()) == set(order[:5].tolist())  # the four short, then the nearest
+
+
+def test_float32_representations_stay_float32_and_repair_as_their_float64_values():
+    head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=80, seed=3)
+    keep32 = CaseSet(keep.ids, keep.V.astype(np.float32), keep.labels)
+    keep64 = CaseSet(keep.ids, keep32.V.astype(np.float64), keep.labels)
+    assert keep32.V.dtype == np.float32 and keep64.V.dtype == np.float64
+    a = repair_head(head, fix, keep32, settings=RepairSettings())
+    b = repair_head(head, fix, keep64, settings=RepairSettings())
+    assert a.status is b.status is RepairStatus.CONVERGED
+    assert a.head_after.W.tobytes() == b.head_after.W.tobytes()  # the loop computes in float64 either way
+
+
+def test_a_memory_mapped_v_is_read_where_it_lies(tmp_path):
+    rows = np.random.default_rng(0).normal(size=(50, 8)).astype(np.float32)
+    mapped = np.lib.format.open_memmap(tmp_path / "v.npy", mode="w+", dtype=np.float32, shape=rows.shape)
+    mapped[:] = rows
+    cases = CaseSet(tuple(f"c{i}" for i in range(50)), mapped, np.zeros(50, dtype=np.int64))
+    assert isinstance(cases.V, np.memmap)
+    assert screen.finite(cases.V)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("resident_keep", 0), ("resident_keep", 2.5), ("screen_margin", 0.0), ("screen_margin", float("nan"))],
+)
+def test_screen_settings_are_validated_by_name(field, value):
+    with pytest.raises(SettingsError, match=field):
+        RepairSettings(**{field: value})
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_a_repair_whose_qps_outgrow_the_working_set_is_certified_or_refused_by_name(monkeypatch, seed):
+    # The augmented Lagrangian holds 12 rows at most: each QP is answered on the rows it holds
+    # (QPStatus.SOLVED_PARTIAL) and the loop's step, checked on every case's true gap, judges it.
+    monkeypatch.setattr(qp_alm, "MAX_ROWS", 12)
+    head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=300, seed=seed)
+    chosen = RepairSettings(solver=SolverSettings(backend="alm"), max_iter=150)
+    result = repair_head(head, fix, keep, settings=chosen)
+    if result.status is RepairStatus.CONVERGED:
+        assert certified(result, fix, keep, chosen) == (True, True)
+    else:
+        assert result.misses and result.status is not RepairStatus.INVALID_INPUT

@@ -1,0 +1,129 @@
+"""Must_keep cases held outside the loop: a suite of more than ``resident_keep`` must_keep cases keeps
+in the loop only the cases at risk, and checks the others' true gaps a block at a time.
+
+Why: the loop holds, per case, v in float64, its whitened copy and Z = V Wᵀ + b (24·d bytes: 18 GB
+at a million cases of d = 768), and linearises every case it holds each iteration. A case far above
+its margin costs the QP nothing (its row is never active) and its gap moves only as far as the
+step moves its output, which the step's metric prices over every must_keep case, held or not.
+
+So the loop runs in **rounds**. A round is the loop (:mod:`warp_check.repair.iterations`) on the
+must_fix cases and the must_keep cases it holds, to convergence. After it, every case held outside
+is checked at the round's W (:func:`check`: float64 gaps from its v as stored, float32 where it
+came so, a block at a time; the saved arithmetic where the gap is near the margin). Where none is
+short, the repair has converged on every case; where some are, they and every case now at risk
+(gap below γ_h + ``screen_margin``), nearest first, to ``resident_keep`` joining, join the loop,
+and the next round starts from the round's W.
+The rounds share max_iter: each takes at least one iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from warp_check.model.head import DenseHead
+from warp_check.repair.linearise import blocks
+from warp_check.repair.metric import StepMetric
+from warp_check.repair.records import CaseSet, Miss
+from warp_check.repair.settings import RepairSettings
+from warp_check.repair.state import held_gaps
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Screening:
+    """Which kept must_keep cases (positions in the loop's must_keep CaseSet) the loop holds, and
+    which it checks from outside."""
+
+    resident: np.ndarray
+    outside: np.ndarray
+
+    def joined(self, rows: np.ndarray) -> Screening:
+        """``rows`` (outside ones) moved into the loop, in the order the loop's rows stay in."""
+        return Screening(resident=np.concatenate([self.resident, rows]), outside=np.setdiff1d(self.outside, rows))
+
+
+def screening(gap: np.ndarray, kept: np.ndarray, settings: RepairSettings) -> Screening | None:
+    """The cases the loop holds, from each must_keep case's ``gap`` at the head it starts from, over
+    the ``kept`` ones (a mask); None where every kept case fits (at most ``resident_keep``): then
+    the loop holds them all, as it always did.
+
+    Held: every case short of γ_h (the loop must lift it), then the smallest gaps below
+    γ_h + screen_margin, to resident_keep cases in all."""
+    index = np.flatnonzero(kept)
+    if index.size <= settings.resident_keep:
+        return None
+    at = gap[index]
+    short = index[at < settings.gamma_h]
+    near = np.flatnonzero((at >= settings.gamma_h) & (at < settings.gamma_h + settings.screen_margin))
+    room = max(settings.resident_keep - short.size, 0)
+    nearest = index[near[np.argsort(at[near], kind="stable")[:room]]]
+    resident = np.sort(np.concatenate([short, nearest]))
+    return Screening(resident=resident, outside=np.setdiff1d(index, resident))
+
+
+def moment(keep: CaseSet, kept: np.ndarray) -> np.ndarray | None:
+    """S, the kept cases' mean v vᵀ in float64 (the step's metric covers every one, held or not),
+    summed a block at a time; None where no case is kept."""
+    index = np.flatnonzero(kept)
+    if not index.size:
+        return None
+    S = np.zeros((keep.V.shape[1], keep.V.shape[1]))
+    for rows in blocks(index.size):
+        V = np.asarray(keep.V[index[rows]], dtype=np.float64)
+        S += V.T @ V
+    return S / index.size
+
+
+def metric(keep: CaseSet, kept: np.ndarray, settings: RepairSettings) -> StepMetric:
+    return StepMetric.of_moment(settings.rho, settings.mu, moment(keep, kept) if settings.mu else None)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Check:
+    """The cases held outside the loop, checked at one W: those short of γ_h as saved (with the room a
+    half-precision model needs), and those at risk (below γ_h + screen_margin), as positions."""
+
+    short: np.ndarray
+    at_risk: np.ndarray  # nearest their margin first
+    misses: tuple[Miss, ...]
+
+    def joining(self, at_most: int) -> np.ndarray:
+        """The cases that join the loop: every short one, then the nearest at risk, to ``at_most`` in all
+        (a round that moved many cases toward their margin must not bring them all in at once)."""
+        others = self.at_risk[~np.isin(self.at_risk, self.short)]
+        return np.union1d(self.short, others[: max(at_most - self.short.size, 0)])
+
+
+def check(head: DenseHead, keep: CaseSet, outside: np.ndarray, settings: RepairSettings) -> Check:
+    """Every case of ``outside`` at ``head`` (the round's W): float64 gaps a block at a time, and the
+    saved arithmetic's gap and room for those below γ_h + screen_margin (far above what the saved
+    arithmetic moves a gap by, so the others meet γ_h as saved too)."""
+    gap = gaps_at(head, keep, outside)
+    near = np.flatnonzero(gap < settings.gamma_h + settings.screen_margin)
+    near = near[np.argsort(gap[near], kind="stable")]
+    rows = outside[near]
+    held, room = np.empty(rows.size), np.empty(rows.size)
+    for part in blocks(rows.size):
+        V = np.asarray(keep.V[rows[part]], dtype=np.float64)
+        held[part], room[part] = held_gaps(head, V, keep.labels[rows[part]], gap[near][part])
+    short = held < settings.gamma_h + room
+    dtype = head.storage_dtype
+    misses = tuple(
+        Miss(keep.ids[i], "must_keep", float(h), settings.gamma_h, room=float(r), dtype=dtype if r > 0 else None)
+        for i, h, r in zip(rows[short], held[short], room[short], strict=True)
+    )
+    return Check(short=rows[short], at_risk=rows, misses=misses)
+
+
+def gaps_at(head: DenseHead, keep: CaseSet, index: np.ndarray) -> np.ndarray:
+    """The float64 gaps of the cases at ``index``, a block at a time (no copy of their v)."""
+    gap = np.empty(index.size)
+    for rows in blocks(index.size):
+        gap[rows] = head.gaps(keep.V[index[rows]], keep.labels[index[rows]])[0]
+    return gap
+
+
+def finite(V: np.ndarray) -> bool:
+    """No NaN or Inf in V, a block of rows at a time (no n × d mask of a million rows)."""
+    return all(np.isfinite(V[rows]).all() for rows in blocks(V.shape[0]))
