@@ -509,3 +509,25 @@ def render(tables: list[dict], budgets: list[float]) -> str:
 
 def _p(value, digits: int) -> str:
     return "—" if value is None else f"{100 * value:.{digits}f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.budgets RECORD.json ...``: the table and the goals over saved
+    ``generalise --budgets`` records together (one record a model, where they ran side by side)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.budgets", description=main.__doc__.splitlines()[0])
+    parser.add_argument("records", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    tables, grid = [], []
+    for path in args.records:
+        result = json.loads(path.read_text())["result"]
+        tables += result["tables"]
+        grid += [b for b in result["settings"]["budgets"] if b not in grid]
+    print(render(tables, grid))
+    print(json.dumps(summary(tables, grid), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
