@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import budgets
 from benchmarks.data import cache_root, read_jsonl, read_tsv
 from benchmarks.example_models import sst2_training_rows
 from benchmarks.measure import machine_info
@@ -276,9 +277,21 @@ def run_variant(name, seed, adapters, suite_cases, evaluations, fix_recipe, args
     return row
 
 
+def split_digest(split) -> str:
+    """The split's files and model: the key its baselines are cached by."""
+    digest = hashlib.sha256()
+    for path in sorted(split.suite_dir.glob("*.jsonl")) + [split.general, split.heldout]:
+        digest.update(path.name.encode() + path.read_bytes())
+    digest.update(split.model_dir.name.encode())
+    return digest.hexdigest()
+
+
 def run_one(task: str, name: str, args, work: Path, log) -> dict:
     started = time.perf_counter()
     split = build_split(task, name, args, work, log)
+    if args.budgets:
+        table = budgets.run_budgets(task, name, split, args, work, split_digest(split), log)
+        return table | {"seconds": round(time.perf_counter() - started, 1)}
     suite = load_suite(split.suite_dir)
     adapter = load_adapter(suite)
     if args.unlabelled:
@@ -287,11 +300,7 @@ def run_one(task: str, name: str, args, work: Path, log) -> dict:
     general = read_cases_file(suite, split.general)
     heldout = read_cases_file(suite, split.heldout)
     cache = cache_root() / "encodings"
-    digest = hashlib.sha256()
-    for path in sorted(split.suite_dir.glob("*.jsonl")) + [split.general, split.heldout]:
-        digest.update(path.name.encode() + path.read_bytes())
-    digest.update(split.model_dir.name.encode())
-    base = baselines(adapter, suite.cases, general, heldout, digest.hexdigest(), args, cache, log)
+    base = baselines(adapter, suite.cases, general, heldout, split_digest(split), args, cache, log)
     layers = dict.fromkeys(VARIANTS[v].layer for v in args.variants.split(","))
     adapters = {layer: at_layer(adapter, layer) for layer in layers}
     encode = {"batch_size": 64, "cache_dir": cache, "progress": False}
@@ -457,8 +466,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="SST-2: also N unlabelled train sentences as must_keep cases labelled by the model (import --predicted)",
     )
+    parser.add_argument(
+        "--budgets",
+        type=_budget_list,
+        default=[],
+        metavar="B,B,...",
+        help="SST-2 (issue 41): per seed and budget (max_change, e.g. 0.01,0.02,0.05) tune's choice repaired "
+        "with Cert 4 on --traffic texts, beside FT/LoRA checkpoints at the same dev drop (--variants unused)",
+    )
+    parser.add_argument(
+        "--traffic",
+        type=int,
+        default=4000,
+        metavar="N",
+        help="with --budgets: N SST-2 train sentences outside the fine-tune set and the split, as [traffic]",
+    )
     add_output_arguments(parser)
     return parser
+
+
+def _budget_list(text: str) -> list[float]:
+    try:
+        values = [float(s) for s in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(0 < v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of shares in (0, 1], e.g. 0.01,0.05")
+    return values
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -475,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
         args.keep = args.rte_keep
     if args.unlabelled and args.task != "sst2":
         parser.error("--unlabelled: SST-2 only (the RTE models are fine-tuned on every train pair)")
+    if args.budgets and (args.task != "sst2" or args.unlabelled):
+        parser.error("--budgets: SST-2 only (its traffic is SST-2 train sentences), without --unlabelled")
     work = Path(tempfile.mkdtemp(prefix="warp-generalise-"))
     try:
         results = [run_one(args.task, name, args, work, log) for name in args.models.split(",")]
@@ -483,7 +519,18 @@ def main(argv: list[str] | None = None) -> int:
     settings = {k: v for k, v in vars(args).items() if k not in ("json", "save", "save_dir", "variant")}
     machine = machine_info()
     result = {"settings": settings, "load_average_1m_at_end": machine["load_average_1m"], "tables": results}
-    report("generalise", parser, args, argv, result, lambda _: print(render(results)), ignore=("attack_python",))
+    if args.budgets:
+        result["summary"] = budgets.summary(results, args.budgets)
+
+        def show(_) -> None:
+            print(budgets.render(results, args.budgets))
+            print(json.dumps(result["summary"], indent=2))
+    else:
+
+        def show(_) -> None:
+            print(render(results))
+
+    report("generalise", parser, args, argv, result, show, ignore=("attack_python",))
     return 0
 
 
