@@ -136,6 +136,14 @@ def test_the_choice_respects_the_budget(suite_dir):
     assert none.chosen is None
     assert "no candidate keeps within max_change" in none.message
     assert f"is bounded by {bounds[0]:.3%}" in none.message
+    # What may help: more traffic tightens the bound only toward the share of changes it observes.
+    least = min((s for s in free.scores if s.failed is None), key=lambda s: (s.bound, s.candidate.levers))
+    for budget in (bounds[0] / 2, 1e-9):
+        message = dataclasses.replace(none, budget=budget).message
+        if least.changed / least.measured >= budget:
+            assert "is itself past the budget, so more traffic cannot help" in message
+        else:
+            assert "try more traffic (the bound tightens" in message
 
 
 def test_cli_tunes_deterministically_and_exits_1_over_budget(suite_dir, capsys):

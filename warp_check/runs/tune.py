@@ -146,11 +146,18 @@ class TuneResult:
         if not converged:
             return "no candidate's repair converged in every fold: see the table's notes"
         least = min(converged, key=lambda s: (s.bound, s.candidate.levers))
-        return (
+        head = (
             f"no candidate keeps within max_change = {self.budget:.3%}: the least-changing, "
             f"'{least.candidate.name}', is bounded by {least.bound:.3%} ({least.changed} of {least.measured}); "
-            "try more traffic (the bound tightens as the sample grows) or a larger max_change"
         )
+        if least.changed / max(least.measured, 1) >= self.budget:
+            # More traffic only tightens the bound toward the share observed, already past the budget.
+            return head + (
+                f"the share it changes, {least.changed / least.measured:.3%}, is itself past the budget, so more "
+                "traffic cannot help: a larger max_change, or fewer must_fix cases (a repair's change grows with "
+                "what it must fix)"
+            )
+        return head + "try more traffic (the bound tightens as the sample grows) or a larger max_change"
 
 
 def candidates(base: RepairSettings) -> tuple[Candidate, ...]:
