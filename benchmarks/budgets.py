@@ -10,7 +10,7 @@ For one split (``generalise``'s), per seed:
   ``[traffic]`` (confidence 0.95), as a user's suite would.
 * **tune** once (``warp_check.runs.tune.tune``, ``warp-check tune``): its candidates' scores do not
   depend on the budget, only the choice does, so each budget's choice is made from its table by
-  tune's own rule (:func:`choose`, checked against tune's choice without a budget).
+  tune's own rule (``TuneResult.at_budget``).
 * **repair** once per distinct chosen candidate: the choice written into a copy of the suite
   (``write_choice``, ``tune --write``: settings and guards), then the product's repair with the
   traffic (``repair_cases``, Cert 4 measured before anything is written); a budget's row passes
@@ -23,16 +23,15 @@ The neighbourhood's draw seed and the tuner's folds (by the SHA-256 of case ids)
 seed moves the traffic alone, so copies are drawn once per model (the draw cache) and only the bound's
 sample differs between runs.
 
-Full fine-tuning and LoRA: trained once per split by ``warp_check.extras.baselines``' own loop
-(``_fit``, the compare baselines' settings), scored on dev and the held-out attacks after every
-epoch (:func:`checkpoint_curve`); for a WARP row, the checkpoint with the most held-out attacks
-fixed among those whose dev drop is at most WARP's (:func:`same_drop`). Cached like generalise's
-baselines.
+Full fine-tuning and LoRA: trained once per split by ``warp_check.extras.baselines`` (``train_full``,
+``train_lora``, the compare baselines' settings), scored on dev and the held-out attacks after every
+epoch through their ``after_epoch`` (:func:`checkpoint_curve`); for a WARP row, the checkpoint with
+the most held-out attacks fixed among those whose dev drop is at most WARP's (:func:`same_drop`).
+Cached like generalise's baselines.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -51,7 +50,7 @@ from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.traffic import load_traffic
 from warp_check.runs.load import load_adapter
 from warp_check.runs.restore import reference_for
-from warp_check.runs.tune import CandidateScore, TuneResult, tune, write_choice
+from warp_check.runs.tune import tune, write_choice
 
 CONFIDENCE = 0.95
 CHECKPOINTS_FORMAT = "warp-bench-checkpoints/1"  # part of the cache key: bump when checkpoint_curve changes
@@ -90,20 +89,6 @@ def suite_with_traffic(split, texts: list[str], folder: Path) -> Path:
 # -- the choice -----------------------------------------------------------------------------------
 
 
-def choose(scores: tuple[CandidateScore, ...], budget: float | None) -> CandidateScore | None:
-    """tune's choice rule (``warp_check.runs.tune.tune``) on its table at another budget: the highest
-    estimated fix rate among candidates converged in every fold and bounded within the budget; ties to
-    the smaller bound, the fewer levers moved, the grid's order."""
-    order = {id(s): n for n, s in enumerate(scores)}
-    eligible = [s for s in scores if s.within(budget)]
-    return min(eligible, key=lambda s: (-s.fix_rate, s.bound, s.candidate.levers, order[id(s)]), default=None)
-
-
-def no_choice_message(result: TuneResult, budget: float) -> str:
-    """tune's own failure message at ``budget`` (what ``warp-check tune --max-change`` prints)."""
-    return replace(result, chosen=None, budget=budget).message
-
-
 # -- the baselines' checkpoints ---------------------------------------------------------------------
 
 
@@ -137,51 +122,32 @@ def checkpoint_curve(adapter, cases, general, heldout, method: str, train: Train
 
     dev_before = predict(adapter.model.eval(), dev_features)
     curve: list[dict] = []
-    with baselines._forked_rng(train.seed, adapter.device):
-        model = copy.deepcopy(adapter.model)
-        if method == "lora":  # train_lora's model, unmerged: its forward is the merged one's
-            from peft import LoraConfig, get_peft_model
+    started = time.perf_counter()
 
-            config = LoraConfig(
-                r=train.lora_rank,
-                lora_alpha=train.lora_alpha,
-                target_modules=[adapter.spec.repair_layer],
-                lora_dropout=0.0,
-                bias="none",
-            )
-            net = get_peft_model(model, config)
-            params = [p for p in net.parameters() if p.requires_grad]
-        else:
-            for parameter in model.parameters():
-                parameter.requires_grad_(True)
-            net, params = model, list(model.parameters())
-        started = time.perf_counter()
+    def after_epoch(epoch: int, loss: float, net) -> None:
+        net.eval()  # no dropout drawn: training sets train() again before the next epoch
+        seconds = time.perf_counter() - started
+        dev, held = predict(net, dev_features), predict(net, held_features)
+        curve.append(
+            {
+                "epoch": epoch,
+                "loss": loss,
+                "dev_correct": int(np.sum(dev == dev_labels)),
+                "dev_accuracy": float(np.mean(dev == dev_labels)),
+                "dev_changed": int(np.sum(dev != dev_before)),
+                "dev_change_rate": float(np.mean(dev != dev_before)),
+                "heldout_correct": int(np.sum(held == held_labels)),
+                "heldout_fixed": float(np.mean(held == held_labels)),
+                "train_seconds": round(seconds, 1),
+            }
+        )
+        log(
+            f"{method} epoch {epoch}/{train.max_epochs}, training loss {loss:.6f}: dev {curve[-1]['dev_accuracy']:.4f} "
+            f"(changed {curve[-1]['dev_changed']}), held-out {curve[-1]['heldout_fixed']:.3f}"
+        )
 
-        def after_epoch(message: str) -> None:
-            # _fit reports after each epoch with that epoch's weights in place; it sets train() again
-            # before the next, and an eval-mode pass draws no dropout: the run is the baseline's own.
-            net.eval()
-            seconds = time.perf_counter() - started
-            dev, held = predict(net, dev_features), predict(net, held_features)
-            curve.append(
-                {
-                    "epoch": len(curve) + 1,
-                    "loss": float(message.rsplit(" ", 1)[-1]),
-                    "dev_correct": int(np.sum(dev == dev_labels)),
-                    "dev_accuracy": float(np.mean(dev == dev_labels)),
-                    "dev_changed": int(np.sum(dev != dev_before)),
-                    "dev_change_rate": float(np.mean(dev != dev_before)),
-                    "heldout_correct": int(np.sum(held == held_labels)),
-                    "heldout_fixed": float(np.mean(held == held_labels)),
-                    "train_seconds": round(seconds, 1),
-                }
-            )
-            log(
-                f"{method} {message}: dev {curve[-1]['dev_accuracy']:.4f} (changed {curve[-1]['dev_changed']}), "
-                f"held-out {curve[-1]['heldout_fixed']:.3f}"
-            )
-
-        baselines._fit(adapter, net, params, cases, train, method, after_epoch)
+    trainer = baselines.train_lora if method == "lora" else baselines.train_full
+    trainer(adapter, cases, train, after_epoch=after_epoch)
     return curve
 
 
@@ -242,8 +208,6 @@ def run_budgets(task: str, name: str, split, args, work: Path, split_key: str, l
         sample = load_traffic(suite)
         log(f"{name} s{seed}: traffic {len(texts)} texts, bound part {len(sample.bound)}, tune part {len(sample.tune)}")
         result = tune(suite, adapter, sample, cache_dir=cache, progress=False)
-        # The mirror of tune's rule must choose as tune does (here without a budget).
-        assert choose(result.scores, None) is result.chosen, "choose() no longer follows tune's rule"
         tunes.append(
             {
                 "seed": seed,
@@ -278,10 +242,11 @@ def run_budgets(task: str, name: str, split, args, work: Path, split_key: str, l
         # None last: tune's choice with no budget (the bound measured, gating nothing), so that a seed
         # whose every budget is out of reach still gives one run of the bound against the true change.
         for budget in [*budgets, None]:
-            chosen = choose(result.scores, budget)
+            at = result.at_budget(budget)
+            chosen = at.chosen
             row = {"model": name, "seed": seed, "budget": budget, "tune_seconds": round(result.seconds, 1)}
             if chosen is None:
-                row |= {"chosen": None, "passed": False, "failure": no_choice_message(result, budget)}
+                row |= {"chosen": None, "passed": False, "failure": at.message}
                 rows.append(row)
                 log(f"{name} s{seed} budget {_share(budget)}: {row['failure']}")
                 continue

@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import budgets, generalise
-from warp_check.repair.settings import RepairSettings
-from warp_check.runs.tune import CandidateScore, TuneResult, candidates
 
 
 def test_the_budgets_and_the_traffic_size_parse_and_a_bad_list_is_refused():
@@ -30,29 +28,6 @@ def test_traffic_is_drawn_outside_the_split_once_each_and_the_seed_draws_another
     assert budgets.traffic_texts(train, taken, 20, seed=0) == first
     assert budgets.traffic_texts(train, taken, 20, seed=1) != first
     assert len(budgets.traffic_texts(train, taken, 1000, seed=0)) == 48
-
-
-def _score(candidate, fixed, bound, failed=None):
-    return CandidateScore(candidate=candidate, fixed=fixed, scored=100, changed=0, measured=1000, bound=bound,
-                          confidence=0.95, guards=0, seconds=0.0, failed=failed)  # fmt: skip
-
-
-def test_the_choice_at_a_budget_is_tunes_rule_on_its_table():
-    grid = candidates(RepairSettings())
-    scores = (
-        _score(grid[0], 60, 0.06),
-        _score(grid[1], 50, 0.03),
-        _score(grid[2], 70, 0.009, failed="fold 1 did not converge"),
-        _score(grid[3], 40, 0.009),
-        _score(grid[4], 40, 0.008),
-    )
-    assert budgets.choose(scores, None) is scores[0]
-    assert budgets.choose(scores, 0.05) is scores[1]
-    assert budgets.choose(scores, 0.01) is scores[4]  # a tie on the fix rate goes to the smaller bound
-    assert budgets.choose(scores, 0.005) is None
-    result = TuneResult(scores=scores, chosen=scores[0], budget=None, folds=3, base=RepairSettings(), must_fix=9,
-                        tune_texts=1000, guard_pool=(), seconds=1.0)  # fmt: skip
-    assert "no candidate keeps within max_change = 0.500%" in budgets.no_choice_message(result, 0.005)
 
 
 def test_the_baseline_at_the_same_dev_drop_is_the_checkpoint_fixing_most_among_those_dropping_no_more():

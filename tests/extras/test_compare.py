@@ -149,6 +149,26 @@ def test_early_stopping_watches_the_training_loss(distilbert_dir, split):
     assert len(training_cases(cases)) == len(cases)
 
 
+@pytest.mark.parametrize("train", [train_lora, train_full])
+def test_after_epoch_sees_each_epoch_s_loss_and_weights_and_leaves_the_run_as_it_was(distilbert_dir, split, train):
+    adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
+    cases = _cases(*split)
+    settings = TrainSettings(max_epochs=3, lr=1e-2)
+    seen = []
+
+    def after_epoch(epoch, loss, model):
+        model.eval()  # a hook may score the model: training sets train() again for the next epoch
+        trained = torch.cat([p.detach().flatten() for p in model.parameters() if p.requires_grad])
+        seen.append((epoch, loss, trained.clone()))
+
+    hooked = train(adapter, cases, settings, after_epoch=after_epoch)
+    plain = train(adapter, cases, settings)
+    assert [(e, loss) for e, loss, _ in seen] == list(enumerate(hooked.losses, start=1))
+    assert hooked.losses == plain.losses
+    assert not torch.equal(seen[0][2], seen[-1][2])  # each epoch's own weights, not the last ones
+    assert torch.equal(hooked.model.pre_classifier.weight, plain.model.pre_classifier.weight)
+
+
 def test_training_is_reproducible_from_its_seed(distilbert_dir, split):
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     cases = _cases(*split)

@@ -16,7 +16,7 @@ from warp_check.certify.traffic import Part, part_of, text_key
 from warp_check.cli import main
 from warp_check.repair.settings import RepairSettings
 from warp_check.runs import ladder as ladder_module
-from warp_check.runs.tune import Candidate, fold_of
+from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, choose, fold_of
 
 # Two candidates keep the tiny runs short: the suite's settings, and the same with guards.
 GRID = (
@@ -217,3 +217,27 @@ def test_a_traffic_without_a_tune_part_is_refused(suite_dir, tmp_path, capsys):
     only_bound.write_text("".join(lines), encoding="utf-8")
     assert main(["tune", str(suite_dir), "--traffic", str(only_bound)]) == 2
     assert "no text of the traffic's tune part is left" in capsys.readouterr().err
+
+
+def _score(candidate, fixed, bound, failed=None):
+    return CandidateScore(candidate=candidate, fixed=fixed, scored=100, changed=0, measured=1000, bound=bound,
+                          confidence=0.95, guards=0, seconds=0.0, failed=failed)  # fmt: skip
+
+
+def test_the_choice_at_another_budget_is_the_rule_on_the_same_table():
+    grid = candidates(RepairSettings())
+    scores = (
+        _score(grid[0], 60, 0.06),
+        _score(grid[1], 50, 0.03),
+        _score(grid[2], 70, 0.009, failed="fold 1 did not converge"),
+        _score(grid[3], 40, 0.009),
+        _score(grid[4], 40, 0.008),
+    )
+    assert choose(scores, None) is scores[0]
+    assert choose(scores, 0.05) is scores[1]
+    assert choose(scores, 0.01) is scores[4]  # a tie on the fix rate goes to the smaller bound
+    assert choose(scores, 0.005) is None
+    result = TuneResult(scores=scores, chosen=scores[0], budget=None, folds=3, base=RepairSettings(), must_fix=9,
+                        tune_texts=1000, guard_pool=(), seconds=1.0)  # fmt: skip
+    assert result.at_budget(0.01).chosen is scores[4] and result.at_budget(0.01).budget == 0.01
+    assert "no candidate keeps within max_change = 0.500%" in result.at_budget(0.005).message

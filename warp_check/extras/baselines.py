@@ -86,17 +86,25 @@ def require_peft() -> None:
         )
 
 
+# Called after each training epoch with (epoch, its mean training loss, the model with that epoch's
+# weights in place): what scores a baseline epoch by epoch. Training sets train() again before the
+# next epoch, so a hook may switch to eval() (no dropout drawn: the run stays the baseline's own).
+AfterEpoch = Callable[[int, float, Any], None]
+
+
 def train_lora(
     adapter: ClassifierAdapter,
     cases: Sequence[Case],
     settings: TrainSettings | None = None,
     *,
     progress: Progress | None = None,
+    after_epoch: AfterEpoch | None = None,
 ) -> Trained:
     """Rank-r LoRA (peft, scale α/r) on the repair layer only; nothing else trains.
 
     Returns the model with the adapter merged into the repair layer's weight, so it is an
-    ordinary model whose only changed tensor is ``<repair_layer>.weight``.
+    ordinary model whose only changed tensor is ``<repair_layer>.weight``. ``after_epoch``: see
+    :data:`AfterEpoch` (the model it is given is the unmerged one, whose forward is the merged one's).
     """
     require_peft()
     from peft import LoraConfig, get_peft_model  # the compare extra: only the LoRA baseline needs it
@@ -118,7 +126,7 @@ def train_lora(
             warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
             peft_model = get_peft_model(model, config)
         params = [p for p in peft_model.parameters() if p.requires_grad]
-        fit = _fit(adapter, peft_model, params, cases, settings, "lora", progress)
+        fit = _fit(adapter, peft_model, params, cases, settings, "lora", progress, after_epoch)
         merged = peft_model.merge_and_unload().eval()
     return fit.trained("lora", merged, sum(p.numel() for p in params), _since(start))
 
@@ -129,8 +137,10 @@ def train_full(
     settings: TrainSettings | None = None,
     *,
     progress: Progress | None = None,
+    after_epoch: AfterEpoch | None = None,
 ) -> Trained:
-    """All layers unfrozen, end to end (the paper's strongest gradient baseline)."""
+    """All layers unfrozen, end to end (the paper's strongest gradient baseline); ``after_epoch``:
+    see :data:`AfterEpoch`."""
     settings = settings or TrainSettings()
     start = time.perf_counter()
     with _forked_rng(settings.seed, adapter.device):
@@ -138,7 +148,7 @@ def train_full(
         for parameter in model.parameters():
             parameter.requires_grad_(True)
         params = list(model.parameters())
-        fit = _fit(adapter, model, params, cases, settings, "full_ft", progress)
+        fit = _fit(adapter, model, params, cases, settings, "full_ft", progress, after_epoch)
     return fit.trained("full_ft", model.eval(), sum(p.numel() for p in params), _since(start))
 
 
@@ -166,7 +176,16 @@ class _Fit:
         )
 
 
-def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, progress: Progress | None) -> _Fit:
+def _fit(
+    adapter,
+    model,
+    params,
+    cases,
+    settings: TrainSettings,
+    name: str,
+    progress: Progress | None,
+    after_epoch: AfterEpoch | None = None,
+) -> _Fit:
     import torch
     import torch.nn.functional as F
 
@@ -196,6 +215,8 @@ def _fit(adapter, model, params, cases, settings: TrainSettings, name: str, prog
         losses.append(total / len(cases))
         if progress is not None:
             progress(f"{name}: epoch {epoch}/{settings.max_epochs}, training loss {losses[-1]:.6f}")
+        if after_epoch is not None:
+            after_epoch(epoch, losses[-1], model)
         if settings.restore_best and losses[-1] < lowest:
             lowest, best_epoch = losses[-1], epoch
             best_state = [p.detach().clone() for p in params]

@@ -128,6 +128,10 @@ class TuneResult:
     guard_pool: tuple[Case, ...]  # tune-part texts predicted by at least γ_h, labelled so (a guards choice joins them)
     seconds: float
 
+    def at_budget(self, budget: float | None) -> TuneResult:
+        """The same table chosen from at another budget: the scores do not depend on it, only the choice."""
+        return replace(self, chosen=choose(self.scores, budget), budget=budget)
+
     @property
     def settings(self) -> RepairSettings | None:
         """The repair settings of the choice."""
@@ -276,12 +280,9 @@ def tune(
             scores.append(score)
             failed = f" ({score.failed})" if score.failed else ""
             step.advance(note=f"{candidate.name}: fix {score.fix_rate:.1%}, bound {score.bound:.2%}{failed}")
-    eligible = [s for s in scores if s.within(budget)]
-    order = {id(s): n for n, s in enumerate(scores)}
-    chosen = min(eligible, key=lambda s: (-s.fix_rate, s.bound, s.candidate.levers, order[id(s)]), default=None)
     return TuneResult(
         scores=tuple(scores),
-        chosen=chosen,
+        chosen=choose(scores, budget),
         budget=budget,
         folds=folds,
         base=base,
@@ -290,6 +291,15 @@ def tune(
         guard_pool=_guard_pool(fixed.traffic),
         seconds=time.perf_counter() - started,
     )
+
+
+def choose(scores: Sequence[CandidateScore], budget: float | None) -> CandidateScore | None:
+    """The choice among ``scores`` (in the grid's order): the highest estimated fix rate among the
+    candidates converged in every fold and bounded within ``budget``; ties to the smaller bound, the
+    fewer levers moved, the grid's order. None where none is eligible."""
+    order = {id(s): n for n, s in enumerate(scores)}
+    eligible = [s for s in scores if s.within(budget)]
+    return min(eligible, key=lambda s: (-s.fix_rate, s.bound, s.candidate.levers, order[id(s)]), default=None)
 
 
 def require_folds(folds: int) -> None:
