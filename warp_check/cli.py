@@ -35,9 +35,12 @@ The commands are a table (:func:`commands`): one for each run mode that names a 
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import contextlib
 import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from functools import partial
@@ -247,6 +250,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
 
 
+@contextlib.contextmanager
+def ctrl_c_never_lost():
+    """A Ctrl-C that lands in a callback Python cannot raise from (an import lock's weakref
+    callback, a ``__del__``) is printed as "Exception ignored ... Traceback" and then dropped, so the
+    run goes on as if no key were pressed. Inside this block it is delivered again, once the hook
+    has returned, at the next line of ordinary code (a KeyboardInterrupt raised inside the hook
+    itself would be dropped the same way)."""
+    previous = sys.unraisablehook
+    hook_left = threading.Event()
+    open_ = threading.Lock()
+    is_open = [True]
+
+    def redeliver() -> None:
+        hook_left.wait()
+        with open_:
+            if is_open[0]:
+                _thread.interrupt_main(signal.SIGINT)
+
+    def deliver_again(unraisable) -> None:
+        if unraisable.exc_type is None or not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            previous(unraisable)
+            return
+        hook_left.clear()
+        threading.Thread(target=redeliver, name="warp-check-ctrl-c", daemon=True).start()
+        hook_left.set()  # last: the bytecode left after it (a return) does not run signal handlers
+
+    sys.unraisablehook = deliver_again
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+        with open_:
+            is_open[0] = False
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     if issubclass(category, WarpWarning):
         print(f"warp-check: warning: {message}", file=sys.stderr)
@@ -256,7 +294,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return args.run(args)
+        with ctrl_c_never_lost():
+            return args.run(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, what was half written is already removed
         return _interrupted()
     except Exception as exc:

@@ -165,3 +165,28 @@ def test_diff_is_baseline_mode_and_names_the_baseline(suite, distilbert_dir, cap
     assert f"): baseline mode (regressions against {distilbert_dir})" in out.splitlines()[0]
     assert main(["diff", str(distilbert_dir), str(distilbert_dir), str(suite), "--cache", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["mode"] == "check"
+
+
+def test_a_ctrl_c_python_would_drop_in_a_callback_is_delivered_again(capsys):
+    # Ctrl-C inside a weakref callback (as in importlib's module locks) is "ignored" by Python:
+    # printed with a traceback and lost. Inside the command's block it arrives again as KeyboardInterrupt.
+    import time
+    import weakref
+
+    from warp_check.cli import ctrl_c_never_lost
+
+    class Held:
+        pass
+
+    def interrupted(_):
+        raise KeyboardInterrupt
+
+    held = Held()
+    reference = weakref.ref(held, interrupted)
+    with pytest.raises(KeyboardInterrupt), ctrl_c_never_lost():
+        del held
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.001)
+    assert reference() is None
+    assert "Traceback" not in capsys.readouterr().err
