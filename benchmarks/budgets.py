@@ -99,6 +99,14 @@ def same_drop(curve: list[dict], dev_correct: int) -> dict | None:
     return min(eligible, key=lambda c: (-c["heldout_correct"], c["epoch"]), default=None)
 
 
+def same_change(curve: list[dict], dev_changed: int) -> dict | None:
+    """The checkpoint with the most held-out attacks fixed among those changing at most ``dev_changed``
+    dev predictions (the budget's own currency: a model that gains dev accuracy by changing many
+    predictions is not within a change budget); the earlier epoch on a tie; None where none is."""
+    eligible = [c for c in curve if c["dev_changed"] <= dev_changed]
+    return min(eligible, key=lambda c: (-c["heldout_correct"], c["epoch"]), default=None)
+
+
 def checkpoint_curve(adapter, cases, general, heldout, method: str, train: TrainSettings, log) -> list[dict]:
     """``method`` ("full_ft" or "lora") trained as ``warp_check.extras.baselines`` trains it, scored after
     every epoch: dev accuracy and predictions changed against the original, held-out attacks fixed."""
@@ -207,6 +215,11 @@ def run_budgets(task: str, name: str, split, args, work: Path, split_key: str, l
         suite = load_suite(folder)
         sample = load_traffic(suite)
         log(f"{name} s{seed}: traffic {len(texts)} texts, bound part {len(sample.bound)}, tune part {len(sample.tune)}")
+        if args.budget_fit:
+            fit_runs, fit_rows = budget_fit_rows(suite, sample, adapter, budgets, measured_at, cache, summarise, log)
+            runs += [r | {"model": name, "seed": seed} for r in fit_runs]
+            rows += [r | {"model": name, "seed": seed} for r in fit_rows]
+            continue
         result = tune(suite, adapter, sample, cache_dir=cache, progress=False)
         tunes.append(
             {
@@ -326,6 +339,53 @@ RUN_FIGURES = (
 )
 
 
+def budget_fit_rows(suite, sample, adapter, budgets, measured_at, cache, summarise, log) -> tuple[list, list]:
+    """The run as a user meets it with the suite's own settings (``--budget-fit``): per budget, the repair
+    with ``max_change`` set; over it, the must_fix cases the run names as past the budget
+    (``RepairOutcome.budget_fit``), then the repair without them (the user's next run), measured."""
+    settings = suite.settings()
+    cases = list(suite.cases)
+    runs, rows = [], []
+    for budget in [*budgets, None]:
+        row: dict = {"budget": budget, "tune_seconds": 0.0}  # no tune: the search's seconds are under "fit"
+        started = time.perf_counter()
+        outcome = repair_cases(adapter, cases, settings, batch_size=suite.model.batch_size, cache_dir=cache,
+                               progress=False, traffic=replace(sample, max_change=budget),
+                               label_name=suite.label_name)  # fmt: skip
+        first = measured_outcome(outcome, settings, time.perf_counter() - started, 0, measured_at, summarise)
+        runs.append(first | {"candidate": "suite's settings"})
+        fit = outcome.budget_fit
+        if fit is None:  # within the budget (or none): the suite's own repair is the row
+            run, label = first, "suite's settings"
+        else:
+            named = {c.id for c in fit.left_out}
+            row["fit"] = {
+                "left_out": [c.id for c in fit.left_out], "within": fit.within, "why": fit.why, "kept": fit.kept,
+                "tune_changed": fit.changed, "tune_n": fit.n, "tune_bound": fit.bound, "repairs": fit.repairs,
+                "seconds": round(fit.seconds, 1), "first_bound": first["bound"],
+                "first_dev_drop_points": first["dev_drop_points"],
+            }  # fmt: skip
+            label = f"less {len(named)} must_fix"
+            started = time.perf_counter()
+            rest = repair_cases(adapter, [c for c in cases if c.id not in named], settings,
+                                batch_size=suite.model.batch_size, cache_dir=cache, progress=False,
+                                traffic=replace(sample, max_change=budget), label_name=suite.label_name)  # fmt: skip
+            run = measured_outcome(rest, settings, time.perf_counter() - started, 0, measured_at, summarise)
+            runs.append(run | {"candidate": label})
+        within = run["converged"] and (budget is None or run["bound"] <= budget)
+        certified = run["converged"] and run["must_fix_certified"] == run["must_fix"]
+        failure = None if within and certified else (run["message"] if not run["converged"] else "over budget")
+        row |= {"chosen": label, "passed": failure is None, "failure": failure, **{k: run[k] for k in RUN_FIGURES}}
+        rows.append(row)
+        fitted = row.get("fit")
+        left = f", {len(fitted['left_out'])} must_fix left out in {fitted['repairs']} repairs" if fitted else ""
+        log(
+            f"budget {_share(budget)}: {label}{left}: U {run['bound']} true {run['dev_change_rate']} "
+            f"drop {run['dev_drop_points']} held {run['heldout_fixed']} {failure or 'passed'}"
+        )
+    return runs, rows
+
+
 def repair_run(suite, result, chosen, adapter, measured_at, folder, index, cache, summarise, log) -> dict:
     """The repair of ``chosen`` as a user gets it: written into a copy of the suite by ``write_choice``
     (``tune --write``), then repaired with the traffic (``warp-check repair``'s ``repair_cases``)."""
@@ -348,9 +408,13 @@ def repair_run(suite, result, chosen, adapter, measured_at, folder, index, cache
         traffic=sample,
         label_name=suite.label_name,
     )
-    seconds = time.perf_counter() - started
-    res = outcome.result
     guards = sum(1 for c in suite.cases if c.source == "prediction:traffic")
+    return measured_outcome(outcome, settings, time.perf_counter() - started, guards, measured_at, summarise)
+
+
+def measured_outcome(outcome, settings, seconds: float, guards: int, measured_at, summarise) -> dict:
+    """A repair's figures: Cert 4 as the product measured it, then dev and the held-out attacks."""
+    res = outcome.result
     if not res.repaired:
         return {
             "converged": False,
@@ -427,6 +491,15 @@ def summary(tables: list[dict], budgets: list[float]) -> dict:
         entry["max_dev_drop_points"] = {m: max(v) for m, v in drops.items()}
         entry["no_choice_or_failed"] = [f"{r['model']} s{r['seed']}: {r['failure']}" for r in mine if not r["passed"]]
         for method in ("full_ft", "lora"):
+            curves = {t["model"]: t["baselines"]["methods"][method]["curve"] for t in tables
+                      if method in t["baselines"]["methods"]}  # fmt: skip
+            at_change = [(r, same_change(curves[r["model"]], r["dev_changed"])) for r in mine
+                         if r.get("dev_changed") is not None and r["model"] in curves]  # fmt: skip
+            entry[f"warp_at_least_{method}_same_change"] = {
+                "rows": len(at_change),
+                "met": sum(1 for r, c in at_change if c is None or r["heldout_fixed"] >= c["heldout_fixed"]),
+                "none_at_that_change": sum(1 for _, c in at_change if c is None),
+            }
             scored = [r for r in mine if r.get("heldout_fixed") is not None and method in r]
             met = [r for r in scored if r[method] is None or r["heldout_fixed"] >= r[method]["heldout_fixed"]]
             entry[f"warp_at_least_{method}"] = {
@@ -450,8 +523,8 @@ def render(tables: list[dict], budgets: list[float]) -> str:
     largest too); FT / LoRA: the checkpoint at the same or a smaller dev drop, averaged over the rows."""
     lines = [
         "| model | budget | chosen | passed | U | true change | dev drop mean (max) | held-out | FT at ≤ drop "
-        "| LoRA at ≤ drop | tune / repair s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| LoRA at ≤ drop | FT at ≤ change | LoRA at ≤ change | choice / repair s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in tables:
         for budget in [*budgets, None]:
@@ -468,6 +541,15 @@ def render(tables: list[dict], budgets: list[float]) -> str:
                 epochs = ",".join(str(g["epoch"]) for g in got)
                 return f"{100 * np.mean([g['heldout_fixed'] for g in got]):.1f} (ep {epochs})"
 
+            def at_change(method, rows=done, table=t):
+                curve = table["baselines"]["methods"].get(method, {}).get("curve")
+                if not curve:
+                    return "—"
+                got = [same_change(curve, r["dev_changed"]) for r in rows]
+                if not [g for g in got if g]:
+                    return "none" if rows else "—"
+                return f"{100 * np.mean([g['heldout_fixed'] if g else 0.0 for g in got]):.1f}"
+
             chosen = ", ".join(sorted({r["chosen"] or "none" for r in mine}))
             cells = [
                 t["model"],
@@ -480,10 +562,17 @@ def render(tables: list[dict], budgets: list[float]) -> str:
                 _p(mean("heldout_fixed"), 1),
                 base("full_ft"),
                 base("lora"),
-                f"{mean('tune_seconds', mine):.0f} / {mean('repair_seconds'):.0f}" if done else "—",
+                at_change("full_ft"),
+                at_change("lora"),
+                f"{np.mean([_choice_seconds(r) for r in mine]):.0f} / {mean('repair_seconds'):.0f}" if done else "—",
             ]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _choice_seconds(row: dict) -> float:
+    """What choosing the row's repair took: tune's table, or the search that named the cases left out."""
+    return row["fit"]["seconds"] if row.get("fit") else row["tune_seconds"]
 
 
 def _p(value, digits: int) -> str:

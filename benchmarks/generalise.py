@@ -481,6 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --budgets: N SST-2 train sentences outside the fine-tune set and the split, as [traffic]",
     )
+    parser.add_argument(
+        "--budget-fit",
+        action="store_true",
+        help="with --budgets: no tune; the suite's own settings repaired with each max_change, and over it the "
+        "repair without the must_fix cases the run names as past the budget",
+    )
     add_output_arguments(parser)
     return parser
 

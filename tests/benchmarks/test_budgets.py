@@ -12,6 +12,8 @@ def test_the_budgets_and_the_traffic_size_parse_and_a_bad_list_is_refused():
     args = generalise.build_parser().parse_args(["--budgets", "0.01,0.02,0.05", "--traffic", "3000"])
     assert args.budgets == [0.01, 0.02, 0.05] and args.traffic == 3000
     assert generalise.build_parser().parse_args([]).budgets == []
+    assert generalise.build_parser().parse_args(["--budgets", "0.05", "--budget-fit"]).budget_fit
+    assert not generalise.build_parser().parse_args([]).budget_fit
     for bad in ("1%", "0", "0.01,2", ""):
         with pytest.raises(SystemExit):
             generalise.build_parser().parse_args(["--budgets", bad])
@@ -40,3 +42,15 @@ def test_the_baseline_at_the_same_dev_drop_is_the_checkpoint_fixing_most_among_t
     assert budgets.same_drop(curve, 700)["epoch"] == 3  # epoch 2 drops more; 3 and 4 tie: the earlier
     assert budgets.same_drop(curve, 690)["epoch"] == 2
     assert budgets.same_drop(curve, 706) is None
+
+
+def test_the_baseline_at_the_same_change_is_the_checkpoint_fixing_most_among_those_changing_no_more():
+    curve = [
+        {"epoch": 1, "dev_changed": 30, "heldout_correct": 10},
+        {"epoch": 2, "dev_changed": 120, "heldout_correct": 60},  # more dev right, but many more changes
+        {"epoch": 3, "dev_changed": 25, "heldout_correct": 12},
+        {"epoch": 4, "dev_changed": 25, "heldout_correct": 12},
+    ]
+    assert budgets.same_change(curve, 30)["epoch"] == 3  # 3 and 4 tie: the earlier
+    assert budgets.same_change(curve, 200)["epoch"] == 2
+    assert budgets.same_change(curve, 24) is None

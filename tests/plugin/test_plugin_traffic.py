@@ -52,6 +52,7 @@ def test_the_budget_gate_fails_the_traffic_item_exits_1_and_writes_nothing(pytes
     text = result.stdout.str()
     assert "over max_change = 5 % by" in text and "nothing was written" in text
     assert "fewer or looser must_fix cases (a smaller gamma_s), a larger mu" in text
+    assert "cannot be fixed within it: '" in text  # the must_fix cases the budget cannot buy, named
     assert "traffic of the suite at suite/warp.toml:" in text
     assert not (suite / ".warp" / "repaired").exists()
 

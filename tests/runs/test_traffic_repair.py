@@ -121,3 +121,64 @@ def test_the_report_lists_the_changed_texts(repaired, tmp_path):
         assert f"| {change.index} | {change.text} | {shown} |" in text
     again = read_report(tmp_path / "report" / REPORT_JSON)
     assert again[0].traffic == run.traffic and again[0].details.traffic == note
+
+
+def test_a_repair_over_its_budget_names_the_must_fix_cases_it_cannot_buy(repaired, tmp_path):
+    # The promise: without the cases named, the suite's repair keeps within the budget on the traffic's
+    # tune part (recomputed here from a repair of its own), and the bound part was never used.
+    from warp_check.certify.binomial import change_bound
+    from warp_check.certify.changes import predictions, traffic_inputs
+    from warp_check.certify.traffic import Part
+
+    suite, sample, run, _ = repaired
+    tight = dataclasses.replace(sample, max_change=0.05)
+    gated = repair_suite(suite, load_adapter(suite), suite.settings(), out_dir=tmp_path / "out", traffic=tight)
+    fit = gated.details.traffic.fit
+    assert fit is not None and fit.why is None and fit.within and fit.left_out, fit
+    fix_ids = {c.id for c in suite.cases if c.kind.value == "must_fix"}
+    named = [c.id for c in fit.left_out]
+    assert len(set(named)) == len(named) and set(named) <= fix_ids and fit.kept == len(fix_ids) - len(named)
+    assert all(c.where.startswith("fix.jsonl:") and c.nearest > 0 for c in fit.left_out)
+    message = gated.traffic.message
+    assert f"these {len(named)} cannot be fixed within it" in message and all(f"'{i}'" in message for i in named)
+    assert gated.traffic.properties["cannot buy"] == " ".join(named)
+
+    rest = dataclasses.replace(suite, cases=tuple(c for c in suite.cases if c.id not in set(named)))
+    adapter = load_adapter(suite)
+    again = repair_suite(rest, adapter, suite.settings(), out_dir=tmp_path / "rest")
+    assert again.passed
+    inputs = traffic_inputs(adapter, sample, part=Part.TUNE)
+    assert len(inputs.texts) == fit.n
+    was = predictions(adapter.head(), inputs.V)
+    now = predictions(load_adapter(dataclasses.replace(suite, model_dir=tmp_path / "rest")).head(), inputs.V)
+    changed = int(np.sum(was != now))
+    assert changed == fit.changed and change_bound(changed, fit.n, 0.95) <= 0.05
+
+
+def test_the_report_lists_the_cases_a_budget_cannot_buy(repaired, tmp_path):
+    from warp_check import REPORT_JSON, read_report, write_report
+
+    suite, sample, _, _ = repaired
+    tight = dataclasses.replace(sample, max_change=0.05)
+    gated = repair_suite(suite, load_adapter(suite), suite.settings(), out_dir=tmp_path / "out", traffic=tight)
+    text = write_report(tmp_path / "report", [gated]).read_text(encoding="utf-8")
+    fit = gated.details.traffic.fit
+    assert "Must_fix cases the budget cannot buy:" in text
+    assert all(f"| {c.id} | {c.where} | {c.nearest} |" in text for c in fit.left_out)
+    again = read_report(tmp_path / "report" / REPORT_JSON)
+    assert again[0].details.traffic.fit == fit
+
+
+def test_too_little_tune_part_to_name_the_cases_says_so(repaired):
+    from warp_check.runs.budget_fit import fit_to_budget
+    from warp_check.runs.evaluation import evaluate
+    from warp_check.runs.ladder import Ladder
+
+    suite, sample, _, _ = repaired
+    adapter = load_adapter(suite)
+    ladder = Ladder(adapter=adapter, evaluation=evaluate(adapter, suite.cases), settings=suite.settings())
+    for tune, why in ((), "no text to estimate on"), (sample.tune[:5], "cannot show a share of changes"):
+        fit = fit_to_budget(ladder, dataclasses.replace(sample, tune=tune), 0.05)
+        assert fit.why is not None and why in fit.why and "give more traffic" in fit.why
+        assert not fit.within and not fit.left_out and fit.repairs == 0
+        assert fit.sentence().startswith("Which must_fix cases the budget cannot buy is not known")

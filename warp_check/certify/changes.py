@@ -20,7 +20,7 @@ import numpy as np
 
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.certificate import TrafficChange, TrafficRecord
-from warp_check.certify.traffic import TrafficSample, TrafficText
+from warp_check.certify.traffic import Part, TrafficSample, TrafficText
 from warp_check.model.encode import encode_cases, input_keys
 from warp_check.model.head import DenseHead
 
@@ -47,11 +47,14 @@ def traffic_inputs(
     batch_size: int = 32,
     cache_dir: str | Path | None = None,
     progress: bool = False,
+    part: Part = Part.BOUND,
 ) -> TrafficInputs:
-    """v of every text of the sample's bound part (from the cache where it has them); a text the model
-    sees as no text at all (nothing but special and unknown tokens) is left out and counted."""
+    """v of every text of the sample's ``part`` (Cert 4's: the bound part), from the cache where it has
+    them; a text the model sees as no text at all (nothing but special and unknown tokens) is left
+    out and counted."""
     started = time.perf_counter()
-    cases = [text.case(i) for i, text in enumerate(sample.bound)]
+    texts = sample.part(part)
+    cases = [text.case(i) for i, text in enumerate(texts)]
     keys = input_keys(adapter, cases)
     kept = [i for i, key in enumerate(keys) if key is not None]
     d_in = adapter.repair_layer.in_features
@@ -61,8 +64,7 @@ def traffic_inputs(
             adapter, [cases[i] for i in kept], batch_size=batch_size, cache_dir=cache_dir, progress=progress
         )
         V = encoded.V.astype(np.float64)
-    texts = tuple(sample.bound[i] for i in kept)
-    return TrafficInputs(texts, V, len(cases) - len(kept), time.perf_counter() - started)
+    return TrafficInputs(tuple(texts[i] for i in kept), V, len(cases) - len(kept), time.perf_counter() - started)
 
 
 def predictions(head: DenseHead, V: np.ndarray) -> np.ndarray:

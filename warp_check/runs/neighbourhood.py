@@ -66,6 +66,11 @@ class Neighbourhood:
         return replace(self, evaluation=evaluation, dropped=self.dropped + gone)
 
 
+def drawn_from(copy_id: str) -> str:
+    """The case a copy was drawn from: its id is ``<case id>~<k>``, primed where that id was taken."""
+    return copy_id.rstrip("'").rpartition("~")[0]
+
+
 def chosen_cases(cases: Sequence[Case], gaps: np.ndarray, settings: NeighbourSettings) -> list[tuple[int, Case, int]]:
     """(seed, case, draws) for every case the settings perturb, ``gaps`` being the model's on ``cases``."""
     gap_of = {c.id: float(g) for c, g in zip(cases, gaps, strict=True)}

@@ -109,7 +109,7 @@ def repair(
         if case.kind is not Kind.AUX
     )
     note = (
-        traffic_note(outcome.traffic, traffic, suite.labels)
+        traffic_note(outcome.traffic, traffic, suite.labels, outcome.budget_fit)
         if outcome.traffic is not None and traffic is not None
         else None
     )

@@ -40,8 +40,10 @@ from warp_check.model.specs import HeadSpec
 from warp_check.progress import Progress
 from warp_check.repair.records import RepairResult
 from warp_check.repair.settings import RepairSettings, SynonymUse, check_rank
+from warp_check.runs.budget_fit import fit_to_budget
+from warp_check.runs.details import BudgetFit
 from warp_check.runs.evaluation import Evaluation, evaluate
-from warp_check.runs.ladder import Ladder, climb
+from warp_check.runs.ladder import Climb, Ladder, climb
 from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
 from warp_check.runs.restore import Reference
 from warp_check.version import __version__
@@ -58,6 +60,7 @@ class RepairOutcome:
     artefact: Path | None = None  # where the repaired model went (None: nothing written)
     neighbourhood: Neighbourhood | None = None  # the perturbed cases drawn (None: none was drawn)
     traffic: TrafficRecord | None = None  # Cert 4, where traffic was given and the repair converged
+    budget_fit: BudgetFit | None = None  # over the budget: the must_fix cases it cannot buy
 
     @property
     def over_budget(self) -> bool:
@@ -140,7 +143,22 @@ def repair_cases(
         reference,
         measure,
     )
-    return replace(outcome, neighbourhood=ended.hood)
+    fit = None
+    if outcome.over_budget:
+        assert traffic is not None and traffic.max_change is not None
+        fit = fit_to_budget(_settled_ladder(ladder, ended), traffic, traffic.max_change, progress=progress)
+    return replace(outcome, neighbourhood=ended.hood, budget_fit=fit)
+
+
+def _settled_ladder(ladder: Ladder, ended: Climb) -> Ladder:
+    """``ladder`` on the head the climb settled on: the suite's cases encoded for it, and the copies
+    the settled repair kept (none where it settled without them or on the final linear layer)."""
+    attempt = ended.attempt
+    if attempt.adapter is not ladder.adapter:  # the final linear layer: the suite's cases as encoded for it
+        return replace(ladder, adapter=attempt.adapter, evaluation=attempt.evaluation, hood=None,
+                       settings=attempt.result.settings)  # fmt: skip
+    hood = ended.hood if ended.hood is not None and ended.hood.left_out is None and ended.hood.cases else None
+    return replace(ladder, hood=hood)
 
 
 def _traffic_measure(

@@ -269,6 +269,10 @@ def _traffic_markdown(run: RunResult) -> list[str]:
         if len(note.changes) > MAX_TABLE_ROWS:
             out.append(f"\n_{len(note.changes) - MAX_TABLE_ROWS} more changed text(s) in {REPORT_JSON}._")
         out.append("")
+    if note.fit is not None and note.fit.left_out:
+        out += ["Must_fix cases the budget cannot buy:", "", "| case | where | changes nearest it |", "|---|---|---|"]
+        out += [f"| {c.id} | {c.where} | {c.nearest} |" for c in note.fit.left_out]
+        out.append("")
     return out
 
 

@@ -8,12 +8,18 @@ from typing import Any
 
 from warp_check.certify.certificate import TrafficRecord, change_sentence, percent
 from warp_check.certify.traffic import TrafficSample
-from warp_check.runs.details import TrafficNote
+from warp_check.runs.details import BudgetFit, TrafficNote
 from warp_check.runs.result import TrafficVerdict
 
 
-def traffic_note(record: TrafficRecord, sample: TrafficSample, labels: dict[str, int] | None = None) -> TrafficNote:
-    """The run's record of Cert 4 (``labels``: the suite's names of the classes)."""
+def traffic_note(
+    record: TrafficRecord,
+    sample: TrafficSample,
+    labels: dict[str, int] | None = None,
+    fit: BudgetFit | None = None,
+) -> TrafficNote:
+    """The run's record of Cert 4 (``labels``: the suite's names of the classes; ``fit``: over the
+    budget, the must_fix cases it cannot buy)."""
     return TrafficNote(
         source=sample.source,
         rows=sample.rows,
@@ -31,6 +37,7 @@ def traffic_note(record: TrafficRecord, sample: TrafficSample, labels: dict[str,
         changes=record.changes,
         seconds=record.seconds,
         labels=dict(labels or {}),
+        fit=fit,
     )
 
 
@@ -44,6 +51,7 @@ def properties(note: TrafficNote) -> dict[str, Any]:
         "max_change": note.max_change,
         "sample_sha256": note.sample_sha256,
         **{f"changed {pair}": count for pair, count in note.by_pair.items()},
+        **({"cannot buy": " ".join(c.id for c in note.fit.left_out)} if note.fit and note.fit.left_out else {}),
     }
 
 
@@ -65,8 +73,9 @@ def repaired_verdict(note: TrafficNote) -> TrafficVerdict:
     message = (
         f"Cert 4 fails the budget: the repair {change_sentence(note.bound, note.changed, note.n, note.confidence)}, "
         f"over max_change = {percent(note.max_change)} by {100 * (note.bound - note.max_change):.2g} points "
-        f"({pairs}); nothing was written. Try {ADVICE}"
+        f"({pairs}); nothing was written. "
     )
+    message += f"Try {ADVICE}" if note.fit is None else f"{note.fit.sentence()} Other levers: {ADVICE}"
     return TrafficVerdict(passed=False, message=message, properties=properties(note))
 
 

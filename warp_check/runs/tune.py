@@ -49,7 +49,7 @@ from warp_check.repair.linearise import gaps
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
 from warp_check.runs.evaluation import Evaluation, evaluate
 from warp_check.runs.ladder import Ladder, climb
-from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
+from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood, drawn_from
 from warp_check.suite.casefile import NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 from warp_check.suite.toml_lines import TomlEdit, edited_toml
@@ -159,7 +159,7 @@ class TuneResult:
             return head + (
                 f"the share it changes, {least.changed / least.measured:.3%}, is itself past the budget, so more "
                 "traffic cannot help: a larger max_change, or fewer must_fix cases (a repair's change grows with "
-                "what it must fix)"
+                "what it must fix; `warp-check repair` with this max_change names the ones it cannot buy)"
             )
         return head + "try more traffic (the bound tightens as the sample grows) or a larger max_change"
 
@@ -313,11 +313,6 @@ def _draw(fixed: _Fixed, settings: NeighbourSettings) -> Neighbourhood:
     )
 
 
-def _source(copy_id: str) -> str:
-    """The case a neighbourhood copy was drawn from (its id is ``<case id>~<k>``, primed where taken)."""
-    return copy_id.rstrip("'").rpartition("~")[0]
-
-
 def _tune_part(fixed: _Fixed, sample: TrafficSample, folds: int) -> _Traffic:
     """The tune part's texts the model can take, once each (by input), none a suite case's input."""
     adapter, base = fixed.adapter, fixed.base
@@ -439,7 +434,7 @@ def fold_repair(
         away = {
             c.id
             for c, key in zip(hood.cases, keys, strict=True)
-            if fixed.fold.get(_source(c.id), -1) == fold or key in held
+            if fixed.fold.get(drawn_from(c.id), -1) == fold or key in held
         }
         hood = replace(hood.without(away), dropped=()) if away else hood
     ladder = Ladder(
@@ -468,7 +463,7 @@ def _scoring_keys(fixed: _Fixed, fold: int) -> set[str]:
     if scoring is None or not scoring.encoded.input_keys:
         return set()
     keys = scoring.encoded.input_keys
-    return {keys[i] for i, c in enumerate(scoring.cases) if fixed.fold.get(_source(c.id), -1) == fold}
+    return {keys[i] for i, c in enumerate(scoring.cases) if fixed.fold.get(drawn_from(c.id), -1) == fold}
 
 
 def _held_out(fixed: _Fixed, fold: int) -> tuple[np.ndarray, np.ndarray]:
@@ -478,7 +473,7 @@ def _held_out(fixed: _Fixed, fold: int) -> tuple[np.ndarray, np.ndarray]:
     V = [evaluation.encoded.V[rows]]
     labels = [np.array([evaluation.cases[i].label for i in rows], dtype=np.int64)]
     if fixed.scoring is not None:
-        copies = [i for i, c in enumerate(fixed.scoring.cases) if fixed.fold.get(_source(c.id), -1) == fold]
+        copies = [i for i, c in enumerate(fixed.scoring.cases) if fixed.fold.get(drawn_from(c.id), -1) == fold]
         V.append(fixed.scoring.encoded.V[copies])
         labels.append(np.array([fixed.scoring.cases[i].label for i in copies], dtype=np.int64))
     return np.concatenate(V).astype(np.float64), np.concatenate(labels)
