@@ -38,6 +38,7 @@ def test_the_aim_is_shown_by_the_tune_part_and_passes_a_fresh_sample_as_often_as
     aim = changes_to_aim_at(n, n_bound, 0.95, budget)
     allowed = most_changes_within(n_bound, 0.95, budget)
     assert aim <= most_changes_within(n, 0.95, budget)
+
     def chance(k):  # the rate as the tune part leaves it uncertain, then a fresh sample's count
         return stats.betabinom.cdf(allowed, n_bound, k + 0.5, n - k + 0.5)
 
@@ -62,3 +63,20 @@ def test_a_changed_text_counts_against_the_nearest_case_pulling_towards_its_new_
     assert _nearest(texts, now, fix, fix_labels, inside).tolist() == [3, 0, 2, 1]
     inside[3] = False  # left out already: no longer a culprit
     assert _nearest(texts, now, fix, fix_labels, inside).tolist()[0] == 1
+
+
+def test_a_failure_message_names_the_costliest_cases_and_counts_the_rest():
+    from warp_check.runs.details import NAMED_IN_MESSAGE, BudgetFit, LeftOut
+
+    left = tuple(LeftOut(id=f"case-{i}", where=f"fix.jsonl:{i + 1}", nearest=i % 7) for i in range(30))
+    common = dict(budget=0.05, confidence=0.95, left_out=left, n=1000, changed=20, bound=0.03, within=True,
+                  repairs=5, seconds=1.0)  # fmt: skip
+    some = BudgetFit(kept=4, **common).sentence()
+    named = [c for c in left if f"'{c.id}'" in some]
+    assert len(named) == NAMED_IN_MESSAGE and min(c.nearest for c in named) >= max(
+        c.nearest for c in left if c not in named
+    )
+    assert "these 30 cannot be fixed within it" in some and f"and {30 - NAMED_IN_MESSAGE} more" in some
+    none = BudgetFit(kept=0, **common).sentence()
+    assert "No must_fix case can be fixed within max_change = 5 %" in none and "only with all 30 left out" in none
+    assert sum(f"'{c.id}'" in none for c in left) == NAMED_IN_MESSAGE

@@ -120,6 +120,9 @@ class NeighbourhoodNote(Record):
         return f"{found}: {certified} ({self.seconds:.1f} s{missing})"
 
 
+NAMED_IN_MESSAGE = 10  # must_fix cases a failure message names (the costliest); the report and JUnit list all
+
+
 @dataclass(frozen=True, kw_only=True)
 class LeftOut(Record):
     """A must_fix case a traffic budget cannot buy, and the changes that name it."""
@@ -161,7 +164,10 @@ class BudgetFit(Record):
                 f"predictions on the traffic's tune part (at most {percent(self.bound)}). A larger max_change or a "
                 "smaller gamma_h."
             )
-        named = ", ".join(f"'{c.id}' ({c.where}; {c.nearest} change(s) nearest it)" for c in self.left_out)
+        costliest = sorted(self.left_out, key=lambda c: -c.nearest)[:NAMED_IN_MESSAGE]
+        named = ", ".join(f"'{c.id}' ({c.where}; {c.nearest} change(s) nearest it)" for c in costliest)
+        if len(self.left_out) > len(costliest):
+            named += f" and {len(self.left_out) - len(costliest)} more (the report lists them all)"
         estimate = (
             f"changes {self.changed} of {self.n} predictions on the traffic's tune part (at most "
             f"{percent(self.bound)}, {percent(self.confidence, digits=3)}; {self.repairs} repair(s), "
@@ -178,7 +184,10 @@ class BudgetFit(Record):
                 f"{percent(self.budget)} where Cert 4's sample is not: more traffic (both parts grow) may show it."
             )
         if self.kept == 0:
-            return f"No must_fix case can be fixed within max_change = {percent(self.budget)} ({named})."
+            return (
+                f"No must_fix case can be fixed within max_change = {percent(self.budget)}: only with all "
+                f"{len(self.left_out)} left out does the repair keep within it (it {estimate}); the costliest: {named}."
+            )
         return (
             f"Within max_change = {percent(self.budget)}, a repair of the other {self.kept} must_fix case(s) "
             f"{estimate}; these {len(self.left_out)} cannot be fixed within it: {named}. Move them out of this "
