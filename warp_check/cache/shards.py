@@ -1,7 +1,8 @@
 """The representation cache on disk: safetensors shards of v, keyed by the input's digest.
 
 Layout: ``<cache_dir>/<upstream sha256>/<shard sha256>.safetensors``; a shard holds ``v``
-(n, d_in) float32 and, in its metadata, the input digest of every row. Shards are written to a
+(n, d_in) float32 and, in its metadata, the input digest of every row. Shards are read
+memory-mapped (the safetensors layout parsed here, checked field by field), only the rows asked for. Shards are written to a
 temporary file and renamed, so concurrent writers never corrupt one; a damaged shard is a miss.
 A cache is an optimisation: one that cannot be written (full disk, read-only folder) is given up
 with one CacheWarning, and the run goes on with the representations it computed.
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,24 +28,43 @@ class ShardStore:
         self.folder = folder
         self.given_up = False  # after a failed write: no more tries, no more warnings
 
-    def load(self) -> dict[str, np.ndarray]:
-        from safetensors import SafetensorError, safe_open
-
-        rows: dict[str, np.ndarray] = {}
-        if not self.folder.is_dir():
-            return rows
+    def lookup(self, keys: Sequence[str], d_in: int) -> tuple[np.ndarray, np.ndarray]:
+        """v of each of ``keys`` the shards hold: ``(found, V)``, a mask over ``keys`` and a float32
+        (len(keys), d_in) array whose found rows are filled. Shards are memory-mapped and only the rows
+        asked for are read, so a cache far larger than the suite costs its keys, not its rows. A damaged
+        shard, or a row that is not finite, is a miss."""
+        found = np.zeros(len(keys), dtype=bool)
+        V = np.zeros((len(keys), d_in), dtype=np.float32)
+        if not self.folder.is_dir() or not keys:
+            return found, V
+        wanted: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            wanted.setdefault(key, []).append(i)
         # "[!.]": a writer killed before its rename leaves a ".tmp-*" file; it is not a shard.
         for shard in sorted(self.folder.glob("[!.]*.safetensors")):
+            mapped = _mapped_shard(shard)
+            if mapped is None or mapped[1].shape[1] != d_in:
+                continue  # a damaged shard, or another layer's width: only a cache miss
+            shard_keys, v = mapped
+            targets, rows = [], []
+            for row, key in enumerate(shard_keys):
+                for i in wanted.get(key, ()):
+                    if not found[i]:
+                        targets.append(i)
+                        rows.append(row)
+            if not rows:
+                continue
+            rows = np.asarray(rows)
+            whole = len(rows) == len(v) and bool((rows == np.arange(len(v))).all())
             try:
-                with safe_open(str(shard), framework="numpy") as f:
-                    keys = json.loads((f.metadata() or {}).get("keys", "[]"))
-                    v = f.get_tensor("v")
-            except (SafetensorError, OSError, ValueError, json.JSONDecodeError):
-                continue  # a damaged shard is only a cache miss
-            if isinstance(keys, list) and v.ndim == 2 and len(keys) == v.shape[0]:
-                finite = np.isfinite(v).all(axis=1)  # a NaN row is damage, not a representation: a miss
-                rows.update((key, row) for key, row, ok in zip(keys, v, finite, strict=True) if ok)
-        return rows
+                block = np.array(v, dtype=np.float32) if whole else np.asarray(v[rows], dtype=np.float32)
+            except (OSError, ValueError):  # the file shrank under us: a miss
+                continue
+            finite = np.isfinite(block).all(axis=1)  # a NaN row is damage, not a representation: a miss
+            picked = np.asarray(targets)[finite]
+            V[picked] = block[finite]
+            found[picked] = True
+        return found, V
 
     def save(self, keys: list[str], V: np.ndarray) -> None:
         from safetensors import SafetensorError
@@ -67,3 +89,36 @@ class ShardStore:
                 ),
                 stacklevel=2,
             )
+
+
+_HEADER_AT_MOST = 1 << 30  # a header past this is damage, not a shard's keys
+
+
+def _mapped_shard(path: Path) -> tuple[list[str], np.ndarray] | None:
+    """A shard's keys and its v memory-mapped (read-only), from the safetensors layout: an 8-byte
+    little-endian header length, the JSON header, then the tensors' bytes. None: not a whole shard."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            if not 0 < length <= min(_HEADER_AT_MOST, size - 8):
+                return None
+            header = json.loads(f.read(length))
+        entry = header["v"]
+        keys = json.loads(header["__metadata__"]["keys"])
+        rows, width = (int(n) for n in entry["shape"])
+        begin, end = (int(n) for n in entry["data_offsets"])
+        if (
+            entry["dtype"] != "F32"
+            or not isinstance(keys, list)
+            or len(keys) != rows
+            or not all(isinstance(k, str) for k in keys)
+            or end - begin != rows * width * 4
+            or 8 + length + end > size
+            or rows == 0
+        ):
+            return None
+        v = np.memmap(path, dtype="<f4", mode="r", offset=8 + length + begin, shape=(rows, width))
+    except (OSError, ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
+        return None
+    return keys, v
