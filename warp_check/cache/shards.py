@@ -2,8 +2,9 @@
 
 Layout: ``<cache_dir>/<upstream sha256>/<shard sha256>.safetensors``; a shard holds ``v``
 (n, d_in) float32 and, in its metadata, the input digest of every row. Shards are read
-memory-mapped (the safetensors layout parsed here, checked field by field), only the rows asked for. Shards are written to a
-temporary file and renamed, so concurrent writers never corrupt one; a damaged shard is a miss.
+memory-mapped (the safetensors layout parsed here, checked field by field), only the rows asked
+for. Shards are written to a temporary file and renamed, so concurrent writers never corrupt one;
+a damaged shard is a miss.
 A cache is an optimisation: one that cannot be written (full disk, read-only folder) is given up
 with one CacheWarning, and the run goes on with the representations it computed.
 """
