@@ -269,7 +269,12 @@ def ctrl_c_never_lost():
                 _thread.interrupt_main(signal.SIGINT)
 
     def deliver_again(unraisable) -> None:
-        if unraisable.exc_type is None or not issubclass(unraisable.exc_type, KeyboardInterrupt):
+        dropped_ctrl_c = (
+            unraisable.exc_type is not None
+            and issubclass(unraisable.exc_type, KeyboardInterrupt)
+            and threading.current_thread() is threading.main_thread()  # where Python runs SIGINT's handler
+        )
+        if not dropped_ctrl_c:
             previous(unraisable)
             return
         hook_left.clear()
