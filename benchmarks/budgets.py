@@ -345,14 +345,19 @@ def budget_fit_rows(suite, sample, adapter, budgets, measured_at, cache, summari
     (``RepairOutcome.budget_fit``), then the repair without them (the user's next run), measured."""
     settings = suite.settings()
     cases = list(suite.cases)
+
+    def repaired(given: list, budget: float | None):
+        """The product's repair of ``given`` with the traffic at ``budget``: its outcome and figures."""
+        started = time.perf_counter()
+        outcome = repair_cases(adapter, given, settings, batch_size=suite.model.batch_size, cache_dir=cache,
+                               progress=False, traffic=replace(sample, max_change=budget),
+                               label_name=suite.label_name)  # fmt: skip
+        return outcome, measured_outcome(outcome, settings, time.perf_counter() - started, 0, measured_at, summarise)
+
     runs, rows = [], []
     for budget in [*budgets, None]:
         row: dict = {"budget": budget, "tune_seconds": 0.0}  # no tune: the search's seconds are under "fit"
-        started = time.perf_counter()
-        outcome = repair_cases(adapter, cases, settings, batch_size=suite.model.batch_size, cache_dir=cache,
-                               progress=False, traffic=replace(sample, max_change=budget),
-                               label_name=suite.label_name)  # fmt: skip
-        first = measured_outcome(outcome, settings, time.perf_counter() - started, 0, measured_at, summarise)
+        outcome, first = repaired(cases, budget)
         runs.append(first | {"candidate": "suite's settings"})
         fit = outcome.budget_fit
         if fit is None:  # within the budget (or none): the suite's own repair is the row
@@ -366,11 +371,7 @@ def budget_fit_rows(suite, sample, adapter, budgets, measured_at, cache, summari
                 "first_dev_drop_points": first["dev_drop_points"],
             }  # fmt: skip
             label = f"less {len(named)} must_fix"
-            started = time.perf_counter()
-            rest = repair_cases(adapter, [c for c in cases if c.id not in named], settings,
-                                batch_size=suite.model.batch_size, cache_dir=cache, progress=False,
-                                traffic=replace(sample, max_change=budget), label_name=suite.label_name)  # fmt: skip
-            run = measured_outcome(rest, settings, time.perf_counter() - started, 0, measured_at, summarise)
+            _, run = repaired([c for c in cases if c.id not in named], budget)
             runs.append(run | {"candidate": label})
         within = run["converged"] and (budget is None or run["bound"] <= budget)
         certified = run["converged"] and run["must_fix_certified"] == run["must_fix"]

@@ -143,6 +143,17 @@ def test_a_repair_over_its_budget_names_the_must_fix_cases_it_cannot_buy(repaire
     assert f"these {len(named)} cannot be fixed within it" in message and all(f"'{i}'" in message for i in named)
     assert gated.traffic.properties["cannot buy"] == " ".join(named)
 
+    # The run's own repair is the search's first round: searching from scratch names the same cases.
+    from warp_check.runs.budget_fit import fit_to_budget
+    from warp_check.runs.evaluation import evaluate
+    from warp_check.runs.ladder import Ladder
+
+    fresh = load_adapter(suite)
+    again_fit = fit_to_budget(Ladder(adapter=fresh, evaluation=evaluate(fresh, suite.cases), settings=suite.settings()),
+                              tight, 0.05)  # fmt: skip
+    assert (again_fit.left_out, again_fit.changed) == (fit.left_out, fit.changed)
+    assert again_fit.repairs == fit.repairs + 1
+
     rest = dataclasses.replace(suite, cases=tuple(c for c in suite.cases if c.id not in set(named)))
     adapter = load_adapter(suite)
     again = repair_suite(rest, adapter, suite.settings(), out_dir=tmp_path / "rest")

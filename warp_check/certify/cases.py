@@ -18,6 +18,7 @@ from warp_check.certify.bounds import eps_star, lipschitz, local_radius
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings, flip_radius, pgd_worst_gap
 from warp_check.model.head import DenseHead
+from warp_check.repair.linearise import blocks
 
 
 def certify_cases(
@@ -89,17 +90,12 @@ def certify_cases(
     return out, lip
 
 
-# Cases recomputed at a time: a million must_keep cases' v are read from float32 (memory-mapped
-# where they lie on disk) a block at a time, never as one float64 copy.
-BLOCK_ROWS = 8192
-
-
 def gaps_in_both(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every case's gap in float64 and in the saved model's own arithmetic (its dtype: a margin must
-    hold there too), a block of cases at a time."""
+    hold there too), a block of cases at a time: a million must_keep cases' v are read from float32
+    (memory-mapped where they lie on disk), never as one float64 copy."""
     gaps, stored = np.empty(len(labels)), np.empty(len(labels))
-    for lo in range(0, len(labels), BLOCK_ROWS):
-        rows = slice(lo, lo + BLOCK_ROWS)
+    for rows in blocks(len(labels)):
         block = np.asarray(V[rows], dtype=np.float64)
         gaps[rows] = head.gaps(block, labels[rows])[0]
         stored[rows] = head.gaps_as_stored(block, labels[rows])

@@ -40,6 +40,7 @@ from warp_check.cases import Case, Kind
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.changes import predictions, traffic_inputs
 from warp_check.certify.traffic import Part, TrafficSample
+from warp_check.model.head import DenseHead
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.records import RepairStatus
 from warp_check.runs.details import BudgetFit, LeftOut
@@ -97,10 +98,12 @@ def fit_to_budget(
     *,
     max_repairs: int = MAX_REPAIRS,
     progress: bool | Progress = False,
+    repaired: DenseHead | None = None,
 ) -> BudgetFit:
     """The must_fix cases of ``ladder``'s suite to leave out for its repair to keep within ``budget``
     on ``sample``'s tune part (the ladder climbs without the final-layer fallback: its head is the one
-    the run settled on)."""
+    the run settled on). ``repaired``: the run's own repair of the whole suite on that head, where
+    the caller has it (the search's first round, not repeated)."""
     started = time.perf_counter()
     confidence = sample.confidence
     evaluation = ladder.evaluation
@@ -133,6 +136,8 @@ def fit_to_budget(
     def predicted(out: set[str]) -> np.ndarray | str:
         """The tune part's classes after the repair without ``out`` (a message: it did not converge)."""
         nonlocal repairs
+        if not out and repaired is not None:
+            return predictions(repaired, inputs.V)
         repairs += 1
         climbed = climb(_without(ladder, out))
         if climbed.result.status is RepairStatus.NOTHING_TO_REPAIR:

@@ -146,7 +146,10 @@ def repair_cases(
     fit = None
     if outcome.over_budget:
         assert traffic is not None and traffic.max_change is not None
-        fit = fit_to_budget(_settled_ladder(ladder, ended), traffic, traffic.max_change, progress=progress)
+        fit = fit_to_budget(
+            _settled_ladder(ladder, ended), traffic, traffic.max_change, progress=progress,
+            repaired=ended.result.head_after,
+        )  # fmt: skip
     return replace(outcome, neighbourhood=ended.hood, budget_fit=fit)
 
 
