@@ -482,6 +482,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --budgets: N SST-2 train sentences outside the fine-tune set and the split, as [traffic]",
     )
     parser.add_argument(
+        "--traffic-pool",
+        type=int,
+        default=4000,
+        metavar="N",
+        help="with --budgets: N more such sentences, none in the seed's traffic, each repair's change measured on "
+        "(the rate U promises, on traffic like its sample); 0: none",
+    )
+    parser.add_argument(
         "--budget-fit",
         action="store_true",
         help="with --budgets: no tune; the suite's own settings repaired with each max_change, and over it the "
