@@ -18,7 +18,6 @@ from testkit.qp_problems import (
     random_problem,
 )
 
-import warp_check.qp.alm as qp_alm
 from warp_check.errors import SettingsError
 from warp_check.qp.backends.alm import AlmSettings
 from warp_check.qp.backends.ipm import IpmSettings
@@ -157,21 +156,6 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
     alone = solve(problem, SolverSettings(backend="alm", backend_settings=(AlmSettings(max_iter=1),)))
     assert alone.status is QPStatus.MAX_ITER and alone.B is None and alone.backend == "alm"
-
-
-def test_a_working_set_at_its_limit_answers_on_the_rows_it_holds_and_says_so(monkeypatch):
-    problem = random_problem(1, 30, 200, 2, 50)
-    whole = solve(problem, SolverSettings(backend="alm", working_set_window=0.0))
-    assert whole.status is QPStatus.SOLVED and whole.rows.size > problem.n_fix + 10
-    monkeypatch.setattr(qp_alm, "MAX_ROWS", problem.n_fix + 10)  # too few for the rows that must join
-    crowded = solve(problem, SolverSettings(backend="alm", working_set_window=0.0))
-    assert crowded.status is QPStatus.SOLVED_PARTIAL and crowded.status.has_solution and crowded.backend == "alm"
-    assert "working set full" in crowded.solver_status and "others violated by up to" in crowded.solver_status
-    assert crowded.rows.size <= problem.n_fix + 10
-    slack = problem.constraint_values(crowded.B) - problem.rhs
-    hard = crowded.rows[crowded.rows >= problem.n_fix]
-    assert np.all(slack[hard] >= -1e-6)  # every hard row it holds holds
-    assert np.min(slack[problem.n_fix :]) < -1e-6  # and the answer says it is partial for a reason
 
 
 def test_auto_picks_the_augmented_lagrangian_past_ipm_max_unknowns():

@@ -290,3 +290,24 @@ def test_a_qp_neither_osqp_nor_the_interior_point_decides_goes_on_to_the_augment
         ),
     )
     assert not named.status.has_solution and named.handed_over_from is None
+
+
+def test_a_qp_auto_gave_the_interior_point_that_it_leaves_undecided_goes_on_to_the_augmented_lagrangian(monkeypatch):
+    # The first QP of a later round of a million must_keep cases (7,640 soft rows, 33,003 in play):
+    # the interior point stalled, OSQP's working set cannot take that many rows, and the repair
+    # ended there. Under `auto` the augmented Lagrangian gets it next.
+    problem = random_problem(3, 5, 40, 2, 16)
+    within = SolverSettings(newton_min_rows=10)
+    assert pick_backend(problem, within) == "ipm"
+
+    def stalls(problem, settings, warm):
+        planted = "planted: stalled"
+        return QPSolution(None, QPStatus.STALLED, QPForm.PRIMAL, float("nan"), 6, 0.0, planted, backend=Backend("ipm"))
+
+    monkeypatch.setattr(qp_ipm, "solve", stalls)
+    result = solve(problem, within)
+    assert result.status is QPStatus.SOLVED and result.backend == "alm" and result.handed_over_from == "ipm"
+    assert "after the ipm's 'planted: stalled'" in result.solver_status
+    assert result.objective == pytest.approx(solve(problem, SolverSettings(backend="alm")).objective, rel=1e-6)
+    # Named, not auto: the backend's own answer.
+    assert solve(problem, SolverSettings(backend="ipm")).status is QPStatus.STALLED

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from testkit.imports import imports_of, modules_under
 
-NUMERICS = ("osqp_backend", "ipm", "alm", "active_set")
+NUMERICS = ("osqp_backend", "ipm", "alm", "alm_matrix_free", "active_set")
 # Bottom up. A backend's file (backends/<name>.py) is on floor 1 whatever its name: it names its
 # solve as "module:function", so it imports the registry (and the problem, for ``fits``'s type) only.
 FLOORS = {
@@ -23,6 +23,8 @@ FLOORS = {
     "settings": 3,
     "solution": 4,
     **dict.fromkeys(NUMERICS, 5),
+    "alm_matrix_free": 5,
+    "alm": 6,  # over alm_matrix_free: a working set past its rows goes on without a Gram matrix
     "solve": 6,
 }
 

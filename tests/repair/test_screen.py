@@ -121,3 +121,17 @@ def test_a_repair_whose_qps_outgrow_the_working_set_is_certified_or_refused_by_n
         assert certified(result, fix, keep, chosen) == (True, True)
     else:
         assert result.misses and result.status is not RepairStatus.INVALID_INPUT
+
+
+@pytest.mark.parametrize(("seed", "activation", "resident"), [(2, "relu", 20), (0, "tanh", 5)])
+def test_a_later_round_starts_at_the_rank_the_last_one_grew_to(seed, activation, resident):
+    # The cases that join a round are more of the same problem: back at rank 2, a round re-grows the
+    # rank (here it fell 8 → 2 and took an iteration more); a million isotropic cases' next round,
+    # back at rank 2, stalled in its first QP.
+    head, fix, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=150, seed=seed)
+    chosen = RepairSettings(resident_keep=resident, max_iter=80)
+    result = repair_head(head, fix, keep, settings=chosen)
+    ranks = [r.rank for r in result.iterations]
+    assert result.status is RepairStatus.CONVERGED and certified(result, fix, keep, chosen) == (True, True)
+    assert result.rounds >= 2 and max(ranks) > chosen.rank  # the rank grew, and a round came after
+    assert ranks == sorted(ranks)  # and never fell back

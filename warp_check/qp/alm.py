@@ -38,6 +38,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from warp_check.qp import alm_matrix_free
+from warp_check.qp.alm_matrix_free import RowProducts, exact_step, solve_box
 from warp_check.qp.backends.alm import ALM, AlmSettings
 from warp_check.qp.linalg import (
     FARKAS_INFEASIBLE,
@@ -65,10 +67,14 @@ FACE_TRIES = 8
 # Hard rows that join a round at most, the most violated first: a round's Gram block costs
 # (joining × rows) products of length r + d_in.
 JOIN_AT_MOST = 1000
-# The working set never grows past this many rows: its Gram matrix is rows² × 8 bytes (800 MB).
-# A QP that needs more (a million must_keep cases near their margin) is answered on the rows it
-# holds (Outcome.WORKING_SET_FULL): the loop's step, checked on every case's true gap, judges it.
-MAX_ROWS = 10_000
+# The working set never grows past this many rows: its Gram matrix is rows² × 8 bytes (200 MB), and
+# growing it and factoring its blocks take as much again each (at 10,000 rows: 2.2 GB on top of a
+# million-case repair's 2.6 GB). Real suites' working sets stay under it (SST-2's 52k: ≤ 3,031 rows).
+# A QP that needs more (a million must_keep cases near their margin, at rank 64) goes on over every
+# row without a Gram matrix (warp_check.qp.alm_matrix_free), from the working set's multipliers; if
+# that cannot settle it either, it is answered on the rows the working set holds
+# (Outcome.WORKING_SET_FULL): the loop's step, checked on every case's true gap, judges it.
+MAX_ROWS = 5_000
 
 
 def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart | None = None) -> QPSolution:
@@ -81,8 +87,9 @@ def solve(problem: LinearisedProblem, settings: SolverSettings, warm: WarmStart 
         problem, settings, start, result, backend=ALM.name, words="augmented Lagrangian", form=QPForm.DUAL
     )
     if solution.backend == ALM.name and solution.status.has_solution:
+        # gram None: the answer came without one, and so will a re-solve (_WorkingSet.matrix_free)
         warm = WarmStart(problem, solver.rows, solver.z_rows, solver.gram)
-        return replace(solution, warm=warm, rounds=solver.rounds, rows=warm.rows)
+        return replace(solution, warm=warm, rounds=solver.rounds, rows=None if solver.without_gram else warm.rows)
     return solution
 
 
@@ -96,7 +103,13 @@ class _WorkingSet:
         self.limit = settings.of(AlmSettings).tolerance * (1.0 + float(np.max(np.abs(problem.rhs), initial=0.0)))
         self.newton = 0
         self.rounds = 0
-        if warm is not None and warm.reusable_for(problem):
+        # An earlier solve that needed more rows than MAX_ROWS (no Gram matrix kept): this one goes
+        # over every row at once, from its multipliers
+        self.without_gram = warm is not None and warm.gram is None
+        if self.without_gram:
+            self.rows, self.gram = np.arange(problem.n), None
+            self.z_rows = self._carried_multipliers(warm)
+        elif warm is not None and warm.reusable_for(problem):
             self.rows, self.gram = warm.rows.copy(), warm.gram
             self.z_rows = np.clip(warm.z, 0.0, self.upper[self.rows])
         else:
@@ -130,6 +143,8 @@ class _WorkingSet:
 
     def run(self) -> BackendRun:
         problem, settings = self.problem, self.settings
+        if self.without_gram:
+            return self.matrix_free(None)
         B = np.zeros((problem.rank, problem.d_in))
         for _ in range(settings.working_set_rounds):
             self.rounds += 1
@@ -145,15 +160,40 @@ class _WorkingSet:
             if self.rows.size + violated.size > MAX_ROWS:
                 self._drop_slack_rows()
             room = MAX_ROWS - self.rows.size
-            if room <= 0:  # B holds every row in play; the loop's true-gap check judges the rest
+            if room <= 0:
                 worst = self._worst(B)
                 detail = f"{self.rows.size} rows in play, {violated.size} or more others violated by up to {worst:.2g}"
-                return self._result(B, Outcome.WORKING_SET_FULL, detail)
+                return self.matrix_free(_Partial(B, detail))
             self._join(np.sort(violated[:room]))
         return self._result(B, Outcome.MAX_ITER, f"{settings.working_set_rounds} rounds")
 
-    def _budget(self) -> _Budget:
-        return _Budget(
+    def matrix_free(self, partial: _Partial | None) -> BackendRun:
+        """Every row at once, without a Gram matrix, from the multipliers held: SOLVED when it settles
+        the QP; else the working set's ``partial`` answer on the rows it holds (WORKING_SET_FULL: it
+        holds every row in play, and the loop's true-gap check judges the rest), or the limit."""
+        problem = self.problem
+        z = np.zeros(problem.n)
+        z[self.rows] = self.z_rows
+        self.gram = None  # its memory is what the rows' own C and v need now
+        scale = 1.0 + float(np.max(np.abs(problem.rhs), initial=0.0))
+        limit = max(self.limit, alm_matrix_free.TOLERANCE * scale)
+        result = solve_box(RowProducts.of(problem), problem.rhs, self.upper, problem.rho, limit, z, self._budget())
+        self.newton += result.newton
+        if result.outcome is Outcome.SOLVED or partial is None:
+            self.without_gram = True
+            self.rows, self.z_rows = np.arange(problem.n), result.z
+            outcome = result.outcome
+            if outcome is not Outcome.SOLVED:  # contradicting hard rows: their multipliers grow along a ray
+                outcome = self._infeasible_or(outcome, result.B)
+            held = result.z > 0  # the warm start of the next solve: the rows that hold multipliers
+            self.rows, self.z_rows = self.rows[held], self.z_rows[held]
+            return BackendRun(B=result.B, outcome=outcome, iterations=self.newton, rows=np.arange(problem.n),
+                              detail=f"{result.detail}; every row in play")  # fmt: skip
+        detail = f"{partial.detail}; over every row: {result.detail}"
+        return self._result(partial.B, Outcome.WORKING_SET_FULL, detail)
+
+    def _budget(self) -> alm_matrix_free.Budget:
+        return alm_matrix_free.Budget(
             newton_left=self.settings.of(AlmSettings).max_iter - self.newton,
             deadline=self.start + self.settings.time_limit_s,
         )
@@ -210,9 +250,11 @@ class _WorkingSet:
 
 
 @dataclass(frozen=True)
-class _Budget:
-    newton_left: int
-    deadline: float
+class _Partial:
+    """The working set's answer on the rows it holds, and what it leaves violated."""
+
+    B: np.ndarray
+    detail: str
 
 
 class _BoxQP:
@@ -237,7 +279,7 @@ class _BoxQP:
     def slack(self, z: np.ndarray) -> np.ndarray:
         return self.G @ z / self.rho - self.h
 
-    def solve(self, z0: np.ndarray, budget: _Budget) -> tuple[Outcome, str]:
+    def solve(self, z0: np.ndarray, budget: alm_matrix_free.Budget) -> tuple[Outcome, str]:
         rho, h, u, G = self.rho, self.h, self.u, self.G
         z = np.clip(z0, 0.0, u)
         if z.any():
@@ -270,7 +312,7 @@ class _BoxQP:
                 delta[inside] += x
                 G_delta = -Gr + x @ G[inside]  # G symmetric: rows gather faster than columns
                 self.newton += 1
-                t = _exact_step(w, sigma, u, G_delta / rho, float(y @ G_delta) / rho, float(delta @ G_delta) / rho)
+                t = exact_step(w, sigma, u, G_delta / rho, float(y @ G_delta) / rho, float(delta @ G_delta) / rho)
                 y += t * delta
                 Gy += t * G_delta
             s = Gy / rho - h
@@ -287,7 +329,7 @@ class _BoxQP:
         self.z = z
         return Outcome.STALLED, f"worst row {worst:.1e} from optimal"
 
-    def face(self, z: np.ndarray, budget: _Budget) -> tuple[Outcome, str] | None:
+    def face(self, z: np.ndarray, budget: alm_matrix_free.Budget) -> tuple[Outcome, str] | None:
         """Primal-dual active-set rounds from z: rows inside their box hold with equality, the
         rest sit at their bound; solved when every row's condition holds (then ``self.z``)."""
         rho, h, u, G = self.rho, self.h, self.u, self.G
@@ -331,22 +373,3 @@ class _BoxQP:
         s = self.slack(z)
         worst = max(self.violation(z, s), float(np.max(-z, initial=0.0)), float(np.max(z - self.u, initial=0.0)))
         return z, s, worst
-
-
-def _exact_step(w: np.ndarray, sigma: float, u: np.ndarray, q: np.ndarray, bd: float, dd: float) -> float:
-    """The minimiser t ∈ (0, 1] of φ along the Newton direction, φ'(t) = bd + t·dd − π(t)ᵀq with
-    π(t) = clip(w − σ t q, 0, u): φ' is increasing (φ convex), so bisection finds its root."""
-
-    def slope(t: float) -> float:
-        return bd + t * dd - float(np.clip(w - sigma * t * q, 0.0, u) @ q)
-
-    if slope(1.0) <= 0:
-        return 1.0
-    lo, hi = 0.0, 1.0
-    for _ in range(30):
-        mid = 0.5 * (lo + hi)
-        if slope(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-    return hi

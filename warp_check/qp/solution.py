@@ -97,7 +97,7 @@ class WarmStart:
     source: LinearisedProblem = field(repr=False)
     rows: np.ndarray
     z: np.ndarray
-    gram: np.ndarray = field(repr=False)
+    gram: np.ndarray | None = field(repr=False)  # None: the solve went without one (qp.alm_matrix_free)
 
     def reusable_for(self, problem: LinearisedProblem) -> bool:
         s = self.source

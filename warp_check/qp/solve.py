@@ -20,7 +20,8 @@ OSQP registered as the decider). The other way round, a QP ``auto`` gave OSQP th
 cannot decide in ``max_iter`` (ill-conditioned: the exact final-layer problem of two must_fix
 cases 0.5 % apart needs a step ×100 the layer's norm) goes to the backend ``auto`` picks past
 ``newton_min_rows``, whose Newton steps do not slow with the conditioning, and where that one
-stalls too, to the augmented Lagrangian (:func:`after_decider`).
+stalls too, to the augmented Lagrangian (:func:`after_decider`); a QP the interior point leaves
+undecided, and OSQP's working set from its rows too, goes on to the augmented Lagrangian likewise.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def after_decider(problem: LinearisedProblem, settings: SolverSettings) -> tuple
     return tuple(_fitting(problem, settings))
 
 
+def _after(picked: QPBackend, problem: LinearisedProblem, settings: SolverSettings) -> tuple[QPBackend, ...]:
+    """The backends that fit, ranked after ``picked`` in auto's rule (a million must_keep cases: the
+    interior point's first QP of a later round stalled at residual 1e3, which the augmented Lagrangian
+    settles)."""
+    return tuple(b for b in _fitting(problem, settings) if b.auto.rank > picked.auto.rank)  # type: ignore[union-attr]
+
+
 def _fitting(problem: LinearisedProblem, settings: SolverSettings) -> Iterator[QPBackend]:
     """The backends with a place in ``auto``'s rule that solve the form asked for and fit the problem,
     in rank order (each one's fit asked when it is reached)."""
@@ -82,10 +90,14 @@ def solve(
     picked = pick(problem, settings)
     solution = picked.solve(problem, settings, warm)
     decided = solution.status.has_solution or solution.status.infeasible
-    if decided or picked.decides is None or settings.backend != "auto" or settings.form != "auto":
+    if decided or settings.backend != "auto" or settings.form != "auto":
         return solution
-    tried, seconds = [f"{picked.decides.title}'s '{solution.solver_status}'"], solution.seconds
-    for second in after_decider(problem, settings):
+    if picked.decides is not None:
+        tried, following = [f"{picked.decides.title}'s '{solution.solver_status}'"], after_decider(problem, settings)
+    else:  # neither it nor OSQP's working set from its rows settled it: the backends auto ranks after it
+        tried, following = [f"the {picked.name}'s '{solution.solver_status}'"], _after(picked, problem, settings)
+    seconds = solution.seconds
+    for second in following:
         again = second.solve(problem, settings, warm)
         seconds += again.seconds
         if again.status.has_solution or again.status.infeasible:

@@ -83,10 +83,12 @@ class RankSchedule:
     PROMISE_SHORT = 0.1
     PROMISE_FAR = 0.5
 
-    def __init__(self, settings: RepairSettings, smallest_side: int, start_at_limit: bool = False) -> None:
+    def __init__(
+        self, settings: RepairSettings, smallest_side: int, start_at_limit: bool = False, start_at: int | None = None
+    ) -> None:
         self.smallest_side = smallest_side
         self.limit = min(settings.rank_limit, smallest_side)
-        self.rank = self.limit if start_at_limit else min(settings.rank, self.limit)
+        self.rank = self.limit if start_at_limit else min(max(settings.rank, start_at or 0), self.limit)
 
     @property
     def full(self) -> bool:

@@ -89,8 +89,9 @@ def stack(
     )
 
 
-def start(*, stacked: Stacked) -> LoopState:
-    """W as stored and its true gaps, every aim 0 and every price the settings' λ."""
+def start(*, stacked: Stacked, rank: int | None = None) -> LoopState:
+    """W as stored and its true gaps, every aim 0 and every price the settings' λ; the step's rank from
+    ``rank`` where given (a later round of repair.screen starts at the rank the last one needed)."""
     head, settings, n_fix = stacked.head, stacked.settings, stacked.n_fix
     W = head.round_to_storage(head.W)
     n_keep = len(stacked.targets) - n_fix
@@ -103,7 +104,7 @@ def start(*, stacked: Stacked) -> LoopState:
         extra_aim=np.zeros_like(stacked.targets),
         stored_aim=np.zeros_like(stacked.targets),
         trust=TrustRegion(settings.trust_region),
-        ranks=RankSchedule(settings, min(head.W.shape), start_at_limit=stacked.linear),
+        ranks=RankSchedule(settings, min(head.W.shape), start_at_limit=stacked.linear, start_at=rank),
     )
 
 

@@ -110,16 +110,18 @@ class _Repair:
             return iterations.run(stacked=stacked, state=state, shown=shown), state.records
         metric = screen.metric(self.keep, kept, settings)
         records: list[IterationRecord] = []
-        W = head.W
+        W, rank = head.W, None
         while True:
             self.held_outside, self.round = int(np.sum(self.keep.copies[held.outside])), self.round + 1
             stacked = iterations.stack(
                 head=head.with_weight(W), fix=self.fix, kept=self.keep.rows(held.resident), settings=settings,
                 metric=metric, held_outside=self.held_outside,
             )  # fmt: skip
-            state = iterations.start(stacked=stacked)
+            # the rank the last round grew to: the cases joining are more of the same problem (a million
+            # isotropic cases: rank 64; back at rank 2 the first QP of the next round stalled)
+            state = iterations.start(stacked=stacked, rank=rank)
             ending = iterations.run(stacked=stacked, state=state, shown=shown, first=len(records) + 1)
-            records += state.records
+            records, rank = records + state.records, state.ranks.rank
             checked = screen.check(head.with_weight(ending.W), self.keep, held.outside, settings)
             if ending.status not in (RepairStatus.CONVERGED, RepairStatus.NOTHING_TO_REPAIR):
                 return replace(ending, misses=ending.misses + checked.misses), records

@@ -1,0 +1,127 @@
+"""The augmented Lagrangian without a Gram matrix: where a working set would pass MAX_ROWS, the QP is
+settled over every row at once, to the optimum the working set's method finds on the whole problem."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_qp_alm import correlated_problem, reference_answer
+from testkit.qp_problems import CASE_PROBLEM_SHAPE, contradictory_keep_problem, problem_over_cases, random_problem
+
+import warp_check.qp.alm as qp_alm
+import warp_check.qp.alm_matrix_free as matrix_free
+import warp_check.qp.osqp_backend as qp_module
+from warp_check.qp.alm_matrix_free import Budget, RowProducts, solve_box
+from warp_check.qp.settings import SolverSettings
+from warp_check.qp.solution import QPStatus
+from warp_check.qp.solve import solve
+
+ALM = SolverSettings(backend="alm")
+
+
+def box_of(problem):
+    upper = np.full(problem.n, np.inf)
+    upper[: problem.n_fix] = problem.prices()
+    return upper, matrix_free.TOLERANCE * (1.0 + float(np.max(np.abs(problem.rhs))))
+
+
+def assert_at_optimum(result, reference, problem, z: np.ndarray) -> None:
+    """The optimum to the method's tolerance: every hard row holds to it, B agrees, and the objective
+    is within the duality gap that conditions met to ``limit`` leave: Σ z_i·|s_i| + Σ_soft λ_i·max(−s_i, 0)."""
+    assert result.status is QPStatus.SOLVED, result.solver_status
+    scale = max(1.0, float(np.abs(reference.B).max()))
+    np.testing.assert_allclose(result.B, reference.B, atol=1e-4 * scale)
+    _, limit = box_of(problem)
+    gap = limit * (1.0 + float(np.sum(z)) + float(np.sum(problem.prices())))
+    assert result.objective <= reference.objective + 2 * gap
+    values = problem.constraint_values(result.B)
+    assert np.all(values[problem.n_fix :] >= problem.rhs[problem.n_fix :] - 2 * limit)
+
+
+def test_row_products_are_the_rows_of_k():
+    problem = problem_over_cases(0, 3, 20, 3, 7, 2)
+    K = np.einsum("ij,ik->ijk", problem.C, problem.row_representations()).reshape(problem.n, -1)
+    rows = RowProducts.of(problem)
+    rng = np.random.default_rng(0)
+    B, y = rng.normal(size=(3, 7)), rng.normal(size=problem.n)
+    np.testing.assert_allclose(rows.K(B), K @ B.ravel(), rtol=1e-12)
+    np.testing.assert_allclose(rows.KT(y).ravel(), K.T @ y, rtol=1e-12)
+    np.testing.assert_allclose(rows.norms2(), np.sum(K**2, axis=1), rtol=1e-12)
+    assert rows.V.dtype == np.float64  # float32 v computes in float64, as everywhere in the loop
+
+
+def test_the_preconditioner_inverts_the_kronecker_product_of_the_rows_second_moments():
+    problem = problem_over_cases(1, 4, 30, 3, 5, 1)
+    rows = RowProducts.of(problem)
+    rho, sigma = 2.0, 7.0
+    S_c, S_v = rows.C.T @ rows.C / rows.n, rows.V.T @ rows.V
+    M = rho * np.eye(15) + sigma * np.kron(S_c, S_v)  # β = vec(B), B (r, d_in) row-major
+    X = np.random.default_rng(1).normal(size=(3, 5))
+    np.testing.assert_allclose(matrix_free.kronecker(rows, rho, sigma)(X).ravel(), np.linalg.solve(M, X.ravel()))
+    # ... which is Σ_A (c cᵀ) ⊗ (v vᵀ) itself where every row shares one c.
+    one_c = RowProducts(np.ones((rows.n, 3)), rows.V)
+    K = np.einsum("ij,ik->ijk", one_c.C, one_c.V).reshape(rows.n, -1)
+    exact = rho * np.eye(15) + sigma * K.T @ K
+    np.testing.assert_allclose(matrix_free.kronecker(one_c, rho, sigma)(X).ravel(), np.linalg.solve(exact, X.ravel()))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n_keep=st.integers(1, 120), **CASE_PROBLEM_SHAPE)
+def test_every_row_at_once_reaches_the_whole_problems_optimum(seed, n_fix, n_keep, rank, d_in, rows_per_case, window):
+    problem = problem_over_cases(seed, n_fix, n_keep, rank, d_in, rows_per_case)
+    reference = reference_answer(problem)
+    if reference.status.infeasible:
+        return  # infeasible problems are the working set's to decide (its Farkas ray)
+    upper, limit = box_of(problem)
+    result = solve_box(RowProducts.of(problem), problem.rhs, upper, problem.rho, limit, np.zeros(problem.n),
+                       Budget(newton_left=5000, deadline=time.perf_counter() + 60))  # fmt: skip
+    assert result.outcome.value == "solved", result.detail
+    assert np.all(result.z >= 0) and np.all(result.z <= upper)
+    answer = replace(reference, B=result.B, objective=problem.primal_objective(result.B), status=QPStatus.SOLVED)
+    assert_at_optimum(answer, reference, problem, result.z)
+
+
+def test_a_working_set_at_its_limit_goes_on_over_every_row_to_the_optimum(monkeypatch):
+    for seed in range(3):
+        problem = correlated_problem(seed, 8, 400, 2, 24)  # 408 rows, 48 unknowns
+        whole = solve(problem, ALM)
+        assert whole.status is QPStatus.SOLVED and whole.rows.size > problem.n_fix + 10
+        with monkeypatch.context() as patched:
+            patched.setattr(qp_alm, "MAX_ROWS", problem.n_fix + 10)  # too few for the rows that bind
+            crowded = solve(problem, ALM)
+        assert crowded.backend == "alm" and "matrix-free" in crowded.solver_status, crowded.solver_status
+        assert "every row in play" in crowded.solver_status and crowded.rows is None
+        # Its warm start keeps no Gram matrix, and a re-solve of moved bounds goes over every row at once.
+        assert crowded.warm is not None and crowded.warm.gram is None
+        assert_at_optimum(crowded, whole, problem, crowded.warm.z)
+        moved = replace(problem, rhs=problem.rhs + np.linspace(0.0, 0.05, problem.n))
+        again = solve(moved, ALM, crowded.warm)
+        assert "matrix-free" in again.solver_status
+        assert_at_optimum(again, solve(moved, ALM), moved, again.warm.z)
+
+
+def test_where_every_row_at_once_cannot_settle_it_the_working_sets_answer_stands_and_says_so(monkeypatch):
+    problem = random_problem(1, 30, 200, 2, 50)
+    monkeypatch.setattr(qp_alm, "MAX_ROWS", problem.n_fix + 10)
+    monkeypatch.setattr(matrix_free, "OUTER_MAX", 1)  # one outer iteration: far from the 1e-6 it needs
+    crowded = solve(problem, SolverSettings(backend="alm", working_set_window=0.0))
+    assert crowded.status is QPStatus.SOLVED_PARTIAL and crowded.status.has_solution and crowded.backend == "alm"
+    assert "working set full" in crowded.solver_status and "over every row: worst row" in crowded.solver_status
+    assert crowded.rows.size <= problem.n_fix + 10
+    slack = problem.constraint_values(crowded.B) - problem.rhs
+    hard = crowded.rows[crowded.rows >= problem.n_fix]
+    assert np.all(slack[hard] >= -1e-6)  # every hard row it holds holds
+    assert np.min(slack[problem.n_fix :]) < -1e-6  # and the answer says it is partial for a reason
+
+
+def test_contradicting_must_keep_rows_past_the_working_set_are_infeasible(monkeypatch):
+    problem = contradictory_keep_problem(1.0)
+    monkeypatch.setattr(qp_alm, "MAX_ROWS", 0)  # no room: every row at once, from the start
+    monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
+    result = solve(problem, ALM)
+    assert result.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE), result.solver_status
+    assert result.B is None and result.backend == "alm"

@@ -1,0 +1,330 @@
+"""The augmented Lagrangian over every row, without a Gram matrix: semismooth Newton-CG in β.
+
+The working set's method (warp_check.qp.alm) keeps G = (CCᵀ) ⊙ (VVᵀ) over its rows: rows² × 8 bytes.
+A million isotropic must_keep cases at rank 64 (β of 24,576 unknowns) hold 17,875 rows inside
+their box at the optimum: 2.6 GB of Gram matrix for those alone, and β's own normal matrix would be
+4.8 GB. This method needs neither: every product goes through a row's structure a_i = c_i ⊗ v_i,
+
+    Kβ = rowwise ⟨c_i, B v_i⟩  and  Kᵀy = Σ_i y_i c_i v_iᵀ,   O(rows · r · d_in) each,
+
+so its memory is the rows' own C and v (rows × (r + d_in)), whatever the number of rows.
+
+It is the same method as the working set's (the proximal point method on the dual): each
+subproblem min_β φ(β) = ρ/2‖β‖² + (1/σ) Σ_i Ψ_i(z_i + σ(h_i − a_iᵀβ)), Ψ_i' = clip(·, 0, u_i), is
+minimised by semismooth Newton, whose system (ρI + σ K_Aᵀ K_A) Δ = −∇φ over the rows A strictly
+inside their box is solved by conjugate gradients to a relative residual that tightens with ‖∇φ‖
+(inexact Newton), preconditioned by the Kronecker product of the rows' second moments (exact in
+expectation where c and v vary independently); then an exact line search, z moves to
+clip(z + σ(h − Kβ), 0, u) and σ grows. From the second outer iteration on, the optimum's face is
+tried as the working set's method ends (primal-dual active-set rounds), each round's linear system
+G_FF z_F = ρh_F − G_FT λ_T by CG on G_FF = K_F K_Fᵀ. It ends when every row's optimality condition
+holds at (z, β = Kᵀz/ρ) to TOLERANCE. Measured (that million, 65,644 rows in the loop, 1 BLAS
+thread): the first rank-64 QP in 101 s, 2 outer iterations and 7 face rounds, 576 MB.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from warp_check.qp.solution import Outcome
+
+# σ starts at this many times ρ / (median ‖a_i‖²) and grows ×SIGMA_GROWTH an outer iteration, as in
+# the working set's method; CG's work grows with √σ, so it stops growing at SIGMA_MAX.
+SIGMA_START = 10.0
+SIGMA_GROWTH = 10.0
+SIGMA_MAX = 1e10
+OUTER_MAX = 60
+# Stalled: σ at its cap, and the worst optimality condition has not halved in this many outer iterations.
+STALL_RATIO = 0.5
+STALL_OUTER = 3
+# A subproblem is solved when ‖∇φ‖ ≤ this × 0.1^outer × max(1, ‖ρβ‖) (loose while z is far).
+INNER_TOLERANCE = 1e-2
+INNER_TOLERANCE_FLOOR = 1e-12
+INNER_MAX_ITER = 60
+# Every row's optimality condition to this, relative to 1 + max |h|: not the working set's 1e-9,
+# which ends on an exact face solve; CG's inexact Newton steps run out of digits near 1e-8 (a
+# 230-row problem stalls at 1.5e-8). Every row then holds to 1e-6·(1 + max |h|), far inside the
+# loop's aim_above (1e-3), as the interior point's tolerance does.
+TOLERANCE = 1e-6
+# The exact face (warp_check.qp.alm's ending, by CG): tried after each outer iteration from this one
+# on, for at most FACE_TRIES active-set rounds, each a CG on G_FF to FACE_CG_TOLERANCE (relative).
+FACE_FROM_OUTER = 1
+FACE_TRIES = 8
+FACE_CG_TOLERANCE = 1e-11
+FACE_CG_LOOSEST = 1e-4
+FACE_CG_MAX_ITER = 1000
+# CG stops at ‖residual‖ ≤ η‖∇φ‖, η = min(CG_FORCING, √(‖∇φ‖ / scale)): superlinear near the end.
+CG_FORCING = 0.1
+CG_MAX_ITER = 500
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a solve may still spend: Newton steps and a deadline (time.perf_counter())."""
+
+    newton_left: int
+    deadline: float
+
+
+class RowProducts:
+    """K and Kᵀ over a set of rows, from the rows' c and v (float64 copies, gathered once)."""
+
+    def __init__(self, C: np.ndarray, V: np.ndarray) -> None:
+        self.C = np.ascontiguousarray(C, dtype=np.float64)
+        self.V = np.ascontiguousarray(V, dtype=np.float64)
+
+    @classmethod
+    def of(cls, problem, rows: np.ndarray | None = None) -> RowProducts:
+        rows = np.arange(problem.n) if rows is None else rows
+        return cls(problem.C[rows], problem.V[problem.cases[rows]])
+
+    def subset(self, rows: np.ndarray) -> RowProducts:
+        return RowProducts(self.C[rows], self.V[rows])
+
+    @property
+    def n(self) -> int:
+        return int(self.C.shape[0])
+
+    def K(self, B: np.ndarray) -> np.ndarray:
+        """⟨a_i, β⟩ = c_iᵀ B v_i for every row."""
+        return np.einsum("ij,ij->i", self.C, self.V @ B.T)
+
+    def KT(self, y: np.ndarray) -> np.ndarray:
+        """Σ_i y_i c_i v_iᵀ as an (r, d_in) matrix."""
+        return (self.C * y[:, None]).T @ self.V
+
+    def norms2(self) -> np.ndarray:
+        """‖a_i‖² = ‖c_i‖²‖v_i‖²."""
+        return np.sum(self.C**2, axis=1) * np.sum(self.V**2, axis=1)
+
+
+@dataclass(frozen=True)
+class BoxResult:
+    outcome: Outcome
+    z: np.ndarray  # per row, in [0, u]
+    B: np.ndarray  # Kᵀz / ρ
+    newton: int
+    cg: int
+    detail: str
+
+
+def solve_box(
+    rows: RowProducts,
+    h: np.ndarray,
+    upper: np.ndarray,
+    rho: float,
+    limit: float,
+    z0: np.ndarray,
+    budget: Budget,
+) -> BoxResult:
+    """min ½ zᵀ(KKᵀ/ρ)z − hᵀz on 0 ≤ z ≤ u, from ``z0``: SOLVED when every row's optimality
+    condition holds to ``limit`` at (z, Kᵀz/ρ); else the limit that stopped it, with its last z."""
+    return _Method(rows, h, upper, rho, limit, budget).run(np.clip(z0, 0.0, upper))
+
+
+class _Method:
+    def __init__(self, rows: RowProducts, h, upper, rho: float, limit: float, budget: Budget) -> None:
+        self.rows, self.h, self.u, self.rho, self.limit, self.budget = rows, h, upper, rho, limit, budget
+        norms = rows.norms2()
+        positive = norms[norms > 0]
+        self.typical = float(np.median(positive)) if positive.size else 1.0
+        self.newton = self.cg = 0
+
+    def optimality(self, z: np.ndarray) -> tuple[float, np.ndarray]:
+        """The worst optimality condition at (z, Kᵀz/ρ), and that B: a row at 0 must hold, one
+        inside its box be tight, one at its price be short."""
+        B = self.rows.KT(z) / self.rho
+        s = self.rows.K(B) - self.h
+        v = np.where(z <= 0, -s, np.where(z >= self.u, s, np.abs(s)))
+        return float(np.max(v, initial=0.0)), B
+
+    def run(self, z: np.ndarray) -> BoxResult:
+        rho, h, u, rows = self.rho, self.h, self.u, self.rows
+        worst, B_z = self.optimality(z)
+        if worst <= self.limit:
+            return BoxResult(Outcome.SOLVED, z, B_z, 0, 0, "the starting multipliers")
+        sigma = SIGMA_START * rho / self.typical
+        B, Kb = B_z.copy(), rows.K(B_z)
+        best, best_at = worst, 0
+        cap = SIGMA_MAX * rho / self.typical
+        for outer in range(OUTER_MAX):
+            tolerance = max(INNER_TOLERANCE * 0.1**outer, INNER_TOLERANCE_FLOOR)
+            stopped, settled = self.subproblem(B, Kb, z, sigma, tolerance)
+            if stopped is not None:
+                return BoxResult(stopped, z, self.optimality(z)[1], self.newton, self.cg, self.words(stopped))
+            moved = np.clip(z + sigma * (h - Kb), 0.0, u)
+            now, B_moved = self.optimality(moved)
+            if not settled and now > worst:
+                # An unsettled subproblem at a large σ amplifies its error into z: keep z, and go on
+                # from its own β at a smaller σ
+                sigma = max(sigma / SIGMA_GROWTH, SIGMA_START * rho / self.typical)
+                B[...], Kb[...] = B_z, rows.K(B_z)
+                continue
+            z, worst, B_z = moved, now, B_moved
+            if worst <= self.limit:
+                detail = f"matrix-free, {outer + 1} outer iterations over {rows.n} rows, {self.cg} CG steps"
+                return BoxResult(Outcome.SOLVED, z, B_z, self.newton, self.cg, detail)
+            if outer >= FACE_FROM_OUTER:
+                done = self.face(z, outer)
+                if done is not None:
+                    return done
+            if worst < STALL_RATIO * best or (settled and sigma < cap):
+                best, best_at = min(best, worst), outer
+            elif outer - best_at >= STALL_OUTER:  # the inexact Newton steps have no digits left
+                break
+            sigma = min(sigma * SIGMA_GROWTH, cap) if settled else sigma
+        return BoxResult(Outcome.STALLED, z, B_z, self.newton, self.cg, f"worst row {worst:.1e} from optimal")
+
+    def face(self, z: np.ndarray, outer: int) -> BoxResult | None:
+        """Primal-dual active-set rounds from z, as the working set's method ends: rows inside their box
+        hold with equality (G_FF z_F = ρh_F − G_FT λ_T, by CG on G_FF = K_F K_Fᵀ), the others sit at a
+        bound. SOLVED when every row's condition holds; None when a round does not improve."""
+        rho, h, u, rows = self.rho, self.h, self.u, self.rows
+        c = rho / self.typical
+        best, seen = np.inf, None
+        for _ in range(FACE_TRIES):
+            if time.perf_counter() > self.budget.deadline:
+                return None
+            s = rows.K(rows.KT(z) / rho) - h
+            w = z - c * s
+            free, top = np.flatnonzero((w > 0) & (w < u)), np.flatnonzero(w >= u)
+            key = (free.tobytes(), top.tobytes())
+            if key == seen or free.size == 0 or free.size > rows.C.shape[1] * rows.V.shape[1]:
+                return None  # more rows inside than β has unknowns: not the optimum's face yet
+            seen = key
+            on_face = rows.subset(free)
+            rhs = rho * h[free]
+            if top.size:
+                rhs = rhs - on_face.K(rows.subset(top).KT(u[top]))
+            # A face far from settled needs no more digits than its next round keeps: each row's slack
+            # error is ≤ ‖CG residual‖/ρ, so CG stops at ρ × (a hundredth of the last round's worst
+            # row, or a tenth of the limit); the first round at FACE_CG_LOOSEST
+            goal = rho * max(0.01 * best, 0.1 * self.limit) / max(float(np.linalg.norm(rhs)), 1e-300)
+            tolerance = min(max(goal, FACE_CG_TOLERANCE), FACE_CG_LOOSEST)
+            z = np.zeros_like(z)
+            z[top], z[free] = u[top], self.gram_solve(on_face, rhs, np.clip(z[free], 0.0, None), tolerance)
+            worst, B = self.optimality(z)
+            worst = max(worst, float(np.max(-z, initial=0.0)), float(np.max(z - u, initial=0.0)))
+            if worst <= self.limit:
+                detail = (f"matrix-free, {outer + 1} outer iterations over {rows.n} rows, then the optimum's face "
+                          f"({free.size} rows inside their box), {self.cg} CG steps")  # fmt: skip
+                return BoxResult(Outcome.SOLVED, np.clip(z, 0.0, u), B, self.newton, self.cg, detail)
+            if worst >= best:
+                return None
+            best = worst
+        return None
+
+    def gram_solve(self, on_face: RowProducts, rhs: np.ndarray, start: np.ndarray, tolerance: float) -> np.ndarray:
+        """K_F K_Fᵀ x = rhs by Jacobi-preconditioned CG from ``start`` (consistent where the face is the
+        optimum's, however dependent its rows)."""
+        diagonal = np.maximum(on_face.norms2(), 1e-300)
+        x = start.copy()
+        residual = rhs - on_face.K(on_face.KT(x))
+        goal = tolerance * float(np.linalg.norm(rhs))
+        preconditioned = residual / diagonal
+        direction = preconditioned.copy()
+        product = float(residual @ preconditioned)
+        for _ in range(FACE_CG_MAX_ITER):
+            if float(np.linalg.norm(residual)) <= goal:
+                break
+            self.cg += 1
+            Ad = on_face.K(on_face.KT(direction))
+            curvature = float(direction @ Ad)
+            if curvature <= 0:
+                break
+            alpha = product / curvature
+            x += alpha * direction
+            residual -= alpha * Ad
+            preconditioned = residual / diagonal
+            following = float(residual @ preconditioned)
+            direction = preconditioned + (following / product) * direction
+            product = following
+        return x
+
+    def words(self, outcome: Outcome) -> str:
+        return f"{self.newton} Newton steps, {self.cg} CG steps ({outcome.value})"
+
+    def subproblem(self, B: np.ndarray, Kb: np.ndarray, z: np.ndarray, sigma: float, tolerance: float):
+        """Minimise φ from B (B and Kb updated in place): (an Outcome where a limit stopped it, whether
+        ‖∇φ‖ met ``tolerance``)."""
+        rho, h, u, rows = self.rho, self.h, self.u, self.rows
+        for _ in range(INNER_MAX_ITER):
+            if self.newton >= self.budget.newton_left:
+                return Outcome.MAX_ITER, False
+            if time.perf_counter() > self.budget.deadline:
+                return Outcome.TIME_LIMIT, False
+            w = z + sigma * (h - Kb)
+            gradient = rho * B - rows.KT(np.clip(w, 0.0, u))
+            size, scale = float(np.linalg.norm(gradient)), max(1.0, rho * float(np.linalg.norm(B)))
+            if size <= tolerance * scale:
+                return None, True
+            inside = rows.subset(np.flatnonzero((w > 0) & (w < u)))
+            forcing = min(CG_FORCING, np.sqrt(size / scale))
+            step = self.newton_direction(inside, sigma, -gradient, forcing)
+            self.newton += 1
+            q = rows.K(step)
+            t = exact_step(w, sigma, u, q, rho * float(np.sum(B * step)), rho * float(np.sum(step * step)))
+            B += t * step
+            Kb += t * q
+        return None, False  # out of inner iterations: z may move on from here (run decides)
+
+    def newton_direction(self, inside: RowProducts, sigma: float, rhs: np.ndarray, forcing: float) -> np.ndarray:
+        """(ρI + σ K_Aᵀ K_A) x = rhs by preconditioned CG, to ‖residual‖ ≤ forcing·‖rhs‖."""
+        rho = self.rho
+        precondition = kronecker(inside, rho, sigma)
+
+        def apply(x: np.ndarray) -> np.ndarray:
+            return rho * x + sigma * inside.KT(inside.K(x))
+
+        x = np.zeros_like(rhs)
+        residual = rhs.copy()
+        goal = forcing * float(np.linalg.norm(rhs))
+        preconditioned = precondition(residual)
+        direction = preconditioned.copy()
+        product = float(np.sum(residual * preconditioned))
+        for _ in range(CG_MAX_ITER):
+            if float(np.linalg.norm(residual)) <= goal:
+                break
+            self.cg += 1
+            Ad = apply(direction)
+            alpha = product / float(np.sum(direction * Ad))
+            x += alpha * direction
+            residual -= alpha * Ad
+            preconditioned = precondition(residual)
+            following = float(np.sum(residual * preconditioned))
+            direction = preconditioned + (following / product) * direction
+            product = following
+        return x
+
+
+def kronecker(inside: RowProducts, rho: float, sigma: float):
+    """(ρI + σ S_c ⊗ S_v)⁻¹ with S_c = C_AᵀC_A / |A|, S_v = V_AᵀV_A: Σ_A (c cᵀ) ⊗ (v vᵀ) when c and v
+    vary independently across rows, its expectation otherwise; inverted through both eigenbases."""
+    if inside.n == 0:
+        return lambda x: x / rho
+    lc, Qc = np.linalg.eigh(inside.C.T @ inside.C / inside.n)
+    lv, Qv = np.linalg.eigh(inside.V.T @ inside.V)
+    scale = 1.0 / (rho + sigma * np.outer(np.maximum(lc, 0.0), np.maximum(lv, 0.0)))
+    return lambda x: Qc @ ((Qc.T @ x @ Qv) * scale) @ Qv.T
+
+
+def exact_step(w: np.ndarray, sigma: float, u: np.ndarray, q: np.ndarray, bd: float, dd: float) -> float:
+    """The minimiser t ∈ (0, 1] of φ along a Newton direction, φ'(t) = bd + t·dd − π(t)ᵀq with
+    π(t) = clip(w − σ t q, 0, u): φ' is increasing (φ convex), so bisection finds its root."""
+
+    def slope(t: float) -> float:
+        return bd + t * dd - float(np.clip(w - sigma * t * q, 0.0, u) @ q)
+
+    if slope(1.0) <= 0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if slope(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
