@@ -52,6 +52,8 @@ def test_row_products_are_the_rows_of_k():
     np.testing.assert_allclose(rows.KT(y).ravel(), K.T @ y, rtol=1e-12)
     np.testing.assert_allclose(rows.norms2(), np.sum(K**2, axis=1), rtol=1e-12)
     assert rows.V.dtype == np.float64  # float32 v computes in float64, as everywhere in the loop
+    one_each = random_problem(0, 3, 20, 2, 7)  # a row per case, in order: the loop's v itself, no copy
+    assert RowProducts.of(one_each).V is one_each.V
 
 
 def test_the_preconditioner_inverts_the_kronecker_product_of_the_rows_second_moments():
