@@ -32,7 +32,8 @@ import numpy as np
 from warp_check.qp.solution import Outcome
 
 # σ starts at this many times ρ / (median ‖a_i‖²) and grows ×SIGMA_GROWTH an outer iteration, as in
-# the working set's method; CG's work grows with √σ, so it stops growing at SIGMA_MAX.
+# the working set's method, to at most SIGMA_MAX times it; an outer iteration whose subproblem did not
+# settle and whose z would be worse backs σ off instead (CG's error is amplified by σ into z).
 SIGMA_START = 10.0
 SIGMA_GROWTH = 10.0
 SIGMA_MAX = 1e10
@@ -42,7 +43,7 @@ STALL_RATIO = 0.5
 STALL_OUTER = 3
 # A subproblem is solved when ‖∇φ‖ ≤ this × 0.1^outer × max(1, ‖ρβ‖) (loose while z is far).
 INNER_TOLERANCE = 1e-2
-INNER_TOLERANCE_FLOOR = 1e-12
+INNER_TOLERANCE_FLOOR = 1e-12  # below it ‖∇φ‖ is round-off
 INNER_MAX_ITER = 60
 # Every row's optimality condition to this, relative to 1 + max |h|: not the working set's 1e-9,
 # which ends on an exact face solve; CG's inexact Newton steps run out of digits near 1e-8 (a
@@ -105,6 +106,8 @@ class RowProducts:
 
 @dataclass(frozen=True)
 class BoxResult:
+    """How a solve ended, its multipliers and their B, and the work it took."""
+
     outcome: Outcome
     z: np.ndarray  # per row, in [0, u]
     B: np.ndarray  # Kᵀz / ρ
