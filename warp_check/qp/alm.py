@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from warp_check.qp import alm_matrix_free
-from warp_check.qp.alm_matrix_free import RowProducts, exact_step, solve_box
+from warp_check.qp.alm_matrix_free import RowProducts, box_violation, exact_step, solve_box
 from warp_check.qp.backends.alm import ALM, AlmSettings
 from warp_check.qp.linalg import (
     FARKAS_INFEASIBLE,
@@ -100,7 +100,8 @@ class _WorkingSet:
         self.problem, self.settings, self.start = problem, settings, start
         self.upper = np.full(problem.n, np.inf)
         self.upper[: problem.n_fix] = problem.prices()
-        self.limit = settings.of(AlmSettings).tolerance * (1.0 + float(np.max(np.abs(problem.rhs), initial=0.0)))
+        self.scale = 1.0 + float(np.max(np.abs(problem.rhs), initial=0.0))
+        self.limit = settings.of(AlmSettings).tolerance * self.scale
         self.newton = 0
         self.rounds = 0
         # An earlier solve that needed more rows than MAX_ROWS (no Gram matrix kept): this one goes
@@ -153,7 +154,7 @@ class _WorkingSet:
             self.z_rows, self.newton = box.z, self.newton + box.newton
             B = problem.weighted_sum(self.z_rows, self.rows) / problem.rho
             if outcome is not Outcome.SOLVED:
-                return self._result(B, self._infeasible_or(outcome, B), detail)
+                return self._result(B, self._infeasible_or(outcome, B, self.rows, self.z_rows), detail)
             violated = self._violated(B)
             if violated.size == 0:
                 return self._result(B, Outcome.SOLVED, f"every row within {self.limit:.1e} ({self.rows.size} in play)")
@@ -175,18 +176,17 @@ class _WorkingSet:
         z = np.zeros(problem.n)
         z[self.rows] = self.z_rows
         self.gram = None  # its memory is what the rows' own C and v need now
-        scale = 1.0 + float(np.max(np.abs(problem.rhs), initial=0.0))
-        limit = max(self.limit, alm_matrix_free.TOLERANCE * scale)
+        limit = max(self.limit, alm_matrix_free.TOLERANCE * self.scale)
         result = solve_box(RowProducts.of(problem), problem.rhs, self.upper, problem.rho, limit, z, self._budget())
         self.newton += result.newton
         if result.outcome is Outcome.SOLVED or partial is None:
-            self.without_gram = True
-            self.rows, self.z_rows = np.arange(problem.n), result.z
             outcome = result.outcome
             if outcome is not Outcome.SOLVED:  # contradicting hard rows: their multipliers grow along a ray
-                outcome = self._infeasible_or(outcome, result.B)
-            held = result.z > 0  # the warm start of the next solve: the rows that hold multipliers
-            self.rows, self.z_rows = self.rows[held], self.z_rows[held]
+                outcome = self._infeasible_or(outcome, result.B, np.arange(problem.n), result.z)
+            # the warm start of the next solve: the rows that hold multipliers, and no Gram matrix
+            self.without_gram = True
+            self.rows = np.flatnonzero(result.z > 0)
+            self.z_rows = result.z[self.rows]
             return BackendRun(B=result.B, outcome=outcome, iterations=self.newton, rows=np.arange(problem.n),
                               detail=f"{result.detail}; every row in play")  # fmt: skip
         detail = f"{partial.detail}; over every row: {result.detail}"
@@ -235,9 +235,10 @@ class _WorkingSet:
         if not keep.all():
             self.rows, self.z_rows, self.gram = self.rows[keep], self.z_rows[keep], self.gram[np.ix_(keep, keep)]
 
-    def _infeasible_or(self, outcome: Outcome, B: np.ndarray) -> Outcome:
-        """INFEASIBLE(_INACCURATE) where the hard multipliers grew along a Farkas ray; else ``outcome``."""
-        ratio = hard_rows_farkas_ratio(self.problem, self.rows, self.z_rows, B)
+    def _infeasible_or(self, outcome: Outcome, B: np.ndarray, rows: np.ndarray, z: np.ndarray) -> Outcome:
+        """INFEASIBLE(_INACCURATE) where the hard multipliers ``z`` of ``rows`` grew along a Farkas ray;
+        else ``outcome``."""
+        ratio = hard_rows_farkas_ratio(self.problem, rows, z, B)
         if ratio is not None and ratio <= FARKAS_INFEASIBLE:
             return Outcome.INFEASIBLE
         if ratio is not None and ratio <= FARKAS_INFEASIBLE_INACCURATE:
@@ -270,11 +271,8 @@ class _BoxQP:
         self.newton = 0
 
     def violation(self, z: np.ndarray, s: np.ndarray) -> float:
-        """The worst optimality condition: a row at 0 must hold (s ≥ 0), one inside its box be
-        tight (s = 0), one at its price be short (s ≤ 0)."""
-        u = self.u
-        v = np.where(z <= 0, -s, np.where(z >= u, s, np.abs(s)))
-        return float(np.max(v, initial=0.0))
+        """The worst optimality condition (alm_matrix_free.box_violation) on this box."""
+        return box_violation(z, s, self.u)
 
     def slack(self, z: np.ndarray) -> np.ndarray:
         return self.G @ z / self.rho - self.h

@@ -142,9 +142,7 @@ class _Method:
         """The worst optimality condition at (z, Kᵀz/ρ), and that B: a row at 0 must hold, one
         inside its box be tight, one at its price be short."""
         B = self.rows.KT(z) / self.rho
-        s = self.rows.K(B) - self.h
-        v = np.where(z <= 0, -s, np.where(z >= self.u, s, np.abs(s)))
-        return float(np.max(v, initial=0.0)), B
+        return box_violation(z, self.rows.K(B) - self.h, self.u), B
 
     def run(self, z: np.ndarray) -> BoxResult:
         rho, h, u, rows = self.rho, self.h, self.u, self.rows
@@ -314,6 +312,12 @@ def kronecker(inside: RowProducts, rho: float, sigma: float):
     lv, Qv = np.linalg.eigh(inside.V.T @ inside.V)
     scale = 1.0 / (rho + sigma * np.outer(np.maximum(lc, 0.0), np.maximum(lv, 0.0)))
     return lambda x: Qc @ ((Qc.T @ x @ Qv) * scale) @ Qv.T
+
+
+def box_violation(z: np.ndarray, s: np.ndarray, u: np.ndarray) -> float:
+    """The worst optimality condition of the box QP at multipliers z with slacks s: a row at 0 must
+    hold (s ≥ 0), one inside its box be tight (s = 0), one at its price be short (s ≤ 0)."""
+    return float(np.max(np.where(z <= 0, -s, np.where(z >= u, s, np.abs(s))), initial=0.0))
 
 
 def exact_step(w: np.ndarray, sigma: float, u: np.ndarray, q: np.ndarray, bd: float, dd: float) -> float:
