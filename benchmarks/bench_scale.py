@@ -7,7 +7,8 @@ representations v ~ N(0, I) labelled with the head's own prediction (``--distrib
 measured``: shaped like real ones; ``--head measured``: a repair layer with the spectrum spike
 and class alignment of real fine-tuned heads, where the default random W has neither; see
 ``benchmarks.synthetic``; ``--source sst2``: a real problem instead, see
-``benchmarks.sst2_problem``). ``--keep margin`` (the default) keeps only cases that already meet
+``benchmarks.sst2_problem``, with ``--perturbations k`` grown past SST-2's 67k sentences by k
+seeded perturbations of each). ``--keep margin`` (the default) keeps only cases that already meet
 γ_h = 0.3, as a clean regression set that passes its gate before repair does; ``--keep natural``
 keeps every correct case, with the ~5% tail below γ_h that the repair must then lift too (the
 harder problem: its elastic rows all enter every QP).
@@ -81,6 +82,7 @@ def run_size(
     paper_loop: bool = False,
     d_in: int = synthetic.D,
     resident_keep: int | None = None,
+    perturbations: int = 0,
 ) -> dict[str, object]:
     """One repair at one must_keep size, in this process (call it in a fresh one for the RSS).
 
@@ -90,7 +92,7 @@ def run_size(
     The row's ``_W_after`` (the repaired weight, up to 5k must_keep) is for the caller to pop.
     """
     if source == "sst2":
-        problem_head, fix, keep_set, about = sst2_problem.problem(n_keep or None, keep, model)
+        problem_head, fix, keep_set, about = sst2_problem.problem(n_keep or None, keep, model, perturbations)
         n_keep = len(keep_set)
         about |= {"distribution": None, "head": None, "class_alignment_r": None, "seed": None}
     else:
@@ -196,6 +198,8 @@ def in_subprocess(n_keep: int, args: argparse.Namespace, weights: Path, lazy: bo
     ]  # fmt: skip
     if args.resident_keep is not None:
         command += ["--resident-keep", str(args.resident_keep)]
+    if args.perturbations:
+        command += ["--perturbations", str(args.perturbations)]
     if args.paper_loop:
         command.append("--paper-loop")
     if args.max_iter is not None:
@@ -279,6 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="RepairSettings.resident_keep: the most must_keep cases the loop holds (default: the setting's own)",
     )
+    parser.add_argument(
+        "--perturbations",
+        type=int,
+        default=0,
+        help="--source sst2: after the sentences, up to this many seeded perturbations of each (the suite's own "
+        "strategies), to reach suites past SST-2's 67k",
+    )
     parser.add_argument("--compare-full", type=int, default=1000, help="also solve with every row up to this size")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads in the loop")
     parser.add_argument(
@@ -301,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.perturbations and args.source != "sst2":
+        parser.error(f"--perturbations {args.perturbations}: perturbs SST-2's sentences; it needs --source sst2")
+    if args.perturbations < 0:
+        parser.error(f"--perturbations {args.perturbations}: a count of perturbations a sentence, 0 or more")
     if args.one is not None:
         return run_one_size(args)
 
@@ -344,7 +359,7 @@ def run_one_size(args: argparse.Namespace) -> int:
     result = run_size(
         args.one, args.seed, args.activation, args.rank, args.keep, not args.full, args.blas_threads,
         args.distribution, args.backend, args.max_iter, args.head, args.source, args.model, args.paper_loop,
-        args.d_in, args.resident_keep,
+        args.d_in, args.resident_keep, args.perturbations,
     )  # fmt: skip
     W = result.pop("_W_after")
     if W is not None and args.weights_out is not None:

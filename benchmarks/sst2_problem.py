@@ -6,22 +6,30 @@
   attacks: 167 and 170);
 * must_keep: SST-2 train sentences (``../shared/data/sst2/train.tsv``, 67,349 of them, read by
   ``data.read_tsv``) in file order, those the model gets right (``keep="natural"``) or
-  right by γ_h = 0.3 or more (``keep="margin"``), until n are found (``n = None``: all of them).
+  right by γ_h = 0.3 or more (``keep="margin"``), until n are found (``n = None``: all of them);
+  with ``perturbations=k``, after them up to k seeded perturbations of each sentence (the suite's
+  own strategies, :func:`perturbed_pool`): the road to a million real must_keep cases.
 
 Representations are encoded once into ``~/.cache/warp-check/benchmarks/sst2-train-cache`` (the
 representation cache warp-check uses for suites, keyed by model and text) and read from there
 afterwards; encoding all of SST-2 train takes ~10 minutes on one core. Needs the data folder.
+The representations are held as the cache stores them, float32 (the loop computes in float64).
 """
 
 from __future__ import annotations
 
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks import REPO, data
 from warp_check.cases import Case, Kind
+from warp_check.files import replaced_atomically
 from warp_check.model.adapter import ClassifierAdapter
+from warp_check.perturb import drawing_code, perturbed_texts
 from warp_check.repair.records import CaseSet
 from warp_check.runs.evaluation import evaluate
 from warp_check.suite.loader import load_suite
@@ -29,6 +37,7 @@ from warp_check.suite.loader import load_suite
 SUITES = {model: REPO / "example_suites" / f"reviews-{model}" for model in ("distilbert", "bert")}
 GAMMA_H = 0.3
 BLOCK = 4096  # sentences encoded (or read from the cache) at a time
+PARALLEL_FROM = 2048  # sentences from which perturbations are drawn on every core
 
 
 def cache_dir() -> Path:
@@ -42,8 +51,52 @@ def sentences() -> list[dict]:
     return data.read_tsv("sst2", "train")
 
 
-def problem(n_keep: int | None, keep: str, model: str = "distilbert"):
-    """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep."""
+def perturbed_pool(per_sentence: int) -> list[dict]:
+    """SST-2 train's sentences, then up to ``per_sentence`` perturbations of each, round by round (every
+    sentence's first, then every sentence's second, ...: any prefix spreads over the sentences).
+
+    A sentence's perturbations are ``warp_check.perturb.perturbed_texts(text, per_sentence, seed=row)``,
+    the draws a suite's neighbourhood makes (typos, casing and punctuation, contractions, rewrites that
+    keep every negation), distinct and never the sentence; each keeps its sentence's label, its id
+    ``<sentence id>~<k>``. Drawn once on every core (~20 ms a sentence for 14) and kept, as JSON lines,
+    under the cache root, keyed by ``per_sentence`` and the drawing code."""
+    rows = sentences()
+    if per_sentence <= 0:
+        return rows
+    path = data.cache_root() / "sst2-perturbed" / f"{per_sentence}-{drawing_code(False)[:16]}.jsonl"
+    if not path.exists():
+        texts, seeds, counts = [row["text"] for row in rows], range(len(rows)), [per_sentence] * len(rows)
+        if len(rows) < PARALLEL_FROM:
+            drawn = list(map(_perturbed, texts, seeds, counts))
+        else:
+            with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+                drawn = list(pool.map(_perturbed, texts, seeds, counts, chunksize=256))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = "".join(json.dumps(variants, ensure_ascii=False) + "\n" for variants in drawn)
+        with replaced_atomically(path, suffix=".jsonl") as tmp:
+            Path(tmp).write_text(lines, encoding="utf-8")
+    drawn = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    if len(drawn) != len(rows):
+        raise SystemExit(
+            f"bench_scale --perturbations: {path} holds {len(drawn)} sentences, not {len(rows)}; delete it"
+        )
+    pool = list(rows)
+    for k in range(per_sentence):
+        pool += [
+            {"id": f"{row['id']}~{k}", "text": variants[k], "label": row["label"]}
+            for row, variants in zip(rows, drawn, strict=True)
+            if k < len(variants)
+        ]
+    return pool
+
+
+def _perturbed(text: str, seed: int, count: int) -> list[str]:
+    return perturbed_texts(text, count, seed=seed)
+
+
+def problem(n_keep: int | None, keep: str, model: str = "distilbert", perturbations: int = 0):
+    """(head, fix, keep, info): the example model's head, its suite's must_fix, n SST-2 must_keep
+    (with ``perturbations``: from :func:`perturbed_pool`)."""
     suite = load_suite(SUITES[model])
     adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
     head = adapter.head()
@@ -51,10 +104,10 @@ def problem(n_keep: int | None, keep: str, model: str = "distilbert"):
     fixed = evaluate(adapter, fix_cases, batch_size=64, cache_dir=cache_dir(), progress=False)
     fix = CaseSet(tuple(c.id for c in fix_cases), fixed.encoded.V, np.array([c.label for c in fix_cases]))
 
-    pool = sentences()
+    pool = perturbed_pool(perturbations)
     every = n_keep is None
     n_keep = len(pool) if every else n_keep
-    V = np.empty((n_keep, head.d_in))
+    V = np.empty((n_keep, head.d_in), dtype=np.float32)
     labels = np.empty(n_keep, dtype=np.int64)
     ids: list[str] = []
     scanned = 0
@@ -73,9 +126,17 @@ def problem(n_keep: int | None, keep: str, model: str = "distilbert"):
     if every:
         V, labels = V[: len(ids)], labels[: len(ids)]
     elif len(ids) < n_keep:
+        perturbed = " and their perturbations" if perturbations else ""
         raise SystemExit(
-            f"bench_scale --source sst2: only {len(ids)} of the {len(pool)} SST-2 train sentences "
+            f"bench_scale --source sst2: only {len(ids)} of the {len(pool)} SST-2 train sentences{perturbed} "
             f"qualify as must_keep (keep={keep!r}); ask for at most that many"
         )
-    info = {"model": str(suite.model_dir), "sentences_scanned": scanned, "must_fix_suite": str(SUITES[model])}
+    info = {
+        "model": str(suite.model_dir),
+        "sentences_scanned": scanned,
+        "must_fix_suite": str(SUITES[model]),
+        "perturbations_per_sentence": perturbations,
+        "pool": len(pool),
+        "perturbed_keep": sum("~" in i for i in ids),
+    }
     return head, fix, CaseSet(tuple(ids), V, labels), info

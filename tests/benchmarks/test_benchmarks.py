@@ -168,6 +168,41 @@ def test_scale_benchmark_on_real_sentences(monkeypatch, tmp_path, tiny_suite, ti
     assert every["n_keep"] == len(right) and every["loop"] == "paper" and set(every["ranks"]) == {2}
 
 
+def test_scale_benchmark_grows_real_sentences_by_their_seeded_perturbations(
+    monkeypatch, tmp_path, tiny_suite, tiny_split
+):
+    # bench_scale --source sst2 --perturbations k: past the sentences, k perturbations of each (the
+    # suite's own strategies), round by round, each with its sentence's label; drawn once and kept.
+    wrong, right = tiny_split
+    rows = ["sentence\tlabel"] + [f"{r['text']}\t{['negative', 'positive'].index(r['label'])}" for r in right]
+    (tmp_path / "data" / "sst2").mkdir(parents=True)
+    (tmp_path / "data" / "sst2" / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.setattr(data, "DATA", tmp_path / "data")
+    monkeypatch.setitem(sst2_problem.SUITES, "distilbert", tiny_suite)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    sentences = sst2_problem.sentences()
+    pool = sst2_problem.perturbed_pool(2)
+    assert pool[: len(sentences)] == sentences
+    first, second = pool[len(sentences) :][: len(sentences)], pool[2 * len(sentences) :]
+    assert all(p["id"].endswith("~0") for p in first) and all(p["id"].endswith("~1") for p in second)
+    by_id = {s["id"]: s for s in sentences}
+    for p in pool[len(sentences) :]:
+        original = by_id[p["id"].split("~")[0]]
+        assert p["label"] == original["label"] and p["text"] != original["text"] and p["text"].strip()
+    kept = next((tmp_path / "cache" / "warp-check" / "benchmarks" / "sst2-perturbed").iterdir())
+    kept.write_text("", encoding="utf-8")  # read back, not drawn again: a damaged file is refused
+    with pytest.raises(SystemExit, match="holds 0 sentences"):
+        sst2_problem.perturbed_pool(2)
+    kept.unlink()
+    assert sst2_problem.perturbed_pool(2) == pool  # seeded: the same draws again
+    n = len(right) + 3
+    row = bench_scale.run_size(n, seed=0, activation="relu", rank=2, keep="natural", source="sst2", perturbations=2)
+    assert row["n_keep"] == n and row["perturbed_keep"] >= 3 and row["pool"] == len(pool)
+    assert row["converged"] and row["cert2"] == f"{n}/{n}" and row["representations_dtype"] == "float32"
+    with pytest.raises(SystemExit):
+        bench_scale.main(["--sizes", "10", "--perturbations", "2"])  # synthetic rows have no sentences
+
+
 @pytest.mark.slow
 def test_scale_benchmark_meets_its_goal_only_with_a_converged_repair(capsys):
     # bench_scale.main at 300 must_keep (its subprocess and summary): the goal's verdict needs the

@@ -15,10 +15,12 @@ from testkit.synthetic import synthetic_problem
 import warp_check.qp.alm as qp_alm
 from warp_check.errors import SettingsError
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair import screen
+from warp_check.repair import iterations, screen
+from warp_check.repair import state as repair_state
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
+from warp_check.repair.state import held_gaps
 
 
 def certified(result, fix: CaseSet, keep: CaseSet, settings: RepairSettings) -> tuple[bool, bool]:
@@ -80,15 +82,29 @@ def test_check_names_the_outside_cases_a_round_left_short():
     assert set(checked.joining(5).tolist()) == set(order[:5].tolist())  # the four short, then the nearest
 
 
-def test_float32_representations_stay_float32_and_repair_as_their_float64_values():
+@pytest.mark.parametrize("resident", [None, 30])
+def test_float32_representations_stay_float32_and_repair_as_their_float64_values(resident):
     head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=80, seed=3)
+    fix32 = CaseSet(fix.ids, fix.V.astype(np.float32), fix.labels)
     keep32 = CaseSet(keep.ids, keep.V.astype(np.float32), keep.labels)
+    fix64 = CaseSet(fix.ids, fix32.V.astype(np.float64), fix.labels)
     keep64 = CaseSet(keep.ids, keep32.V.astype(np.float64), keep.labels)
     assert keep32.V.dtype == np.float32 and keep64.V.dtype == np.float64
-    a = repair_head(head, fix, keep32, settings=RepairSettings())
-    b = repair_head(head, fix, keep64, settings=RepairSettings())
+    chosen = RepairSettings() if resident is None else RepairSettings(resident_keep=resident)
+    a = repair_head(head, fix32, keep32, settings=chosen)
+    b = repair_head(head, fix64, keep64, settings=chosen)
     assert a.status is b.status is RepairStatus.CONVERGED
     assert a.head_after.W.tobytes() == b.head_after.W.tobytes()  # the loop computes in float64 either way
+    # The loop holds v in float32 where it came so, beside its whitened float64 copy; unwhitened
+    # (μ = 0), the QP's rows are the float64 v itself, one copy.
+    held = iterations.stack(head=head, fix=fix32, kept=keep32, settings=chosen)
+    assert held.V.dtype == np.float32 and held.V_qp.dtype == np.float64
+    assert np.array_equal(held.V, np.vstack([fix32.V, keep32.V]))
+    mixed = iterations.stack(head=head, fix=fix64, kept=keep32, settings=chosen)  # float32's values in float64
+    assert mixed.V.dtype == np.float32 and np.array_equal(mixed.V, held.V)
+    assert iterations.stack(head=head, fix=fix, kept=keep32, settings=chosen).V.dtype == np.float64  # not float32's
+    plain = iterations.stack(head=head, fix=fix32, kept=keep32, settings=replace(chosen, mu=0.0))
+    assert plain.V is plain.V_qp and plain.V.dtype == np.float64
 
 
 def test_a_memory_mapped_v_is_read_where_it_lies(tmp_path):
@@ -135,3 +151,16 @@ def test_a_later_round_starts_at_the_rank_the_last_one_grew_to(seed, activation,
     assert result.status is RepairStatus.CONVERGED and certified(result, fix, keep, chosen) == (True, True)
     assert result.rounds >= 2 and max(ranks) > chosen.rank  # the rank grew, and a round came after
     assert ranks == sorted(ranks)  # and never fell back
+
+
+def test_the_stopping_rule_reads_the_saved_arithmetic_a_block_of_cases_at_a_time(monkeypatch):
+    # The saved arithmetic's pre-activations and σ are as large as Z (1 GB at 131k cases of d = 384
+    # all at once): the loop's stopping rule computes them a block of cases at a time, to the same gaps.
+    head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=80, seed=2)
+    stacked = iterations.stack(head=head, fix=fix, kept=keep, settings=RepairSettings())
+    gap, _ = head.gaps(np.asarray(stacked.V, np.float64), stacked.labels)
+    whole, whole_room = held_gaps(head, stacked.V, stacked.labels, gap)
+    monkeypatch.setattr(repair_state, "HELD_BLOCK", 7)
+    held, room = stacked.held(head.W, gap)
+    np.testing.assert_allclose(held, whole, rtol=1e-6, atol=1e-6)
+    assert held.shape == gap.shape and np.array_equal(room, whole_room)

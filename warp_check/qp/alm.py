@@ -67,13 +67,14 @@ FACE_TRIES = 8
 # Hard rows that join a round at most, the most violated first: a round's Gram block costs
 # (joining × rows) products of length r + d_in.
 JOIN_AT_MOST = 1000
-# The working set never grows past this many rows: its Gram matrix is rows² × 8 bytes (200 MB), and
-# growing it and factoring its blocks take as much again each (at 10,000 rows: 2.2 GB on top of a
-# million-case repair's 2.6 GB). Real suites' working sets stay under it (SST-2's 52k: ≤ 3,031 rows).
-# A QP that needs more (a million must_keep cases near their margin, at rank 64) goes on over every
-# row without a Gram matrix (warp_check.qp.alm_matrix_free), from the working set's multipliers; if
-# that cannot settle it either, it is answered on the rows the working set holds
-# (Outcome.WORKING_SET_FULL): the loop's step, checked on every case's true gap, judges it.
+# The working set never holds more than this many rows, from its first round on: its Gram matrix is
+# rows² × 8 bytes (200 MB), and growing it and factoring its blocks take as much again each.
+# Real suites' working sets stay under it (SST-2's 52k: ≤ 3,031 rows). A QP that needs more (a
+# million must_keep cases near their margin, at rank 64: ~12,000 rows near their bound before the
+# first round) goes on over every row without a Gram matrix (warp_check.qp.alm_matrix_free), from
+# the working set's multipliers where it had a round; if that cannot settle it either, it is
+# answered on the rows the working set holds (Outcome.WORKING_SET_FULL): the loop's step, checked on
+# every case's true gap, judges it.
 MAX_ROWS = 5_000
 
 
@@ -115,7 +116,11 @@ class _WorkingSet:
             self.z_rows = np.clip(warm.z, 0.0, self.upper[self.rows])
         else:
             self.rows = self._first_rows(warm)
-            self.gram = problem.cross_gram(self.rows, self.rows)
+            if self.rows.size > MAX_ROWS:
+                # the rows near their bound alone pass it (a million cases: 1.2 GB of Gram matrix, and
+                # its face's factors as much again): every row at once from the start
+                self.without_gram, self.rows = True, np.arange(problem.n)
+            self.gram = None if self.without_gram else problem.cross_gram(self.rows, self.rows)
             self.z_rows = self._carried_multipliers(warm)
 
     def _first_rows(self, warm: WarmStart | None) -> np.ndarray:
@@ -175,7 +180,7 @@ class _WorkingSet:
         problem = self.problem
         z = np.zeros(problem.n)
         z[self.rows] = self.z_rows
-        self.gram = None  # its memory is what the rows' own C and v need now
+        self.gram = None  # its memory is what the rows' own C needs now
         limit = max(self.limit, alm_matrix_free.TOLERANCE * self.scale)
         result = solve_box(RowProducts.of(problem), problem.rhs, self.upper, problem.rho, limit, z, self._budget())
         self.newton += result.newton

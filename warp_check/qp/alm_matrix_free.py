@@ -7,7 +7,7 @@ their box at the optimum: 2.6 GB of Gram matrix for those alone, and β's own no
 
     Kβ = rowwise ⟨c_i, B v_i⟩  and  Kᵀy = Σ_i y_i c_i v_iᵀ,   O(rows · r · d_in) each,
 
-so its memory is the rows' own C and v (rows × (r + d_in)), whatever the number of rows.
+so its memory is the rows' own C (rows × r) beside the loop's v, read where it lies.
 
 It is the same method as the working set's (the proximal point method on the dual): each
 subproblem min_β φ(β) = ρ/2‖β‖² + (1/σ) Σ_i Ψ_i(z_i + σ(h_i − a_iᵀβ)), Ψ_i' = clip(·, 0, u_i), is
@@ -60,6 +60,7 @@ FACE_CG_MAX_ITER = 1000
 # CG stops at ‖residual‖ ≤ η‖∇φ‖, η = min(CG_FORCING, √(‖∇φ‖ / scale)): superlinear near the end.
 CG_FORCING = 0.1
 CG_MAX_ITER = 500
+MOMENT_BLOCK = 8192  # rows gathered at a time for the preconditioner's Σ v vᵀ
 
 
 @dataclass(frozen=True)
@@ -71,21 +72,29 @@ class Budget:
 
 
 class RowProducts:
-    """K and Kᵀ over a set of rows, from the rows' c and v (float64 copies, gathered once)."""
+    """K and Kᵀ over a set of rows, from each row's c and its case's v: row i's v is ``V[cases[i]]``
+    (``cases`` None: ``V[i]``). The loop's V is read where it lies, never gathered whole: at 131k
+    cases of d = 384 a gathered copy is 400 MB, as much again as the QP's own work."""
 
-    def __init__(self, C: np.ndarray, V: np.ndarray) -> None:
+    def __init__(self, C: np.ndarray, V: np.ndarray, cases: np.ndarray | None = None) -> None:
         self.C = np.ascontiguousarray(C, dtype=np.float64)
         self.V = np.ascontiguousarray(V, dtype=np.float64)
+        self.cases = None if cases is None else np.asarray(cases, dtype=np.intp)
+        self.distinct = self.cases is None or np.unique(self.cases).size == self.cases.size
 
     @classmethod
     def of(cls, problem) -> RowProducts:
-        """Every row of ``problem``; its V itself where each row is its own case, in order (binary
-        heads: no copy of the loop's v, 400 MB at 131k cases of d = 384)."""
+        """Every row of ``problem``, over its V itself."""
         own = problem.V.shape[0] == problem.n and np.array_equal(problem.cases, np.arange(problem.n))
-        return cls(problem.C, problem.V if own else problem.V[problem.cases])
+        return cls(problem.C, problem.V, None if own else problem.cases)
 
     def subset(self, rows: np.ndarray) -> RowProducts:
-        return RowProducts(self.C[rows], self.V[rows])
+        """The rows at ``rows``: their v gathered where they are at most half of V's (each product then
+        costs their own rows), else read where they lie."""
+        cases = rows if self.cases is None else self.cases[rows]
+        if 2 * rows.size > self.V.shape[0]:
+            return RowProducts(self.C[rows], self.V, cases)
+        return RowProducts(self.C[rows], self.V[cases])
 
     @property
     def n(self) -> int:
@@ -93,15 +102,35 @@ class RowProducts:
 
     def K(self, B: np.ndarray) -> np.ndarray:
         """⟨a_i, β⟩ = c_iᵀ B v_i for every row."""
-        return np.einsum("ij,ij->i", self.C, self.V @ B.T)
+        VB = self.V @ B.T
+        return np.einsum("ij,ij->i", self.C, VB if self.cases is None else VB[self.cases])
 
     def KT(self, y: np.ndarray) -> np.ndarray:
         """Σ_i y_i c_i v_iᵀ as an (r, d_in) matrix."""
-        return (self.C * y[:, None]).T @ self.V
+        weighted = self.C * y[:, None]
+        if self.cases is None:
+            return weighted.T @ self.V
+        by_case = np.zeros((self.V.shape[0], self.C.shape[1]))
+        if self.distinct:
+            by_case[self.cases] = weighted
+        else:
+            np.add.at(by_case, self.cases, weighted)
+        return by_case.T @ self.V
 
     def norms2(self) -> np.ndarray:
         """‖a_i‖² = ‖c_i‖²‖v_i‖²."""
-        return np.sum(self.C**2, axis=1) * np.sum(self.V**2, axis=1)
+        v2 = np.einsum("ij,ij->i", self.V, self.V)
+        return np.einsum("ij,ij->i", self.C, self.C) * (v2 if self.cases is None else v2[self.cases])
+
+    def v_moment(self) -> np.ndarray:
+        """Σ_i v_i v_iᵀ over the rows, a block of rows at a time where they are read in place."""
+        if self.cases is None:
+            return self.V.T @ self.V
+        S = np.zeros((self.V.shape[1], self.V.shape[1]))
+        for lo in range(0, self.cases.size, MOMENT_BLOCK):
+            block = self.V[self.cases[lo : lo + MOMENT_BLOCK]]
+            S += block.T @ block
+        return S
 
 
 @dataclass(frozen=True)
@@ -309,7 +338,7 @@ def kronecker(inside: RowProducts, rho: float, sigma: float):
     if inside.n == 0:
         return lambda x: x / rho
     lc, Qc = np.linalg.eigh(inside.C.T @ inside.C / inside.n)
-    lv, Qv = np.linalg.eigh(inside.V.T @ inside.V)
+    lv, Qv = np.linalg.eigh(inside.v_moment())
     scale = 1.0 / (rho + sigma * np.outer(np.maximum(lc, 0.0), np.maximum(lv, 0.0)))
     return lambda x: Qc @ ((Qc.T @ x @ Qv) * scale) @ Qv.T
 

@@ -65,13 +65,21 @@ def stack(
     metric: StepMetric | None = None,
     held_outside: int = 0,
 ) -> Stacked:
-    """The must_fix and kept must_keep cases stacked (must_fix first) in float64, each case's margin,
-    and the step's price: ``metric``, or the one of ``kept`` (the cases held outside the loop, where
-    there are, are in the metric the caller gives: repair.screen)."""
-    V = np.vstack([fix.V, kept.V]).astype(np.float64, copy=False)
+    """The must_fix and kept must_keep cases stacked (must_fix first; float32 as given, whitened in
+    float64), each case's margin, and the step's price: ``metric``, or the one of ``kept`` (the
+    cases held outside the loop, where there are, are in the metric the caller gives: repair.screen)."""
+    fix_V = fix.V
+    if kept.V.dtype == np.float32 and np.array_equal(np.asarray(fix_V, np.float32).astype(fix_V.dtype), fix_V):
+        fix_V = np.asarray(fix_V, np.float32)  # float32 values held as float64: the same numbers
+    given = np.vstack([fix_V, kept.V])
+    V = given.astype(np.float64, copy=False)
     if metric is None:
         metric = StepMetric.of(settings.rho, settings.mu, np.asarray(kept.V, dtype=np.float64))
     V_qp = metric.whiten(V)
+    if given.dtype == np.float32 and V_qp is not V:
+        # v as the model gave it, exact: each product casts it to float64 whole, as before, and the
+        # loop holds it in half the bytes beside V_qp (200 MB of 131k cases of d = 384)
+        V = given
     return Stacked(
         head=head,
         settings=settings,

@@ -122,7 +122,7 @@ class _Repair:
             state = iterations.start(stacked=stacked, rank=rank)
             ending = iterations.run(stacked=stacked, state=state, shown=shown, first=len(records) + 1)
             records, rank = records + state.records, state.ranks.rank
-            stacked = state = None  # the round's v, whitened v and Z (24·d bytes a case): not beside the next's
+            stacked = state = None  # the round's v, whitened v and Z (20·d bytes a case): not beside the next's
             checked = screen.check(head.with_weight(ending.W), self.keep, held.outside, settings)
             if ending.status not in (RepairStatus.CONVERGED, RepairStatus.NOTHING_TO_REPAIR):
                 return replace(ending, misses=ending.misses + checked.misses), records

@@ -1,10 +1,11 @@
 """Must_keep cases held outside the loop: a suite of more than ``resident_keep`` must_keep cases keeps
 in the loop only the cases at risk, and checks the others' true gaps a block at a time.
 
-Why: the loop holds, per case, v in float64, its whitened copy and Z = V Wᵀ + b (24·d bytes: 18 GB
-at a million cases of d = 768), and linearises every case it holds each iteration. A case far above
-its margin costs the QP nothing (its row is never active) and its gap moves only as far as the
-step moves its output, which the step's metric prices over every must_keep case, held or not.
+Why: the loop holds, per case, v (float32 from a model), its whitened copy and Z = V Wᵀ + b in
+float64 (20·d bytes: 15 GB at a million cases of d = 768), and linearises every case it holds each
+iteration. A case far above its margin costs the QP nothing (its row is never active) and its gap
+moves only as far as the step moves its output, which the step's metric prices over every must_keep
+case, held or not.
 
 So the loop runs in **rounds**. A round is the loop (:mod:`warp_check.repair.iterations`) on the
 must_fix cases and the must_keep cases it holds, to convergence. After it, every case held outside

@@ -166,9 +166,10 @@ class RepairSettings:
     # regression) is repaired back as a must_fix case (margin γ_s, Cert 1 and 3), where a baseline is
     # known (runs.restore); false: it is left out of the repair, as one the model never got right.
     restore_regressions: bool = True
-    # The most must_keep cases the loop holds in float64 (v, its whitened copy and Z: 24·d bytes a
-    # case; 18 GB at a million cases of d = 768). A suite with more holds only those at risk (every
-    # case short of γ_h, then the smallest gaps below γ_h + screen_margin, to this many) and checks
+    # The most must_keep cases the loop holds (v as given, float32 from a model, its whitened copy
+    # and Z in float64: 20·d bytes a case; 15 GB at a million cases of d = 768). A suite with more
+    # holds only those at risk (every case short of γ_h, then the smallest gaps below γ_h +
+    # screen_margin, to this many) and checks
     # the others' true gaps a block at a time after each round of the loop; a case a round pushes
     # below its margin joins the loop (warp_check.repair.screen). Up to it, every case is in the loop.
     resident_keep: int = 65_536

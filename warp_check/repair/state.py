@@ -20,6 +20,8 @@ from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import IterationRecord, Miss, RepairStatus
 from warp_check.repair.settings import RepairSettings
 
+HELD_BLOCK = 4096  # cases whose gaps in the saved arithmetic are computed at a time (linearise.BLOCK_ROWS)
+
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Stacked:
@@ -30,7 +32,7 @@ class Stacked:
     settings: RepairSettings
     ids: tuple[str, ...]
     n_fix: int
-    V: np.ndarray
+    V: np.ndarray  # float32 where the cases came so (exact; every product casts it to float64)
     labels: np.ndarray
     targets: np.ndarray  # γ_s per must_fix case, γ_h per must_keep case
     metric: StepMetric
@@ -54,8 +56,13 @@ class Stacked:
         return float(np.sum(self.copies[rows] * np.maximum(self.targets[rows] - gap, 0.0)))
 
     def held(self, W: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per case at W: the gap the stopping rule measures and the room it needs (:func:`held_gaps`)."""
-        return held_gaps(self.head.with_weight(W), self.V, self.labels, gap)
+        """Per case at W: the gap the stopping rule measures and the room it needs (:func:`held_gaps`),
+        a block of cases at a time (the saved arithmetic's pre-activations and σ are as large as Z)."""
+        head, held, room = self.head.with_weight(W), np.empty_like(gap), np.empty_like(gap)
+        for lo in range(0, gap.size, HELD_BLOCK):
+            rows = slice(lo, lo + HELD_BLOCK)
+            held[rows], room[rows] = held_gaps(head, self.V[rows], self.labels[rows], gap[rows])
+        return held, room
 
     def kind(self, i: int) -> str:
         return "must_fix" if i < self.n_fix else "must_keep"
