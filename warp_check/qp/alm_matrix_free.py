@@ -76,11 +76,12 @@ class RowProducts:
     (``cases`` None: ``V[i]``). The loop's V is read where it lies, never gathered whole: at 131k
     cases of d = 384 a gathered copy is 400 MB, as much again as the QP's own work."""
 
-    def __init__(self, C: np.ndarray, V: np.ndarray, cases: np.ndarray | None = None) -> None:
+    def __init__(self, C: np.ndarray, V: np.ndarray, cases: np.ndarray | None = None, distinct: bool = False) -> None:
         self.C = np.ascontiguousarray(C, dtype=np.float64)
         self.V = np.ascontiguousarray(V, dtype=np.float64)
         self.cases = None if cases is None else np.asarray(cases, dtype=np.intp)
-        self.distinct = self.cases is None or np.unique(self.cases).size == self.cases.size
+        # no two rows share a case (``distinct``: known so, as a subset of rows that share none)
+        self.distinct = distinct or self.cases is None or np.unique(self.cases).size == self.cases.size
 
     @classmethod
     def of(cls, problem) -> RowProducts:
@@ -93,7 +94,7 @@ class RowProducts:
         costs their own rows), else read where they lie."""
         cases = rows if self.cases is None else self.cases[rows]
         if 2 * rows.size > self.V.shape[0]:
-            return RowProducts(self.C[rows], self.V, cases)
+            return RowProducts(self.C[rows], self.V, cases, distinct=self.distinct)
         return RowProducts(self.C[rows], self.V[cases])
 
     @property

@@ -56,13 +56,8 @@ class Stacked:
         return float(np.sum(self.copies[rows] * np.maximum(self.targets[rows] - gap, 0.0)))
 
     def held(self, W: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per case at W: the gap the stopping rule measures and the room it needs (:func:`held_gaps`),
-        a block of cases at a time (the saved arithmetic's pre-activations and σ are as large as Z)."""
-        head, held, room = self.head.with_weight(W), np.empty_like(gap), np.empty_like(gap)
-        for lo in range(0, gap.size, HELD_BLOCK):
-            rows = slice(lo, lo + HELD_BLOCK)
-            held[rows], room[rows] = held_gaps(head, self.V[rows], self.labels[rows], gap[rows])
-        return held, room
+        """Per case at W: the gap the stopping rule measures and the room it needs (:func:`held_gaps`)."""
+        return held_gaps(self.head.with_weight(W), self.V, self.labels, gap)
 
     def kind(self, i: int) -> str:
         return "must_fix" if i < self.n_fix else "must_keep"
@@ -70,11 +65,15 @@ class Stacked:
 
 def held_gaps(head: DenseHead, V: np.ndarray, labels: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row at ``head``: the gap the stopping rule measures (the lower of the float64 ``gap`` and the
-    gap in the saved arithmetic) and the room a half-precision model needs above its margin."""
-    held = np.minimum(gap, head.gaps_as_stored(V, labels))
-    if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
-        return held, head.gap_rounding_reach(V, labels)
-    return held, np.zeros_like(held)
+    gap in the saved arithmetic) and the room a half-precision model needs above its margin; a block
+    of rows at a time (the saved arithmetic's pre-activations and σ are as large as Z)."""
+    held, room = np.empty_like(gap), np.zeros_like(gap)
+    for lo in range(0, gap.size, HELD_BLOCK):
+        rows = slice(lo, lo + HELD_BLOCK)
+        held[rows] = np.minimum(gap[rows], head.gaps_as_stored(V[rows], labels[rows]))
+        if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
+            room[rows] = head.gap_rounding_reach(V[rows], labels[rows])
+    return held, room
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
