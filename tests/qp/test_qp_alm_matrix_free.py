@@ -11,14 +11,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_qp_alm import correlated_problem, reference_answer
-from testkit.qp_problems import CASE_PROBLEM_SHAPE, contradictory_keep_problem, problem_over_cases, random_problem
+from testkit.qp_problems import (
+    CASE_PROBLEM_SHAPE,
+    contradictory_keep_problem,
+    problem_over_cases,
+    random_problem,
+)
 
 import warp_check.qp.alm as qp_alm
 import warp_check.qp.alm_matrix_free as matrix_free
 import warp_check.qp.osqp_backend as qp_module
-from warp_check.qp.alm_matrix_free import Budget, RowProducts, solve_box
+from warp_check.qp.alm_matrix_free import Budget, RowProducts, box_violation, solve_box
+from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import QPStatus
+from warp_check.qp.solution import Outcome, QPStatus
 from warp_check.qp.solve import solve
 
 ALM = SolverSettings(backend="alm")
@@ -145,16 +151,72 @@ def test_where_every_row_at_once_cannot_settle_it_the_working_sets_answer_stands
 
 def test_a_first_working_set_past_its_limit_is_never_built_every_row_goes_at_once(monkeypatch):
     # A million cases near their margin have ~12,000 rows near their bound before the first round:
-    # their Gram matrix alone would be 1.2 GB. The QP goes over every row from the start instead.
+    # their Gram matrix alone would be 1.2 GB. The QP goes over every row from the start instead, and
+    # a Gram matrix is only ever built over the rows of a face within the limit.
     problem = correlated_problem(0, 8, 400, 2, 24)
     whole = solve(problem, ALM)
     first = problem.rows_near_bound(SolverSettings().working_set_window).size
     monkeypatch.setattr(qp_alm, "MAX_ROWS", first - 1)
     built = []
-    monkeypatch.setattr(type(problem), "cross_gram", lambda self, a, b: built.append(a.size) or np.eye(a.size, b.size))
+    gram = type(problem).cross_gram
+    monkeypatch.setattr(type(problem), "cross_gram", lambda self, a, b: built.append(a.size) or gram(self, a, b))
     crowded = solve(problem, ALM)
-    assert built == [] and crowded.backend == "alm" and "matrix-free" in crowded.solver_status
-    assert crowded.rows is None and crowded.warm is not None and crowded.warm.gram is None
+    assert crowded.backend == "alm" and "matrix-free" in crowded.solver_status
+    assert all(size < first for size in built)
+    assert crowded.warm.gram is None or crowded.warm.gram.shape[0] < first
+    assert_at_optimum(crowded, whole, problem, crowded.warm.z)
+
+
+def test_more_soft_rows_than_the_working_set_holds_settle_on_the_gram_matrix_of_the_face_they_reach(monkeypatch):
+    # Real suites at scale: 300k SST-2 sentences and their perturbations leave 13,500 rows short of
+    # their margin (soft), past the working set's 5,000, while ~4,900 hold multipliers at the optimum;
+    # the face by CG missed on rows that correlated until the QP's time limit. Here 150 soft rows and
+    # a limit of 130: the solve starts over every row, and where the rows holding multipliers fit,
+    # the working set takes them, soft rows joining again where its answer violates them.
+    built, on_gram = [], 0
+    gram = LinearisedProblem.cross_gram
+
+    def recorded(self, a, b):
+        built.append(a.size)
+        return gram(self, a, b)
+
+    for seed in range(8):
+        problem = correlated_problem(seed, 150, 400, 2, 24)
+        whole = solve(problem, ALM)
+        with monkeypatch.context() as patched:
+            patched.setattr(qp_alm, "MAX_ROWS", 130)
+            patched.setattr(LinearisedProblem, "cross_gram", recorded)
+            crowded = solve(problem, ALM)
+        assert crowded.backend == "alm" and "matrix-free" in crowded.solver_status, crowded.solver_status
+        assert_at_optimum(crowded, whole, problem, crowded.warm.z)
+        if crowded.warm.gram is None:  # settled over every row (the face past the limit)
+            assert crowded.rows is None and "every row in play" in crowded.solver_status
+            continue
+        on_gram += 1
+        # every row's optimality condition, soft ones out of the set too, to the working set's own
+        # tolerance (1e-9), not the matrix-free method's 1e-6
+        assert "rows' face" in crowded.solver_status and crowded.warm.gram.shape[0] <= 130
+        z = np.zeros(problem.n)
+        z[crowded.warm.rows] = crowded.warm.z
+        upper, limit = box_of(problem)
+        slack = problem.constraint_values(crowded.B) - problem.rhs
+        assert box_violation(z, slack, upper) <= 1e-3 * limit
+    assert max(built) <= 130
+    # Most of these optima are held by fewer rows than the limit (7 of 8; seed 4's by 135)
+    assert on_gram >= 4, on_gram
+
+
+def test_a_face_the_working_set_cannot_settle_goes_back_over_every_row_not_to_osqp(monkeypatch):
+    # A face handed over whose box QP stalls: at real scale OSQP would get every soft row (13,500) and
+    # as many hard ones; the solve goes on over every row from the set's multipliers instead.
+    problem = correlated_problem(0, 150, 400, 2, 24)
+    whole = solve(problem, ALM)
+    monkeypatch.setattr(qp_alm, "MAX_ROWS", 130)
+    monkeypatch.setattr(qp_alm._BoxQP, "solve", lambda self, z0, budget: (Outcome.STALLED, "held back by the test"))
+    crowded = solve(problem, ALM)
+    assert crowded.backend == "alm" and crowded.handed_over_from is None, crowded.solver_status
+    assert "every row in play; first matrix-free" in crowded.solver_status and "rows' face" in crowded.solver_status
+    assert crowded.rows is None and crowded.warm.gram is None
     assert_at_optimum(crowded, whole, problem, crowded.warm.z)
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from warp_check.qp import alm_matrix_free
-from warp_check.qp.alm_matrix_free import RowProducts, box_violation, exact_step, solve_box
+from warp_check.qp.alm_matrix_free import FaceHandOver, RowProducts, box_violation, exact_step, solve_box
 from warp_check.qp.backends.alm import ALM, AlmSettings
 from warp_check.qp.linalg import (
     FARKAS_INFEASIBLE,
@@ -49,7 +49,7 @@ from warp_check.qp.linalg import (
 )
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
-from warp_check.qp.solution import BackendRun, Outcome, QPForm, QPSolution, WarmStart, answer_or_hand_over
+from warp_check.qp.solution import UNDECIDED, BackendRun, Outcome, QPForm, QPSolution, WarmStart, answer_or_hand_over
 
 # The penalty σ starts at this many times ρ / (median ‖a_i‖²) and grows ×SIGMA_GROWTH an outer
 # iteration. A small σ keeps the first subproblems easy for Newton (few rows inside the box
@@ -74,7 +74,10 @@ JOIN_AT_MOST = 1000
 # first round) goes on over every row without a Gram matrix (warp_check.qp.alm_matrix_free), from
 # the working set's multipliers where it had a round; if that cannot settle it either, it is
 # answered on the rows the working set holds (Outcome.WORKING_SET_FULL): the loop's step, checked on
-# every case's true gap, judges it.
+# every case's true gap, judges it. A QP that starts over every row comes back to a working set where
+# it reaches a face held by at most MAX_ROWS rows (real SST-2 at 300k: 13,500 soft rows, ~4,900
+# holding multipliers: its first iteration's QPs, ranks 2 and 64, took 67 s that way; by CG alone the
+# rank-64 one met its 600 s limit).
 MAX_ROWS = 5_000
 
 
@@ -105,6 +108,7 @@ class _WorkingSet:
         self.limit = settings.of(AlmSettings).tolerance * self.scale
         self.newton = 0
         self.rounds = 0
+        self.handed_over: FaceHandOver | None = None  # where a matrix-free start handed its face to the set
         # An earlier solve that needed more rows than MAX_ROWS (no Gram matrix kept): this one goes
         # over every row at once, from its multipliers
         self.without_gram = warm is not None and warm.gram is None
@@ -148,9 +152,11 @@ class _WorkingSet:
         return np.clip(z, 0.0, self.upper[self.rows])
 
     def run(self) -> BackendRun:
+        return self.matrix_free(None) if self.without_gram else self.cutting_planes()
+
+    def cutting_planes(self) -> BackendRun:
+        """Rounds of the box QP on the set's Gram matrix, each joining the rows its answer violates."""
         problem, settings = self.problem, self.settings
-        if self.without_gram:
-            return self.matrix_free(None)
         B = np.zeros((problem.rank, problem.d_in))
         for _ in range(settings.working_set_rounds):
             self.rounds += 1
@@ -158,6 +164,8 @@ class _WorkingSet:
             outcome, detail = box.solve(self.z_rows, self._budget())
             self.z_rows, self.newton = box.z, self.newton + box.newton
             B = problem.weighted_sum(self.z_rows, self.rows) / problem.rho
+            if outcome in UNDECIDED and self.handed_over is not None:
+                return self.matrix_free(None)  # back over every row, from the face's multipliers
             if outcome is not Outcome.SOLVED:
                 return self._result(B, self._infeasible_or(outcome, B, self.rows, self.z_rows), detail)
             violated = self._violated(B)
@@ -171,19 +179,31 @@ class _WorkingSet:
                 detail = f"{self.rows.size} rows in play, {violated.size} or more others violated by up to {worst:.2g}"
                 return self.matrix_free(_Partial(B, detail))
             self._join(np.sort(violated[:room]))
+        if self.handed_over is not None:
+            return self.matrix_free(None)
         return self._result(B, Outcome.MAX_ITER, f"{settings.working_set_rounds} rounds")
 
     def matrix_free(self, partial: _Partial | None) -> BackendRun:
         """Every row at once, without a Gram matrix, from the multipliers held: SOLVED when it settles
         the QP; else the working set's ``partial`` answer on the rows it holds (WORKING_SET_FULL: it
-        holds every row in play, and the loop's true-gap check judges the rest), or the limit."""
+        holds every row in play, and the loop's true-gap check judges the rest), or the limit. Where
+        it reaches a face that at most MAX_ROWS rows hold (once a solve, and not from a full working
+        set), the working set takes those rows and settles the face on their Gram matrix; where that
+        cannot decide it (limits), it goes back over every row from the set's multipliers."""
         problem = self.problem
         z = np.zeros(problem.n)
         z[self.rows] = self.z_rows
         self.gram = None  # its memory is what the rows' own C needs now
         limit = max(self.limit, alm_matrix_free.TOLERANCE * self.scale)
-        result = solve_box(RowProducts.of(problem), problem.rhs, self.upper, problem.rho, limit, z, self._budget())
+        hand_over_at = MAX_ROWS if partial is None and self.handed_over is None else None
+        rows = RowProducts.of(problem)
+        result = solve_box(rows, problem.rhs, self.upper, problem.rho, limit, z, self._budget(), hand_over_at)
         self.newton += result.newton
+        if isinstance(result, FaceHandOver):
+            self.handed_over = result
+            self.without_gram, self.rows = False, np.flatnonzero(result.z > 0)
+            self.z_rows, self.gram = result.z[self.rows], problem.cross_gram(self.rows, self.rows)
+            return self.cutting_planes()
         if result.outcome is Outcome.SOLVED or partial is None:
             outcome = result.outcome
             if outcome is not Outcome.SOLVED:  # contradicting hard rows: their multipliers grow along a ray
@@ -193,9 +213,13 @@ class _WorkingSet:
             self.rows = np.flatnonzero(result.z > 0)
             self.z_rows = result.z[self.rows]
             return BackendRun(B=result.B, outcome=outcome, iterations=self.newton, rows=np.arange(problem.n),
-                              detail=f"{result.detail}; every row in play")  # fmt: skip
+                              detail=f"{result.detail}; every row in play{self._from_face()}")  # fmt: skip
         detail = f"{partial.detail}; over every row: {result.detail}"
         return self._result(partial.B, Outcome.WORKING_SET_FULL, detail)
+
+    def _from_face(self) -> str:
+        """Words for a detail: where the solve started over every row and handed its face over."""
+        return "" if self.handed_over is None else f"; first {self.handed_over.detail}"
 
     def _budget(self) -> alm_matrix_free.Budget:
         return alm_matrix_free.Budget(
@@ -204,16 +228,18 @@ class _WorkingSet:
         )
 
     def _violated(self, B: np.ndarray) -> np.ndarray:
-        """Hard rows out of the set that B violates, the most violated first (at most JOIN_AT_MOST)."""
+        """Rows out of the set that B violates, the most violated first (at most JOIN_AT_MOST)."""
         slack = self._slack(B)
         violated = np.flatnonzero(slack < -self.limit)
-        return self.problem.n_fix + violated[np.argsort(slack[violated], kind="stable")[:JOIN_AT_MOST]]
+        return violated[np.argsort(slack[violated], kind="stable")[:JOIN_AT_MOST]]
 
     def _slack(self, B: np.ndarray) -> np.ndarray:
-        """Per hard row out of the set, how far B keeps it inside its bound (rows in the set: ∞)."""
+        """Per row out of the set, how far B keeps it inside its bound (rows in the set: ∞). Soft rows
+        are all in it but after a matrix-free start, which hands over only those holding multipliers:
+        one out of it that B violates wants a multiplier, as a hard row does."""
         problem = self.problem
-        slack = problem.constraint_values(B)[problem.n_fix :] - problem.rhs[problem.n_fix :]
-        slack[self.rows[self.rows >= problem.n_fix] - problem.n_fix] = np.inf
+        slack = problem.constraint_values(B) - problem.rhs
+        slack[self.rows] = np.inf
         return slack
 
     def _worst(self, B: np.ndarray) -> float:
@@ -232,11 +258,11 @@ class _WorkingSet:
         self.z_rows = np.concatenate([self.z_rows, np.zeros(new.size)])
 
     def _drop_slack_rows(self) -> None:
-        """Hard rows without a multiplier leave the set (the soft rows stay): the rows a round joined
-        that the next answer made slack. Only where the set would outgrow MAX_ROWS: a suite of a
-        million must_keep cases near their margin has tens of thousands that some round's answer
-        violates, and far fewer that bind at the optimum; a dropped row joins again if violated."""
-        keep = (self.rows < self.problem.n_fix) | (self.z_rows > 0)
+        """Rows without a multiplier leave the set: the rows a round joined that the next answer made
+        slack. Only where the set would outgrow MAX_ROWS: a suite of a million must_keep cases near
+        their margin has tens of thousands that some round's answer violates, and far fewer that bind
+        at the optimum; a dropped row, soft or hard, joins again if violated."""
+        keep = self.z_rows > 0
         if not keep.all():
             self.rows, self.z_rows, self.gram = self.rows[keep], self.z_rows[keep], self.gram[np.ix_(keep, keep)]
 
@@ -252,7 +278,7 @@ class _WorkingSet:
 
     def _result(self, B: np.ndarray, outcome: Outcome, detail: str) -> BackendRun:
         rows = np.sort(self.rows)
-        return BackendRun(B=B, outcome=outcome, iterations=self.newton, rows=rows, detail=detail)
+        return BackendRun(B=B, outcome=outcome, iterations=self.newton, rows=rows, detail=detail + self._from_face())
 
 
 @dataclass(frozen=True)

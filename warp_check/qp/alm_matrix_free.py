@@ -20,6 +20,12 @@ tried as the working set's method ends (primal-dual active-set rounds), each rou
 G_FF z_F = ρh_F − G_FT λ_T by CG on G_FF = K_F K_Fᵀ. It ends when every row's optimality condition
 holds at (z, β = Kᵀz/ρ) to TOLERANCE. Measured (that million, 65,644 rows in the loop, 1 BLAS
 thread): the first rank-64 QP in 101 s, 2 outer iterations and 7 face rounds, 576 MB.
+
+A face by CG is only as good as G_FF's conditioning, and real representations leave it far worse
+than isotropic ones: on 300k real SST-2 sentences and their perturbations (65,439 rows, rank 64)
+face rounds of 1,000 CG steps each missed again and again, and the QP met its 600 s limit. Where
+few rows hold multipliers (at most ``hand_over_at``), the solve stops at the face instead
+(:class:`FaceHandOver`) for a method that factors their Gram matrix (warp_check.qp.alm's working set).
 """
 
 from __future__ import annotations
@@ -146,6 +152,17 @@ class BoxResult:
     detail: str
 
 
+@dataclass(frozen=True)
+class FaceHandOver:
+    """Where a solve stopped, at a face few enough rows hold multipliers on to factor their Gram
+    matrix: its multipliers (positive on at most ``hand_over_at`` rows) and the work so far."""
+
+    z: np.ndarray
+    newton: int
+    cg: int
+    detail: str
+
+
 def solve_box(
     rows: RowProducts,
     h: np.ndarray,
@@ -154,15 +171,21 @@ def solve_box(
     limit: float,
     z0: np.ndarray,
     budget: Budget,
-) -> BoxResult:
+    hand_over_at: int | None = None,
+) -> BoxResult | FaceHandOver:
     """min ½ zᵀ(KKᵀ/ρ)z − hᵀz on 0 ≤ z ≤ u, from ``z0``: SOLVED when every row's optimality
-    condition holds to ``limit`` at (z, Kᵀz/ρ); else the limit that stopped it, with its last z."""
-    return _Method(rows, h, upper, rho, limit, budget).run(np.clip(z0, 0.0, upper))
+    condition holds to ``limit`` at (z, Kᵀz/ρ); else the limit that stopped it, with its last z.
+    ``hand_over_at``: where the optimum's face would be tried with at most this many rows holding
+    multipliers, stop there instead (:class:`FaceHandOver`)."""
+    return _Method(rows, h, upper, rho, limit, budget, hand_over_at).run(np.clip(z0, 0.0, upper))
 
 
 class _Method:
-    def __init__(self, rows: RowProducts, h, upper, rho: float, limit: float, budget: Budget) -> None:
+    def __init__(
+        self, rows: RowProducts, h, upper, rho: float, limit: float, budget: Budget, hand_over_at: int | None
+    ) -> None:
         self.rows, self.h, self.u, self.rho, self.limit, self.budget = rows, h, upper, rho, limit, budget
+        self.hand_over_at = hand_over_at
         norms = rows.norms2()
         positive = norms[norms > 0]
         self.typical = float(np.median(positive)) if positive.size else 1.0
@@ -174,7 +197,7 @@ class _Method:
         B = self.rows.KT(z) / self.rho
         return box_violation(z, self.rows.K(B) - self.h, self.u), B
 
-    def run(self, z: np.ndarray) -> BoxResult:
+    def run(self, z: np.ndarray) -> BoxResult | FaceHandOver:
         rho, h, u, rows = self.rho, self.h, self.u, self.rows
         worst, B_z = self.optimality(z)
         if worst <= self.limit:
@@ -201,6 +224,10 @@ class _Method:
                 detail = f"matrix-free, {outer + 1} outer iterations over {rows.n} rows, {self.cg} CG steps"
                 return BoxResult(Outcome.SOLVED, z, B_z, self.newton, self.cg, detail)
             if outer >= FACE_FROM_OUTER:
+                holding = np.count_nonzero(z)
+                if self.hand_over_at is not None and 0 < holding <= self.hand_over_at:
+                    detail = f"matrix-free, {outer + 1} outer iterations over {rows.n} rows, then {holding} rows' face"
+                    return FaceHandOver(z=z, newton=self.newton, cg=self.cg, detail=detail)
                 done = self.face(z, outer)
                 if done is not None:
                     return done
