@@ -15,8 +15,8 @@ from testkit.synthetic import synthetic_problem
 import warp_check.qp.alm as qp_alm
 from warp_check.errors import SettingsError
 from warp_check.qp.settings import SolverSettings
+from warp_check.repair import blocks as repair_blocks
 from warp_check.repair import iterations, screen
-from warp_check.repair import state as repair_state
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
@@ -160,7 +160,7 @@ def test_the_stopping_rule_reads_the_saved_arithmetic_a_block_of_cases_at_a_time
     stacked = iterations.stack(head=head, fix=fix, kept=keep, settings=RepairSettings())
     gap, _ = head.gaps(np.asarray(stacked.V, np.float64), stacked.labels)
     whole, whole_room = held_gaps(head, stacked.V, stacked.labels, gap)
-    monkeypatch.setattr(repair_state, "HELD_BLOCK", 7)
+    monkeypatch.setattr(repair_blocks, "BLOCK_ROWS", 7)
     held, room = stacked.held(head.W, gap)
     np.testing.assert_allclose(held, whole, rtol=1e-6, atol=1e-6)
     assert held.shape == gap.shape and np.array_equal(room, whole_room)

@@ -31,12 +31,12 @@ from warp_check.progress import Step
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
 from warp_check.qp.solve import solve
+from warp_check.repair.blocks import blocks
 from warp_check.repair.controls import Merit, RankSchedule, TrustRegion, shortfall
 from warp_check.repair.endings import misses, named, not_converged, solver_failure
 from warp_check.repair.linearise import (
     KEEP_WEIGHT,
     VVT_CACHE_MAX_CASES,
-    blocks,
     gaps,
     gaps_after_step,
     gaps_from_pre_activation,

@@ -6,6 +6,7 @@ import numpy as np
 
 from warp_check.model.head import DenseHead, gaps_from_logits
 from warp_check.qp.problem import LinearisedProblem
+from warp_check.repair.blocks import blocks
 from warp_check.repair.state import LoopState, Stacked
 
 # Merit price of a must_keep shortfall, in units of λ: must_keep rows are hard in the QP, so
@@ -15,15 +16,6 @@ KEEP_WEIGHT = 10.0
 
 # Cases up to which V Vᵀ is cached for the whole loop (32 MB); beyond, no n×n matrix is made.
 VVT_CACHE_MAX_CASES = 2048
-
-
-# Rows per block wherever a (cases × d_out) array would otherwise be built: the loop's
-# temporaries stay O(block·d_out) however many must_keep cases there are.
-BLOCK_ROWS = 4096
-
-
-def blocks(n: int):
-    return (slice(lo, min(lo + BLOCK_ROWS, n)) for lo in range(0, n, BLOCK_ROWS))
 
 
 def gaps(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -15,12 +15,11 @@ import numpy as np
 from warp_check.model.head import UNIT_ROUNDOFF, DenseHead
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
+from warp_check.repair.blocks import blocks
 from warp_check.repair.controls import Merit, RankSchedule, TrustRegion
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import IterationRecord, Miss, RepairStatus
 from warp_check.repair.settings import RepairSettings
-
-HELD_BLOCK = 4096  # cases whose gaps in the saved arithmetic are computed at a time (linearise.BLOCK_ROWS)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -68,8 +67,7 @@ def held_gaps(head: DenseHead, V: np.ndarray, labels: np.ndarray, gap: np.ndarra
     gap in the saved arithmetic) and the room a half-precision model needs above its margin; a block
     of rows at a time (the saved arithmetic's pre-activations and σ are as large as Z)."""
     held, room = np.empty_like(gap), np.zeros_like(gap)
-    for lo in range(0, gap.size, HELD_BLOCK):
-        rows = slice(lo, lo + HELD_BLOCK)
+    for rows in blocks(gap.size):
         held[rows] = np.minimum(gap[rows], head.gaps_as_stored(V[rows], labels[rows]))
         if head.unit_roundoff > UNIT_ROUNDOFF["float32"]:
             room[rows] = head.gap_rounding_reach(V[rows], labels[rows])
