@@ -57,6 +57,8 @@ def assert_rows_of_k(rows: RowProducts, K: np.ndarray, seed: int) -> None:
     np.testing.assert_allclose(rows.K(B), K @ B.ravel(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(rows.KT(y).ravel(), K.T @ y, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(rows.norms2(), np.sum(K**2, axis=1), rtol=1e-12)
+    S = np.unique(rng.choice(rows.n, size=max(1, rows.n // 3)))
+    np.testing.assert_allclose(rows.columns(S), K @ K[S].T, rtol=1e-10, atol=1e-10)
     A = K.reshape(rows.n, rows.C.shape[1], rows.V.shape[1])
     v = A[:, 0, :] / rows.C[:, :1]  # each row's v, back from c ⊗ v (c_0 ≠ 0 almost surely)
     np.testing.assert_allclose(rows.v_moment(), v.T @ v, rtol=1e-9, atol=1e-9)

@@ -18,6 +18,7 @@ FLOORS = {
     "registry": 0,
     "problem": 0,
     "linalg": 0,
+    "gram_preconditioner": 0,
     "": 0,  # the package's docstring
     "backends": 2,  # imports every backend's file: they register in its order
     "settings": 3,

@@ -1,0 +1,94 @@
+"""The low-rank-plus-diagonal preconditioner of a Gram matrix never formed: an SPD M = F Fᵀ + D whose
+F Fᵀ is a Nyström approximation of G (G − F Fᵀ ⪰ 0), inverted exactly, and a CG on rows that share a
+dominant direction (as real representations do) needs far fewer steps with it than with Jacobi."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from warp_check.qp.alm_matrix_free import RowProducts
+from warp_check.qp.gram_preconditioner import LowRankPlusDiagonal
+
+
+def rows_sharing_a_direction(seed: int, n: int, rank: int, d_in: int, spread: float) -> RowProducts:
+    """Rows whose v are one common direction plus ``spread`` of noise, several rows to a case."""
+    rng = np.random.default_rng(seed)
+    n_cases = max(1, n // 2)
+    V = rng.normal(size=d_in) + spread * rng.normal(size=(n_cases, d_in))
+    cases = rng.integers(0, n_cases, size=n)
+    return RowProducts(rng.normal(size=(n, rank)) + 1.0, V, cases)
+
+
+def gram_of(rows: RowProducts) -> np.ndarray:
+    return rows.columns(np.arange(rows.n))
+
+
+def cg_steps(rows: RowProducts, precondition, tolerance: float = 1e-8, most: int = 2000) -> int:
+    """Steps of preconditioned CG on G x = G 1 (consistent) to ‖residual‖ ≤ tolerance·‖rhs‖."""
+    G = gram_of(rows)
+    rhs = G @ np.ones(rows.n)
+    x, residual = np.zeros(rows.n), rhs.copy()
+    preconditioned = precondition(residual)
+    direction, product = preconditioned.copy(), float(residual @ preconditioned)
+    for step in range(most):
+        if np.linalg.norm(residual) <= tolerance * np.linalg.norm(rhs):
+            return step
+        Ad = G @ direction
+        alpha = product / float(direction @ Ad)
+        x += alpha * direction
+        residual -= alpha * Ad
+        preconditioned = precondition(residual)
+        following = float(residual @ preconditioned)
+        direction, product = preconditioned + (following / product) * direction, following
+    return most
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(2, 120),
+    rank=st.integers(1, 4),
+    d_in=st.integers(1, 12),
+    spread=st.sampled_from([0.01, 0.3, 3.0]),
+    budget=st.integers(1, 80),
+)
+def test_it_inverts_an_spd_m_whose_low_rank_part_never_overshoots_g(seed, n, rank, d_in, spread, budget):
+    rows = rows_sharing_a_direction(seed, n, rank, d_in, spread)
+    G = gram_of(rows)
+    M_inverse = LowRankPlusDiagonal(rows.norms2(), rows.columns, budget)
+    assert M_inverse.rank <= min(budget, n // 2)
+    F = M_inverse.scaled * M_inverse.D[:, None]
+    M = F @ F.T + np.diag(M_inverse.D)
+    assert np.all(M_inverse.D > 0)
+    X = np.random.default_rng(seed).normal(size=(n, 3))
+    applied = np.column_stack([M_inverse(X[:, j]) for j in range(3)])
+    np.testing.assert_allclose(M @ applied, X, rtol=1e-6, atol=1e-6 * float(np.abs(X).max()))
+    # a Nyström approximation: what it leaves, G − F Fᵀ, is positive semidefinite
+    scale = max(float(np.trace(G)), 1e-300)
+    assert float(np.linalg.eigvalsh(G - F @ F.T)[0]) >= -1e-8 * scale
+
+
+def test_a_gram_matrix_of_low_rank_is_held_whole_and_cg_ends_in_a_few_steps():
+    rows = rows_sharing_a_direction(0, 200, 2, 3, 0.3)  # G: 200 × 200 of rank ≤ 6
+    M_inverse = LowRankPlusDiagonal(rows.norms2(), rows.columns, 50)
+    assert M_inverse.rank <= 6
+    assert cg_steps(rows, M_inverse) <= 8
+
+
+def test_rows_sharing_a_direction_need_far_fewer_cg_steps_than_with_jacobi():
+    rows = rows_sharing_a_direction(1, 600, 6, 120, 0.05)  # 720 unknowns: G (600 × 600) full rank
+    diagonal = rows.norms2()
+    jacobi = cg_steps(rows, lambda r: r / diagonal)
+    ours = cg_steps(rows, LowRankPlusDiagonal(diagonal, rows.columns, 200))
+    assert jacobi >= 100  # the problem the preconditioner exists for
+    assert ours <= jacobi / 3, (ours, jacobi)
+
+
+def test_the_same_rows_give_the_same_preconditioner():
+    rows = rows_sharing_a_direction(2, 300, 3, 20, 0.3)
+    r = np.random.default_rng(0).normal(size=rows.n)
+    first = LowRankPlusDiagonal(rows.norms2(), rows.columns, 100)(r)
+    again = LowRankPlusDiagonal(rows.norms2(), rows.columns, 100)(r)
+    np.testing.assert_array_equal(first, again)
