@@ -229,3 +229,18 @@ def test_contradicting_must_keep_rows_past_the_working_set_are_infeasible(monkey
     result = solve(problem, ALM)
     assert result.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE), result.solver_status
     assert result.B is None and result.backend == "alm"
+
+
+@pytest.mark.parametrize("start", [0.0, 1e6])
+def test_a_face_whose_system_has_no_solution_ends_its_cg_finite(start):
+    # Contradicting rows a and −a asked ⟨a, β⟩ ≥ 1 and ⟨−a, β⟩ ≥ 1 hold on a face whose G_FF z = ρh has
+    # no solution: CG must stop where G_FF has no curvature, not grow z until it overflows (seen under
+    # another BLAS core type, from the last round's growing multipliers)
+    problem = contradictory_keep_problem(1.0)
+    rows = RowProducts.of(problem).subset(np.array([0, 1]))
+    upper, limit = box_of(problem)
+    method = matrix_free._Method(
+        rows, problem.rhs[:2], upper[:2], problem.rho, limit, Budget(100, time.perf_counter() + 60), None
+    )
+    x = method.gram_solve(rows, problem.rho * problem.rhs[:2], np.full(2, start), matrix_free.FACE_CG_TOLERANCE)
+    assert np.all(np.isfinite(x)) and method.cg <= 3
