@@ -51,8 +51,13 @@ class LowRankPlusDiagonal:
         factor, left = _partial_cholesky(diagonal, columns, rank)
         floor = max(FLOOR * float(np.mean(left)), FLOOR_OF_DIAGONAL * float(np.mean(diagonal)), 1e-300)
         self.D = np.maximum(left, floor)
-        self.scaled = factor / self.D[:, None]  # D⁻¹F: the only n × ℓ matrix kept
-        core = np.eye(factor.shape[1]) + factor.T @ self.scaled
+        # D⁻¹F in F's own memory, the only n × ℓ matrix kept (a face of 18,000 rows: 288 MB), and
+        # I + FᵀD⁻¹F from D^-½F on the way, without a second
+        root = np.sqrt(self.D)[:, None]
+        factor /= root
+        core = np.eye(factor.shape[1]) + factor.T @ factor
+        factor /= root
+        self.scaled = factor
         self.core = np.linalg.cholesky(core) if core.size else core
         self.rank = factor.shape[1]
 
@@ -90,4 +95,4 @@ def _partial_cholesky(diagonal: np.ndarray, columns, rank: int) -> tuple[np.ndar
         k += m
         left = np.maximum(left - np.einsum("ij,ij->i", new[:, :m], new[:, :m]), 0.0)
         left[pivots] = 0.0
-    return factor[:, :k], left
+    return (factor if k == rank else factor[:, :k].copy()), left
