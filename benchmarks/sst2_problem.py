@@ -38,6 +38,8 @@ SUITES = {model: REPO / "example_suites" / f"reviews-{model}" for model in ("dis
 GAMMA_H = 0.3
 BLOCK = 4096  # sentences encoded (or read from the cache) at a time
 PARALLEL_FROM = 2048  # sentences from which perturbations are drawn on every core
+DRAW_SIZE = 16  # perturbations a sentence drawn from one seed: the pool up to 16 is one draw
+SEED_STRIDE = 1 << 20  # a sentence's further draws are seeded past every row's first (67,349 rows)
 
 
 def cache_dir() -> Path:
@@ -55,17 +57,44 @@ def perturbed_pool(per_sentence: int) -> list[dict]:
     """SST-2 train's sentences, then up to ``per_sentence`` perturbations of each, round by round (every
     sentence's first, then every sentence's second, ...: any prefix spreads over the sentences).
 
-    A sentence's perturbations are ``warp_check.perturb.perturbed_texts(text, per_sentence, seed=row)``,
-    the draws a suite's neighbourhood makes (typos, casing and punctuation, contractions, rewrites that
-    keep every negation), distinct and never the sentence; each keeps its sentence's label, its id
-    ``<sentence id>~<k>``. Drawn once on every core (~20 ms a sentence for 14) and kept, as JSON lines,
-    under the cache root, keyed by ``per_sentence`` and the drawing code."""
+    A sentence's perturbations are the draws a suite's neighbourhood makes (typos, casing and punctuation,
+    contractions, rewrites that keep every negation), distinct and never the sentence, DRAW_SIZE to a seed:
+    ``warp_check.perturb.perturbed_texts(text, k, seed=row)`` for the first k ≤ DRAW_SIZE, then further
+    draws at seeds row + j·SEED_STRIDE, less any text an earlier draw gave. A draw is not a prefix of a
+    larger one, so a larger pool keeps the smaller's draws (and their cached representations) whole and
+    adds draws. Each keeps its sentence's label, its id ``<sentence id>~<k>``. Drawn once on every core
+    (~20 ms a sentence for 14) and kept, a draw a file of JSON lines, under the cache root, keyed by the
+    draw, its size and the drawing code."""
     rows = sentences()
     if per_sentence <= 0:
         return rows
-    path = data.cache_root() / "sst2-perturbed" / f"{per_sentence}-{drawing_code(False)[:16]}.jsonl"
+    drawn: list[list[str]] = [[] for _ in rows]
+    for j, size in enumerate(_draw_sizes(per_sentence)):
+        seen = [{row["text"], *earlier} for row, earlier in zip(rows, drawn, strict=True)]
+        for variants, this, before in zip(drawn, _draw(rows, j, size), seen, strict=True):
+            variants += [text for text in this if text not in before]
+    pool = list(rows)
+    for k in range(per_sentence):
+        pool += [
+            {"id": f"{row['id']}~{k}", "text": variants[k], "label": row["label"]}
+            for row, variants in zip(rows, drawn, strict=True)
+            if k < len(variants)
+        ]
+    return pool
+
+
+def _draw_sizes(per_sentence: int) -> list[int]:
+    """The sizes of a sentence's draws: DRAW_SIZE each, the last what is left."""
+    return [min(DRAW_SIZE, per_sentence - start) for start in range(0, per_sentence, DRAW_SIZE)]
+
+
+def _draw(rows: list[dict], j: int, size: int) -> list[list[str]]:
+    """Every sentence's draw ``j`` of ``size`` perturbations, from its cache file or drawn on every core."""
+    name = f"{size}-{drawing_code(False)[:16]}" if j == 0 else f"{size}@{j}-{drawing_code(False)[:16]}"
+    path = data.cache_root() / "sst2-perturbed" / f"{name}.jsonl"
     if not path.exists():
-        texts, seeds, counts = [row["text"] for row in rows], range(len(rows)), [per_sentence] * len(rows)
+        texts, seeds = [row["text"] for row in rows], [index + j * SEED_STRIDE for index in range(len(rows))]
+        counts = [size] * len(rows)
         if len(rows) < PARALLEL_FROM:
             drawn = list(map(_perturbed, texts, seeds, counts))
         else:
@@ -80,14 +109,7 @@ def perturbed_pool(per_sentence: int) -> list[dict]:
         raise SystemExit(
             f"bench_scale --perturbations: {path} holds {len(drawn)} sentences, not {len(rows)}; delete it"
         )
-    pool = list(rows)
-    for k in range(per_sentence):
-        pool += [
-            {"id": f"{row['id']}~{k}", "text": variants[k], "label": row["label"]}
-            for row, variants in zip(rows, drawn, strict=True)
-            if k < len(variants)
-        ]
-    return pool
+    return drawn
 
 
 def _perturbed(text: str, seed: int, count: int) -> list[str]:

@@ -195,6 +195,15 @@ def test_scale_benchmark_grows_real_sentences_by_their_seeded_perturbations(
         sst2_problem.perturbed_pool(2)
     kept.unlink()
     assert sst2_problem.perturbed_pool(2) == pool  # seeded: the same draws again
+    # Past a draw's size, further draws: the smaller pool stays whole (its draws and their cached
+    # representations), and a later draw adds only texts no earlier one gave
+    monkeypatch.setattr(sst2_problem, "DRAW_SIZE", 2)
+    larger = sst2_problem.perturbed_pool(3)
+    assert larger[: len(pool)] == pool and len(larger) > len(pool)
+    for p in larger[len(pool) :]:
+        sentence = p["id"].split("~")[0]
+        assert p["text"] not in {q["text"] for q in pool if q["id"].split("~")[0] == sentence}
+        assert p["id"].endswith("~2") and p["label"] == by_id[sentence]["label"]
     n = len(right) + 3
     row = bench_scale.run_size(n, seed=0, activation="relu", rank=2, keep="natural", source="sst2", perturbations=2)
     assert row["n_keep"] == n and row["perturbed_keep"] >= 3 and row["pool"] == len(pool)

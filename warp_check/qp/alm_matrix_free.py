@@ -27,7 +27,7 @@ real SST-2 sentences and their perturbations (65,439 rows, rank 64) face rounds 
 each missed again and again, and the QP met its 600 s limit. CG on the face is therefore
 preconditioned by a partial Cholesky factor of G_FF plus what it leaves of the diagonal
 (warp_check.qp.gram_preconditioner): on every perturbation of SST-2 (65,703 rows, 8,274 on the face)
-its rounds take 5–72 steps, and the QP settles in 81 s. Where few rows hold multipliers (at most
+its 10 rounds take 8–180 steps each, and the QP settles in 81 s. Where few rows hold multipliers (at most
 ``hand_over_at``), the solve stops at the face instead (:class:`FaceHandOver`) for a method that
 factors their Gram matrix (warp_check.qp.alm's working set), to its tighter tolerance.
 """
@@ -64,8 +64,8 @@ TOLERANCE = 1e-6
 # The exact face (warp_check.qp.alm's ending, by CG): tried after each outer iteration from this one
 # on, for at most FACE_TRIES active-set rounds, each a CG on G_FF to FACE_CG_TOLERANCE (relative).
 # A round while it improves costs a preconditioner and tens of CG steps, an outer iteration tens of
-# Newton steps: real SST-2 and every perturbation (8,274 rows inside) took 11 rounds from 0.29 to 4e-8,
-# and eight rounds left it at 6e-4 for another outer iteration (70 s of Newton).
+# Newton steps: real SST-2 and every perturbation (8,274 rows inside) took 10 rounds from 0.29 to 6e-8;
+# eight left it at 6e-4 for another outer iteration (70 s of Newton).
 FACE_FROM_OUTER = 1
 FACE_TRIES = 16
 FACE_PATIENCE = 2
