@@ -244,3 +244,32 @@ def test_a_face_whose_system_has_no_solution_ends_its_cg_finite(start):
     )
     x = method.gram_solve(rows, problem.rho * problem.rhs[:2], np.full(2, start), matrix_free.FACE_CG_TOLERANCE)
     assert np.all(np.isfinite(x)) and method.cg <= 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_face_round_that_meets_the_same_set_again_tightens_its_cg_instead_of_giving_up(monkeypatch, seed):
+    # By CG a round's face is solved only to its tolerance (the first round's loose): meeting the same
+    # free set again is no fixed point, as it is for an exact solve; the next round goes on from this
+    # z, tighter, to the optimum
+    problem = correlated_problem(seed, 6, 60, 2, 12)
+    rows = RowProducts.of(problem)
+    upper, limit = box_of(problem)
+    optimum = solve_box(
+        rows, problem.rhs, upper, problem.rho, limit, np.zeros(problem.n), Budget(10_000, time.perf_counter() + 60)
+    )
+    assert optimum.outcome is Outcome.SOLVED
+    near = optimum.z * (1.0 + 1e-3 * np.random.default_rng(seed).uniform(-1, 1, problem.n))
+    monkeypatch.setattr(matrix_free, "FACE_CG_LOOSEST", 0.5)  # the first round stops far from its face
+    monkeypatch.setattr(matrix_free, "FACE_PATIENCE", 1)  # any round that does not improve ends the try
+    method = matrix_free._Method(
+        rows, problem.rhs, upper, problem.rho, limit, Budget(10_000, time.perf_counter() + 60), None
+    )
+    rounds = []
+    solve_face = method.gram_solve
+    monkeypatch.setattr(
+        method, "gram_solve", lambda on_face, *a: rounds.append(on_face.C.copy()) or solve_face(on_face, *a)
+    )
+    done = method.face(near, 1)
+    assert done is not None and done.outcome is Outcome.SOLVED, f"{len(rounds)} rounds"
+    assert len(rounds) >= 2 and all(np.array_equal(r, rounds[0]) for r in rounds)  # one set, met again
+    assert box_violation(done.z, rows.K(done.B) - problem.rhs, upper) <= limit
