@@ -90,8 +90,8 @@ def _draw_sizes(per_sentence: int) -> list[int]:
 
 def _draw(rows: list[dict], j: int, size: int) -> list[list[str]]:
     """Every sentence's draw ``j`` of ``size`` perturbations, from its cache file or drawn on every core."""
-    name = f"{size}-{drawing_code(False)[:16]}" if j == 0 else f"{size}@{j}-{drawing_code(False)[:16]}"
-    path = data.cache_root() / "sst2-perturbed" / f"{name}.jsonl"
+    code = drawing_code(False)[:16]  # a digest of the perturb package's files, read once
+    path = data.cache_root() / "sst2-perturbed" / (f"{size}-{code}.jsonl" if j == 0 else f"{size}@{j}-{code}.jsonl")
     if not path.exists():
         texts, seeds = [row["text"] for row in rows], [index + j * SEED_STRIDE for index in range(len(rows))]
         counts = [size] * len(rows)

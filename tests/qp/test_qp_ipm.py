@@ -34,8 +34,8 @@ def assert_same_optimum(problem: LinearisedProblem, ipm, osqp) -> None:
     # objective's strong convexity (ρ/2‖β‖²) puts each B within √(2·excess/ρ) of the optimum's, so
     # within twice that of each other (an explored seed: objectives 1.3e-7 apart, B 2.0e-3 apart).
     scale = max(1.0, float(np.abs(osqp.B).max()))
-    excess = 1e-6 * abs(osqp.objective) + problem.lam * problem.n_fix * 1e-6 * scale
-    assert ipm.objective == pytest.approx(osqp.objective, abs=excess)
+    assert ipm.objective == pytest.approx(osqp.objective, rel=1e-6, abs=problem.lam * problem.n_fix * 1e-6 * scale)
+    excess = max(1e-6 * abs(osqp.objective), problem.lam * problem.n_fix * 1e-6 * scale)
     assert float(np.linalg.norm(ipm.B - osqp.B)) <= max(2e-3 * scale, 2 * np.sqrt(2 * excess / problem.rho))
     values = problem.constraint_values(ipm.B)
     # The backend's contract (SolverSettings.ipm_tolerance): every hard row within 1e-6·(1 + max |h|).
