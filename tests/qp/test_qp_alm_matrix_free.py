@@ -59,6 +59,8 @@ def assert_rows_of_k(rows: RowProducts, K: np.ndarray, seed: int) -> None:
     np.testing.assert_allclose(rows.norms2(), np.sum(K**2, axis=1), rtol=1e-12)
     S = np.unique(rng.choice(rows.n, size=max(1, rows.n // 3)))
     np.testing.assert_allclose(rows.columns(S), K @ K[S].T, rtol=1e-10, atol=1e-10)
+    a = rng.permutation(rows.n)[: max(1, rows.n // 2)]
+    np.testing.assert_allclose(rows.block(a, S), K[a] @ K[S].T, rtol=1e-10, atol=1e-10)
     A = K.reshape(rows.n, rows.C.shape[1], rows.V.shape[1])
     v = A[:, 0, :] / rows.C[:, :1]  # each row's v, back from c ⊗ v (c_0 ≠ 0 almost surely)
     np.testing.assert_allclose(rows.v_moment(), v.T @ v, rtol=1e-9, atol=1e-9)
@@ -242,7 +244,11 @@ def test_a_face_whose_system_has_no_solution_ends_its_cg_finite(start):
     method = matrix_free._Method(
         rows, problem.rhs[:2], upper[:2], problem.rho, limit, Budget(100, time.perf_counter() + 60), None
     )
-    x = method.gram_solve(rows, problem.rho * problem.rhs[:2], np.full(2, start), matrix_free.FACE_CG_TOLERANCE)
+    face = np.array([0, 1])
+    x = method.gram_solve(
+        rows, problem.rho * problem.rhs[:2], np.full(2, start), matrix_free.FACE_CG_TOLERANCE,
+        method.preconditioner(face, rows),
+    )  # fmt: skip
     assert np.all(np.isfinite(x)) and method.cg <= 3
 
 
@@ -273,3 +279,33 @@ def test_a_face_round_that_meets_the_same_set_again_tightens_its_cg_instead_of_g
     assert done is not None and done.outcome is Outcome.SOLVED, f"{len(rounds)} rounds"
     assert len(rounds) >= 2 and all(np.array_equal(r, rounds[0]) for r in rounds)  # one set, met again
     assert box_violation(done.z, rows.K(done.B) - problem.rhs, upper) <= limit
+
+
+@pytest.mark.parametrize("rebuild_share", [matrix_free.FACE_REBUILD_SHARE, -1.0])
+def test_a_faces_rounds_share_one_preconditioner_while_the_face_moves_little(monkeypatch, rebuild_share):
+    # G is one matrix through a face's rounds, and a round moves few rows: one build (its rank-2,000 form
+    # costs 5 s at 18,000 rows) serves them all, to the same optimum as a build each round
+    problem = correlated_problem(0, 6, 60, 2, 12)
+    rows = RowProducts.of(problem)
+    upper, limit = box_of(problem)
+    optimum = solve_box(
+        rows, problem.rhs, upper, problem.rho, limit, np.zeros(problem.n), Budget(10_000, time.perf_counter() + 60)
+    )
+    near = optimum.z * (1.0 + 1e-3 * np.random.default_rng(0).uniform(-1, 1, problem.n))
+    monkeypatch.setattr(matrix_free, "FACE_CG_LOOSEST", 0.5)  # several rounds on (nearly) one face
+    monkeypatch.setattr(matrix_free, "FACE_REBUILD_SHARE", rebuild_share)
+    builds = []
+    build = matrix_free.LowRankPlusDiagonal
+    monkeypatch.setattr(matrix_free, "LowRankPlusDiagonal", lambda *a: builds.append(1) or build(*a))
+    method = matrix_free._Method(
+        rows, problem.rhs, upper, problem.rho, limit, Budget(10_000, time.perf_counter() + 60), None
+    )
+    rounds = []
+    solve_face = method.gram_solve
+    monkeypatch.setattr(method, "gram_solve", lambda *a: rounds.append(1) or solve_face(*a))
+    done = method.face(near, 1)
+    assert done is not None and done.outcome is Outcome.SOLVED
+    assert box_violation(done.z, rows.K(done.B) - problem.rhs, upper) <= limit
+    assert len(rounds) >= 2
+    assert len(builds) == (1 if rebuild_share >= 0 else len(rounds)), (len(builds), len(rounds))
+    assert method.built is None  # its memory is not held past the face

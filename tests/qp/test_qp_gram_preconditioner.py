@@ -1,6 +1,7 @@
 """The low-rank-plus-diagonal preconditioner of a Gram matrix never formed: an SPD M = F Fᵀ + D whose
 F Fᵀ is a Nyström approximation of G (G − F Fᵀ ⪰ 0), inverted exactly, and a CG on rows that share a
-dominant direction (as real representations do) needs far fewer steps with it than with Jacobi."""
+dominant direction (as real representations do) needs far fewer steps with it than with Jacobi. A build
+serves another face of the same G (rows gone, rows come) as the same pivots' approximation there."""
 
 from __future__ import annotations
 
@@ -92,3 +93,73 @@ def test_the_same_rows_give_the_same_preconditioner():
     first = LowRankPlusDiagonal(rows.norms2(), rows.columns, 100)(r)
     again = LowRankPlusDiagonal(rows.norms2(), rows.columns, 100)(r)
     np.testing.assert_array_equal(first, again)
+
+
+def moved_face(seed: int, n: int, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """A build's rows (a face) and a later face: ``share`` of the rows gone and as many others come."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    first = np.sort(order[: 2 * n // 3])
+    moved = int(share * first.size)
+    later = np.sort(np.concatenate([rng.permutation(first)[moved:], order[2 * n // 3 :][:moved]]))
+    return first, later
+
+
+def served(rows: RowProducts, first: np.ndarray, later: np.ndarray, rank: int):
+    """A build on the rows ``first``, and the preconditioner it serves on ``later`` (positions in ``rows``)."""
+    whole = LowRankPlusDiagonal(rows.subset(first).norms2(), rows.subset(first).columns, rank)
+    at = np.searchsorted(first, later)
+    at[at == first.size] = 0
+    at[first[at] != later] = -1
+    came = later[at < 0]
+    part = whole.on(at, rows.subset(later).norms2(), lambda pivots: rows.block(came, first[pivots]))
+    return whole, part
+
+
+def test_a_builds_steps_replayed_on_its_own_rows_give_its_own_factor():
+    rows = rows_sharing_a_direction(3, 150, 3, 10, 0.3)
+    whole = LowRankPlusDiagonal(rows.norms2(), rows.columns, 40)
+    some = np.array([0, 5, 17, 60, 149])
+    F = whole.scaled * whole.D[:, None]
+    np.testing.assert_allclose(whole.factor_rows(lambda pivots: rows.block(some, pivots)), F[some], atol=1e-8)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(6, 120),
+    d_in=st.integers(1, 12),
+    spread=st.sampled_from([0.01, 0.3, 3.0]),
+    share=st.sampled_from([0.0, 0.1, 0.4]),
+    budget=st.integers(1, 40),
+)
+def test_a_build_serves_a_moved_face_as_an_spd_m_whose_low_rank_part_never_overshoots_g(
+    seed, n, d_in, spread, share, budget
+):
+    rows = rows_sharing_a_direction(seed, n, 2, d_in, spread)
+    first, later = moved_face(seed, n, share)
+    whole, part = served(rows, first, later, budget)
+    applied = np.column_stack([part(e) for e in np.eye(later.size)])  # M⁻¹ on the later face
+    np.testing.assert_allclose(applied, applied.T, rtol=1e-7, atol=1e-9 * float(np.abs(applied).max()))
+    M = np.linalg.inv(applied)
+    G = rows.subset(later).columns(np.arange(later.size))
+    # M = F Fᵀ + D with D > 0 and F Fᵀ the pivots' Nyström approximation of G on these rows: G − F Fᵀ ⪰ 0
+    F = np.zeros((later.size, whole.rank))
+    F[part.held] = whole.scaled[part.at] * whole.D[part.at][:, None]
+    F[part.came] = part.scaled_came * part.D_came[:, None]
+    D = np.diag(M - F @ F.T)
+    np.testing.assert_allclose(M - F @ F.T, np.diag(D), atol=1e-6 * float(np.abs(M).max()))
+    assert np.all(D > 0)
+    assert float(np.linalg.eigvalsh(G - F @ F.T)[0]) >= -1e-8 * max(float(np.trace(G)), 1e-300)
+
+
+def test_a_served_face_needs_about_the_cg_steps_of_its_own_build():
+    rows = rows_sharing_a_direction(1, 900, 6, 120, 0.05)
+    first, later = moved_face(1, 900, 0.2)
+    on_later = rows.subset(later)
+    diagonal = on_later.norms2()
+    jacobi = cg_steps(on_later, lambda r: r / diagonal)
+    own = cg_steps(on_later, LowRankPlusDiagonal(diagonal, on_later.columns, 200))
+    _, part = served(rows, first, later, 200)
+    assert cg_steps(on_later, part) <= max(1.5 * own, own + 5), (own, jacobi)
+    assert cg_steps(on_later, part) <= jacobi / 3, (own, jacobi)
