@@ -96,13 +96,15 @@ class LowRankPlusDiagonal:
         held, came = np.flatnonzero(at >= 0), np.flatnonzero(at < 0)
         left = np.ones(self.D.size, dtype=bool)
         left[at[held]] = False
-        F_came = self.factor_rows(columns) if came.size and self.rank else np.zeros((came.size, self.rank))
-        D_came = np.maximum(diagonal[came] - np.einsum("ij,ij->i", F_came, F_came), self.floor)
-        scaled_came = F_came / D_came[:, None]
+        scaled_came = self.factor_rows(columns) if came.size and self.rank else np.zeros((came.size, self.rank))
+        D_came = np.maximum(diagonal[came] - np.einsum("ij,ij->i", scaled_came, scaled_came), self.floor)
         # I + F_faceᵀD⁻¹F_face: the build's, less the rows that left, plus those that came (each ⪰ 0, and
-        # what remains ⪰ I: the downdate cancels nothing it needs)
+        # what remains ⪰ I: the downdate cancels nothing it needs); D⁻¹F of those that came in F's memory
+        root = np.sqrt(D_came)[:, None]
+        scaled_came /= root
         gone = self.scaled[left]
-        inner = self.inner - gone.T @ (gone * self.D[left][:, None]) + F_came.T @ scaled_came
+        inner = self.inner - gone.T @ (gone * self.D[left][:, None]) + scaled_came.T @ scaled_came
+        scaled_came /= root
         core = np.linalg.cholesky(inner) if self.rank else inner
         return PrincipalPart(whole=self, core=core, held=held, at=at[held], came=came, D_came=D_came,
                              scaled_came=scaled_came)  # fmt: skip
