@@ -4,6 +4,7 @@ settled over every row at once, to the optimum the working set's method finds on
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -294,9 +295,17 @@ def test_a_faces_rounds_share_one_preconditioner_while_the_face_moves_little(mon
     near = optimum.z * (1.0 + 1e-3 * np.random.default_rng(0).uniform(-1, 1, problem.n))
     monkeypatch.setattr(matrix_free, "FACE_CG_LOOSEST", 0.5)  # several rounds on (nearly) one face
     monkeypatch.setattr(matrix_free, "FACE_REBUILD_SHARE", rebuild_share)
-    builds = []
+    builds, alive_at_build = [], []
     build = matrix_free.LowRankPlusDiagonal
-    monkeypatch.setattr(matrix_free, "LowRankPlusDiagonal", lambda *a: builds.append(1) or build(*a))
+
+    def counted(*args):
+        # a face's build holds rows × 2,000 × 8 bytes (288 MB at 18,000 rows): never two at once
+        alive_at_build.append(sum(ref() is not None for ref in builds))
+        built = build(*args)
+        builds.append(weakref.ref(built))
+        return built
+
+    monkeypatch.setattr(matrix_free, "LowRankPlusDiagonal", counted)
     method = matrix_free._Method(
         rows, problem.rhs, upper, problem.rho, limit, Budget(10_000, time.perf_counter() + 60), None
     )
@@ -308,4 +317,5 @@ def test_a_faces_rounds_share_one_preconditioner_while_the_face_moves_little(mon
     assert box_violation(done.z, rows.K(done.B) - problem.rhs, upper) <= limit
     assert len(rounds) >= 2
     assert len(builds) == (1 if rebuild_share >= 0 else len(rounds)), (len(builds), len(rounds))
+    assert alive_at_build == [0] * len(builds)
     assert method.built is None  # its memory is not held past the face
