@@ -23,6 +23,7 @@ import warp_check.qp.alm as qp_alm
 import warp_check.qp.alm_matrix_free as matrix_free
 import warp_check.qp.osqp_backend as qp_module
 from warp_check.qp.alm_matrix_free import Budget, RowProducts, box_violation, solve_box
+from warp_check.qp.gram_preconditioner import LowRankPlusDiagonal, ServedFace
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.settings import SolverSettings
 from warp_check.qp.solution import Outcome, QPStatus
@@ -248,7 +249,7 @@ def test_a_face_whose_system_has_no_solution_ends_its_cg_finite(start):
     face = np.array([0, 1])
     x = method.gram_solve(
         rows, problem.rho * problem.rhs[:2], np.full(2, start), matrix_free.FACE_CG_TOLERANCE,
-        method.preconditioner(face, rows),
+        method.preconditioner(face, rows, rows.norms2()),
     )  # fmt: skip
     assert np.all(np.isfinite(x)) and method.cg <= 3
 
@@ -319,3 +320,31 @@ def test_a_faces_rounds_share_one_preconditioner_while_the_face_moves_little(mon
     assert len(builds) == (1 if rebuild_share >= 0 else len(rounds)), (len(builds), len(rounds))
     assert alive_at_build == [0] * len(builds)
     assert method.built is None  # its memory is not held past the face
+
+
+def test_a_face_that_moved_little_is_served_by_the_last_builds_pivots_and_one_that_moved_far_is_built_again():
+    problem = correlated_problem(1, 10, 200, 2, 12)
+    rows = RowProducts.of(problem)
+    upper, limit = box_of(problem)
+    method = matrix_free._Method(
+        rows, problem.rhs, upper, problem.rho, limit, Budget(100, time.perf_counter() + 60), None
+    )
+    rng = np.random.default_rng(0)
+    first = np.sort(rng.choice(problem.n, size=80, replace=False))
+    build = method.preconditioner(first, rows.subset(first), rows.subset(first).norms2())
+    others = np.setdiff1d(np.arange(problem.n), first)
+    # 10 rows departed and 10 came: 20 ≤ FACE_REBUILD_SHARE × 80
+    later = np.sort(np.concatenate([rng.permutation(first)[10:], rng.choice(others, size=10, replace=False)]))
+    face = method.preconditioner(later, rows.subset(later), rows.subset(later).norms2())
+    assert isinstance(face, ServedFace) and method.built.preconditioner is build
+    # on the rows both faces hold, M is the build's own, row for row
+    both = np.intersect1d(first, later)
+    M_first = np.linalg.inv(np.column_stack([build(e) for e in np.eye(first.size)]))
+    M_later = np.linalg.inv(np.column_stack([face(e) for e in np.eye(later.size)]))
+    i, j = np.searchsorted(first, both), np.searchsorted(later, both)
+    np.testing.assert_allclose(
+        M_later[np.ix_(j, j)], M_first[np.ix_(i, i)], rtol=1e-6, atol=1e-7 * float(M_first.max())
+    )
+    far = np.sort(np.concatenate([first[:50], others[:30]]))
+    again = method.preconditioner(far, rows.subset(far), rows.subset(far).norms2())
+    assert isinstance(again, LowRankPlusDiagonal) and method.built.rows is far

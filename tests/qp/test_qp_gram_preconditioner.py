@@ -9,8 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from warp_check.qp import gram_preconditioner
 from warp_check.qp.alm_matrix_free import RowProducts
-from warp_check.qp.gram_preconditioner import LowRankPlusDiagonal
+from warp_check.qp.gram_preconditioner import LowRankPlusDiagonal, ServedFace, positions
 
 
 def rows_sharing_a_direction(seed: int, n: int, rank: int, d_in: int, spread: float) -> RowProducts:
@@ -96,7 +97,7 @@ def test_the_same_rows_give_the_same_preconditioner():
 
 
 def moved_face(seed: int, n: int, share: float) -> tuple[np.ndarray, np.ndarray]:
-    """A build's rows (a face) and a later face: ``share`` of the rows gone and as many others come."""
+    """A build's rows (a face) and a later face: ``share`` of the rows departed and as many others came."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
     first = np.sort(order[: 2 * n // 3])
@@ -106,22 +107,34 @@ def moved_face(seed: int, n: int, share: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def served(rows: RowProducts, first: np.ndarray, later: np.ndarray, rank: int):
-    """A build on the rows ``first``, and the preconditioner it serves on ``later`` (positions in ``rows``)."""
-    whole = LowRankPlusDiagonal(rows.subset(first).norms2(), rows.subset(first).columns, rank)
-    at = np.searchsorted(first, later)
-    at[at == first.size] = 0
-    at[first[at] != later] = -1
+    """A build on the rows ``first``, and what it serves on ``later`` (positions in ``rows``)."""
+    build = LowRankPlusDiagonal(rows.subset(first).norms2(), rows.subset(first).columns, rank)
+    at = positions(first, later)
     came = later[at < 0]
-    part = whole.on(at, rows.subset(later).norms2(), lambda pivots: rows.block(came, first[pivots]))
-    return whole, part
+    return build, build.serving(at, rows.subset(later).norms2(), lambda S: rows.block(came, first[S]))
 
 
-def test_a_builds_steps_replayed_on_its_own_rows_give_its_own_factor():
-    rows = rows_sharing_a_direction(3, 150, 3, 10, 0.3)
-    whole = LowRankPlusDiagonal(rows.norms2(), rows.columns, 40)
+def served_factor(build: LowRankPlusDiagonal, face: ServedFace, size: int) -> np.ndarray:
+    """F on the served face: the build's rows where it held them, their replayed rows where they came."""
+    F = np.zeros((size, build.rank))
+    F[face.held] = build.scaled[face.at] * build.D[face.at][:, None]
+    F[face.came] = face.scaled_came * face.D_came[:, None]
+    return F
+
+
+def test_positions_of_rows_in_a_build():
+    np.testing.assert_array_equal(positions(np.array([2, 5, 9]), np.array([1, 2, 9, 10])), [-1, 0, 2, -1])
+    np.testing.assert_array_equal(positions(np.array([], dtype=int), np.array([3])), [-1])
+
+
+def test_a_builds_steps_replayed_on_its_own_rows_give_its_own_factor(monkeypatch):
+    monkeypatch.setattr(gram_preconditioner, "BLOCK", 7)  # several steps: each replay couples to the last
+    rows = rows_sharing_a_direction(3, 150, 3, 30, 3.0)
+    build = LowRankPlusDiagonal(rows.norms2(), rows.columns, 40)
+    assert build.rank == 40 and len(build.steps) >= 5
     some = np.array([0, 5, 17, 60, 149])
-    F = whole.scaled * whole.D[:, None]
-    np.testing.assert_allclose(whole.factor_rows(lambda pivots: rows.block(some, pivots)), F[some], atol=1e-8)
+    F = build.scaled * build.D[:, None]
+    np.testing.assert_allclose(build.factor_rows(lambda S: rows.block(some, S)), F[some], atol=1e-8)
 
 
 @settings(max_examples=30, deadline=None)
@@ -138,19 +151,37 @@ def test_a_build_serves_a_moved_face_as_an_spd_m_whose_low_rank_part_never_overs
 ):
     rows = rows_sharing_a_direction(seed, n, 2, d_in, spread)
     first, later = moved_face(seed, n, share)
-    whole, part = served(rows, first, later, budget)
-    applied = np.column_stack([part(e) for e in np.eye(later.size)])  # M⁻¹ on the later face
+    build, face = served(rows, first, later, budget)
+    applied = np.column_stack([face(e) for e in np.eye(later.size)])  # M⁻¹ on the later face
     np.testing.assert_allclose(applied, applied.T, rtol=1e-7, atol=1e-9 * float(np.abs(applied).max()))
     M = np.linalg.inv(applied)
     G = rows.subset(later).columns(np.arange(later.size))
-    # M = F Fᵀ + D with D > 0 and F Fᵀ the pivots' Nyström approximation of G on these rows: G − F Fᵀ ⪰ 0
-    F = np.zeros((later.size, whole.rank))
-    F[part.held] = whole.scaled[part.at] * whole.D[part.at][:, None]
-    F[part.came] = part.scaled_came * part.D_came[:, None]
-    D = np.diag(M - F @ F.T)
-    np.testing.assert_allclose(M - F @ F.T, np.diag(D), atol=1e-6 * float(np.abs(M).max()))
-    assert np.all(D > 0)
+    # M = F Fᵀ + D: the build's F and D where it held the rows, the replayed F where they came, with what
+    # F leaves of G's diagonal as their D (floored as the build's); F Fᵀ never overshoots G
+    F = served_factor(build, face, later.size)
+    D = np.diag(G)[face.came] - np.sum(F[face.came] ** 2, axis=1)
+    np.testing.assert_allclose(face.D_came, np.maximum(D, build.floor), rtol=1e-9, atol=1e-12 * build.floor)
+    expected = F @ F.T
+    expected[np.diag_indices(later.size)] += np.concatenate([build.D[face.at], face.D_came])[
+        np.argsort(np.concatenate([face.held, face.came]))
+    ]
+    np.testing.assert_allclose(M, expected, atol=1e-6 * float(np.abs(M).max()))
     assert float(np.linalg.eigvalsh(G - F @ F.T)[0]) >= -1e-8 * max(float(np.trace(G)), 1e-300)
+
+
+def test_a_served_face_is_its_builds_pivots_nystrom_approximation(monkeypatch):
+    # Off the diagonal, M on the later face is G[:, S] G[S, S]⁻¹ G[S, :], S the build's pivots: the rows
+    # that stayed and the rows that came alike (the replay couples each step to the ones before it)
+    monkeypatch.setattr(gram_preconditioner, "BLOCK", 6)
+    rows = rows_sharing_a_direction(5, 240, 3, 30, 3.0)  # G of rank 90: 30 pivots well apart
+    first, later = moved_face(5, 240, 0.2)
+    build, face = served(rows, first, later, 30)
+    assert build.rank == 30 and face.came.size and face.held.size < first.size
+    S = first[np.concatenate([step.pivots for step in build.steps])]
+    nystrom = rows.block(later, S) @ np.linalg.solve(rows.block(S, S), rows.block(S, later))
+    M = np.linalg.inv(np.column_stack([face(e) for e in np.eye(later.size)]))
+    off = ~np.eye(later.size, dtype=bool)
+    np.testing.assert_allclose(M[off], nystrom[off], atol=1e-7 * float(np.abs(nystrom).max()))
 
 
 def test_a_served_face_needs_about_the_cg_steps_of_its_own_build():
@@ -160,6 +191,6 @@ def test_a_served_face_needs_about_the_cg_steps_of_its_own_build():
     diagonal = on_later.norms2()
     jacobi = cg_steps(on_later, lambda r: r / diagonal)
     own = cg_steps(on_later, LowRankPlusDiagonal(diagonal, on_later.columns, 200))
-    _, part = served(rows, first, later, 200)
-    assert cg_steps(on_later, part) <= max(1.5 * own, own + 5), (own, jacobi)
-    assert cg_steps(on_later, part) <= jacobi / 3, (own, jacobi)
+    _, face = served(rows, first, later, 200)
+    assert cg_steps(on_later, face) <= max(1.5 * own, own + 5), (own, jacobi)
+    assert cg_steps(on_later, face) <= jacobi / 3, (own, jacobi)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warp_check.qp.gram_preconditioner import LowRankPlusDiagonal
+from warp_check.qp.gram_preconditioner import LowRankPlusDiagonal, Preconditioner, positions
 from warp_check.qp.solution import Outcome
 
 # σ starts at this many times ρ / (median ‖a_i‖²) and grows ×SIGMA_GROWTH an outer iteration, as in
@@ -74,15 +74,16 @@ FACE_PATIENCE = 2
 FACE_CG_TOLERANCE = 1e-11
 # A round's CG stops at ρ × FACE_CG_SHARE × the last round's worst row (each row's slack error is
 # ≤ ‖residual‖/ρ): a face far from settled needs only the signs of its rows' w right, not their digits.
-# Measured on the first QP of a million cases (17,500 rows on the face): 0.01 and 1e-4 took 541 CG
-# steps in 8 rounds, 0.1 and 1e-2 took 365 in the same 8 (isotropic: 385 in 6, 296 in 7).
+# Measured on the first QP of a million cases with a measured spectrum (17,449 rows on the face): 0.01
+# and 1e-4 took 541 CG steps in 8 rounds, 0.1 and 1e-2 took 365 in the same 8 (isotropic, 17,875
+# rows: 385 in 6, 296 in 7).
 FACE_CG_SHARE = 0.1
 FACE_CG_LOOSEST = 1e-2
 FACE_CG_MAX_ITER = 1000
 # A face's preconditioner is built again only where the rows moved in and out since its build pass this
-# share of the face; else the build's pivots serve it (LowRankPlusDiagonal.on). The million isotropic
-# cases' face (18,000 rows) took a 4.8 s build each of its 6 rounds; from its first round's rows the
-# later ones differ by 3,300.
+# share of the face; else the build's pivots serve it (LowRankPlusDiagonal.serving). The first QP of a
+# million isotropic cases: a face of 17,875 rows, a 4.8 s build a round, the later rounds' rows 3,300 from
+# the first's; of a million with a measured spectrum (17,449 rows) 4,800 after the first, 3,100–3,300 after.
 FACE_REBUILD_SHARE = 0.25
 NULL_CURVATURE = 1e-14  # dᵀG_FF d below this × max diag(G_FF) × ‖d‖²: round-off, no curvature
 # CG stops at ‖residual‖ ≤ η‖∇φ‖, η = min(CG_FORCING, √(‖∇φ‖ / scale)): superlinear near the end.
@@ -173,6 +174,14 @@ class RowProducts:
         return S
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class FaceBuild:
+    """A face's rows at its preconditioner's build, and that build: it serves the face's later rounds."""
+
+    rows: np.ndarray
+    preconditioner: LowRankPlusDiagonal
+
+
 @dataclass(frozen=True)
 class BoxResult:
     """How a solve ended, its multipliers and their B, and the work it took."""
@@ -223,7 +232,7 @@ class _Method:
         positive = norms[norms > 0]
         self.typical = float(np.median(positive)) if positive.size else 1.0
         self.newton = self.cg = 0
-        self.built: tuple[np.ndarray, LowRankPlusDiagonal] | None = None  # a face's rows at its preconditioner's build
+        self.built: FaceBuild | None = None
 
     def optimality(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         """The worst optimality condition at (z, Kᵀz/ρ), and that B: a row at 0 must hold, one
@@ -305,9 +314,9 @@ class _Method:
             # the last no more than a tenth of the limit; the first round at FACE_CG_LOOSEST
             goal = rho * max(FACE_CG_SHARE * best, 0.1 * self.limit) / max(float(np.linalg.norm(rhs)), 1e-300)
             tolerance = min(max(goal, FACE_CG_TOLERANCE), FACE_CG_LOOSEST)
-            solved = self.gram_solve(
-                on_face, rhs, np.clip(z[free], 0.0, None), tolerance, self.preconditioner(free, on_face)
-            )
+            precondition = self.preconditioner(free, on_face, on_face.norms2())
+            solved = self.gram_solve(on_face, rhs, np.clip(z[free], 0.0, None), tolerance, precondition)
+            del precondition  # a served face's rows: not beside the next round's
             z = np.zeros_like(z)
             z[top], z[free] = u[top], solved
             worst, B = self.optimality(z)
@@ -324,26 +333,30 @@ class _Method:
                     return None
         return None
 
-    def preconditioner(self, free: np.ndarray, on_face: RowProducts):
-        """A low-rank-plus-diagonal approximation of K_F K_Fᵀ: built for these rows, or where the face
-        moved little since the last build (FACE_REBUILD_SHARE), that build's pivots on these rows."""
-        diagonal = on_face.norms2()
-        if self.built is not None:
-            built_rows = self.built[0]
-            at = np.searchsorted(built_rows, free)  # both sorted
-            at[at == built_rows.size] = 0
-            at[built_rows[at] != free] = -1
-            held = int(np.count_nonzero(at >= 0))
-            if (free.size - held) + (built_rows.size - held) <= FACE_REBUILD_SHARE * free.size:
-                came = free[at < 0]
-                return self.built[1].on(at, diagonal, lambda pivots: self.rows.block(came, built_rows[pivots]))
+    def preconditioner(self, free: np.ndarray, on_face: RowProducts, diagonal: np.ndarray) -> Preconditioner:
+        """A low-rank-plus-diagonal approximation of K_F K_Fᵀ (``diagonal`` its diagonal): built for these
+        rows, or where the face moved little since the last build (FACE_REBUILD_SHARE), that build's
+        pivots on these rows."""
+        served = None if self.built is None else self.served(self.built, free, diagonal)
+        if served is not None:
+            return served
         self.built = None  # its memory before the next build's (no other reference holds it)
-        whole = LowRankPlusDiagonal(diagonal, on_face.columns)
-        self.built = (free, whole)
-        return whole
+        build = LowRankPlusDiagonal(diagonal, on_face.columns)
+        self.built = FaceBuild(rows=free, preconditioner=build)
+        return build
 
-    def gram_solve(self, on_face: RowProducts, rhs: np.ndarray, start: np.ndarray, tolerance: float,
-                   precondition) -> np.ndarray:  # fmt: skip
+    def served(self, built: FaceBuild, free: np.ndarray, diagonal: np.ndarray) -> Preconditioner | None:
+        """The build's pivots on the face ``free``; None where it moved too far since (FACE_REBUILD_SHARE)."""
+        at = positions(built.rows, free)
+        held = int(np.count_nonzero(at >= 0))
+        if (free.size - held) + (built.rows.size - held) > FACE_REBUILD_SHARE * free.size:
+            return None
+        came = free[at < 0]
+        return built.preconditioner.serving(at, diagonal, lambda S: self.rows.block(came, built.rows[S]))
+
+    def gram_solve(
+        self, on_face: RowProducts, rhs: np.ndarray, start: np.ndarray, tolerance: float, precondition: Preconditioner
+    ) -> np.ndarray:
         """K_F K_Fᵀ x = rhs by CG from ``start``, preconditioned by ``precondition`` (M⁻¹ for an SPD M
         close to K_F K_Fᵀ); consistent where the face is the optimum's, however dependent its rows."""
         flat = NULL_CURVATURE * float(np.max(on_face.norms2(), initial=0.0))
