@@ -162,12 +162,9 @@ class ServedFace:
 def positions(built: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Each of ``rows``' position in ``built`` (both sorted, distinct), −1 where it is not there."""
     at = np.searchsorted(built, rows)
-    at[at == built.size] = 0
-    if built.size:
-        at[built[at] != rows] = -1
-    else:
-        at[:] = -1
-    return at
+    found = at < built.size
+    found[found] = built[at[found]] == rows[found]
+    return np.where(found, at, -1)
 
 
 def _partial_cholesky(diagonal: np.ndarray, columns: Columns, rank: int) -> tuple[np.ndarray, np.ndarray, list[Step]]:
