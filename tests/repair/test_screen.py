@@ -140,10 +140,12 @@ def test_a_repair_whose_qps_outgrow_the_working_set_is_certified_or_refused_by_n
 
 
 @pytest.mark.parametrize(("seed", "activation", "resident"), [(2, "relu", 20), (0, "tanh", 5)])
-def test_a_later_round_starts_at_the_rank_the_last_one_grew_to(seed, activation, resident):
+def test_a_later_round_starts_at_the_rank_the_last_one_grew_to(monkeypatch, seed, activation, resident):
     # The cases that join a round are more of the same problem: back at rank 2, a round re-grows the
     # rank (here it fell 8 → 2 and took an iteration more); a million isotropic cases' next round,
-    # back at rank 2, stalled in its first QP.
+    # back at rank 2, stalled in its first QP. No case joins between steps here: every one waits for
+    # the round's end (as where only the round's last step leaves cases outside short).
+    monkeypatch.setattr(screen, "short", lambda head, keep, outside, settings: outside[:0])
     head, fix, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=150, seed=seed)
     chosen = RepairSettings(resident_keep=resident, max_iter=80)
     result = repair_head(head, fix, keep, settings=chosen)
@@ -164,3 +166,88 @@ def test_the_stopping_rule_reads_the_saved_arithmetic_a_block_of_cases_at_a_time
     held, room = stacked.held(head.W, gap)
     np.testing.assert_allclose(held, whole, rtol=1e-6, atol=1e-6)
     assert held.shape == gap.shape and np.array_equal(room, whole_room)
+
+
+def test_cases_joining_between_steps_are_held_as_if_stacked_with_the_others():
+    # A case that joins between two steps goes after the rows held (every row keeps its position: the
+    # QP's carried multipliers go by it), with its Z and gap exact at the loop's W and a new case's
+    # price and aims; the rows held before keep theirs.
+    head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=40, seed=3)
+    chosen = RepairSettings()
+    held, joining = keep.rows(np.arange(25)), keep.rows(np.arange(25, 40))
+    metric = screen.metric(keep, np.ones(len(keep), bool), chosen)
+    stacked = iterations.stack(head=head, fix=fix, kept=held, settings=chosen, metric=metric, held_outside=15)
+    state = iterations.start(stacked=stacked)
+    state.W = state.W + 0.01  # the loop has moved: Z and the gaps are taken at its W
+    state.Z, state.gap = (
+        head.with_weight(state.W).pre_activation(stacked.V),
+        iterations.gaps(head.with_weight(state.W), stacked.V, stacked.labels),
+    )
+    state.price[:3] *= 7.0
+    state.extra_aim[:2] = 0.5
+    before = (state.price.copy(), state.extra_aim.copy())
+    grown = iterations.join(stacked=stacked, state=state, kept=joining, held_outside=0)
+    whole = iterations.stack(head=head, fix=fix, kept=keep, settings=chosen, metric=metric)
+    n = len(stacked.targets)
+    assert grown.ids == whole.ids and grown.held_outside == 0
+    for name in ("V", "labels", "targets", "copies"):
+        assert np.array_equal(getattr(grown, name), getattr(whole, name)), name
+    np.testing.assert_allclose(grown.V_qp, whole.V_qp, rtol=1e-12, atol=0)
+    at_W = head.with_weight(state.W)
+    np.testing.assert_allclose(state.Z, at_W.pre_activation(whole.V), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(state.gap, iterations.gaps(at_W, whole.V, whole.labels), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(state.price[:n], before[0]) and np.array_equal(state.extra_aim[:n], before[1])
+    assert np.all(state.price[n:] == iterations.KEEP_WEIGHT * chosen.lam)
+    assert not state.extra_aim[n:].any() and not state.stored_aim[n:].any()
+    assert state.merit_now == state.merit(state.gap) and state.merit.targets.shape == grown.targets.shape
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_the_cases_short_between_steps_are_those_below_gamma_h(monkeypatch, activation):
+    # float32 arithmetic, a block at a time: every case clearly below γ_h, none clearly above it
+    # (within float32's rounding of γ_h either is right: the round's end checks in float64)
+    monkeypatch.setattr(repair_blocks, "BLOCK_ROWS", 7)
+    head, _, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=120, seed=4)
+    gap = iterations.gaps(head, keep.V, keep.labels)
+    chosen = RepairSettings(gamma_h=float(np.median(gap)))
+    outside = np.arange(10, 120, 2)
+    found = set(screen.short(head, keep, outside, chosen).tolist())
+    assert {i for i in outside if gap[i] < chosen.gamma_h - 1e-4} <= found
+    assert not {i for i in found if gap[i] >= chosen.gamma_h + 1e-4}
+    assert found and found != set(outside.tolist())
+    assert screen.short(head, keep, outside[:0], chosen).size == 0
+
+
+@pytest.mark.parametrize(("seed", "activation", "resident"), [(2, "relu", 20), (0, "tanh", 5)])
+def test_cases_a_step_leaves_short_join_before_the_next_and_nothing_holds_the_old_rows(
+    monkeypatch, seed, activation, resident
+):
+    # Each round's first step leaves cases outside short: they join the loop before the next step, and
+    # the arrays held before the join are released (a million cases: 300 MB of v and whitened v).
+    import gc
+    import weakref
+
+    joins, released = [], []
+    real_join, real_solve = iterations.join, iterations.solve
+
+    def join(*, stacked, state, kept, held_outside):
+        joins.append((weakref.ref(stacked.V_qp), weakref.ref(stacked.V), len(kept)))
+        return real_join(stacked=stacked, state=state, kept=kept, held_outside=held_outside)
+
+    def solve(problem, settings, warm):
+        gc.collect()
+        released.extend(old() is None and older() is None for old, older, _ in joins)
+        return real_solve(problem, settings, warm)
+
+    monkeypatch.setattr(iterations, "join", join)
+    monkeypatch.setattr(iterations, "solve", solve)
+    head, fix, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=150, seed=seed)
+    # the augmented Lagrangian: its warm start, carried to the next QP, must not hold them either
+    chosen = RepairSettings(resident_keep=resident, max_iter=80, solver=SolverSettings(backend="alm"))
+    result = repair_head(head, fix, keep, settings=chosen)
+    assert result.status is RepairStatus.CONVERGED and certified(result, fix, keep, chosen) == (True, True)
+    joined = sum(n for *_, n in joins)
+    assert joined and f"{joined} joined the loop between steps" in result.message
+    assert released and all(released)
+    rows = [r.qp_rows for r in result.iterations]
+    assert max(rows) > rows[0]  # within a round: the cases joined before a later step's QP

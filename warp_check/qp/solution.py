@@ -103,6 +103,12 @@ class WarmStart:
         s = self.source
         return problem.C is s.C and problem.V is s.V and problem.cases is s.cases and problem.n_fix == s.n_fix
 
+    def over(self, V: np.ndarray) -> WarmStart:
+        """The same rows and multipliers, their cases now rows of ``V``: the cases' representations
+        with more cases appended (the loop's cases joining between steps), so that the earlier
+        array is not kept alive by the warm start alone."""
+        return replace(self, source=replace(self.source, V=V, VVt=None))
+
 
 @dataclass(frozen=True)
 class QPSolution:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from warp_check.model.head import DenseHead, top_left_singular_vectors
 from warp_check.progress import Step
 from warp_check.qp.problem import LinearisedProblem
-from warp_check.qp.solution import QPSolution
+from warp_check.qp.solution import QPSolution, WarmStart
 from warp_check.qp.solve import solve
 from warp_check.repair.blocks import blocks
 from warp_check.repair.controls import Merit, RankSchedule, TrustRegion, shortfall
@@ -116,10 +117,56 @@ def start(*, stacked: Stacked, rank: int | None = None) -> LoopState:
     )
 
 
-def run(*, stacked: Stacked, state: LoopState, shown: Step | None = None, first: int = 1) -> Ending:
+def join(*, stacked: Stacked, state: LoopState, kept: CaseSet, held_outside: int) -> Stacked:
+    """``kept`` must_keep cases join the loop between two steps (repair.screen's cases held outside it
+    that the last step left short): their rows go after the rows held, so every row keeps its
+    position (the QP's carried multipliers go by it); their Z and gaps are exact at state.W, their
+    prices and aims a new case's. ``state`` grows in place; the Stacked that holds them is returned."""
+    head, settings = stacked.head, stacked.settings
+    given = np.asarray(kept.V, dtype=stacked.V.dtype)  # exact: the same CaseSet's v (see stack)
+    V = np.concatenate([stacked.V, given])
+    whitened = stacked.metric.whiten(given.astype(np.float64, copy=False))
+    V_qp = V if stacked.V_qp is stacked.V else np.concatenate([stacked.V_qp, whitened])
+    grown = replace(
+        stacked,
+        ids=stacked.ids + kept.ids,
+        V=V,
+        labels=np.concatenate([stacked.labels, kept.labels]),
+        targets=np.concatenate([stacked.targets, np.full(len(kept), settings.gamma_h)]),
+        V_qp=V_qp,
+        VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
+        copies=np.concatenate([stacked.copies, kept.copies]),
+        held_outside=held_outside,
+    )
+    at_W, n = head.with_weight(state.W), len(kept)
+    state.Z = np.concatenate([state.Z, at_W.pre_activation(given)])
+    state.gap = np.concatenate([state.gap, gaps(at_W, given, kept.labels)])
+    state.price = np.concatenate([state.price, np.full(n, KEEP_WEIGHT * settings.lam)])
+    state.extra_aim = np.concatenate([state.extra_aim, np.zeros(n)])
+    state.stored_aim = np.concatenate([state.stored_aim, np.zeros(n)])
+    if isinstance(state.carried, WarmStart):
+        state.carried = state.carried.over(V_qp)
+    state.merit = Merit(grown.targets + state.stored_aim, settings.lam)
+    state.merit_now = state.merit(state.gap)
+    if state.best is not None:
+        best_gap = np.concatenate([state.best.gap, gaps(head.with_weight(state.best.W), given, kept.labels)])
+        state.best = replace(state.best, gap=best_gap)
+    return grown
+
+
+def run(
+    *,
+    stacked: Stacked,
+    state: LoopState,
+    shown: Step | None = None,
+    first: int = 1,
+    between: Callable[[Stacked, LoopState], Stacked] | None = None,
+) -> Ending:
     """Algorithm 1 from ``state`` (its W as stored), with the additions named in the module; ``shown``
     counts the iterations for the user, with how many cases are still short. ``first``: the number of
-    the first iteration (a later round of repair.screen goes on counting; max_iter bounds them all)."""
+    the first iteration (a later round of repair.screen goes on counting; max_iter bounds them all).
+    ``between``: called before every iteration but the first, with the loop's cases and state; the
+    cases it returns are the loop's from then on (repair.screen's cases that join between steps)."""
     settings = stacked.settings
     if np.all(state.gap >= stacked.targets) and holds_as_stored(stacked=stacked, state=state):
         return Ending(
@@ -133,6 +180,9 @@ def run(*, stacked: Stacked, state: LoopState, shown: Step | None = None, first:
     for t in range(first, settings.max_iter + 1):
         t_start = time.perf_counter()
         solved: list[QPSolution] = []  # every solve of this iteration (rank growth, trust region)
+        if between is not None and t > first:
+            trial = None  # the last step's problem holds the cases' arrays from before a join
+            stacked = between(stacked, state)
         # Algorithm 1: U from W's SVD, the gaps linearised at W, the QP solved for B.
         trial = linearise_and_solve(stacked=stacked, state=state, solved=solved)
         trial, ratio = within_trust_region(stacked=stacked, state=state, trial=trial, solved=solved)

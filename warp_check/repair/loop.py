@@ -29,7 +29,7 @@ from warp_check.repair.records import (
     mean,
 )
 from warp_check.repair.settings import RepairSettings, check_rank
-from warp_check.repair.state import Ending
+from warp_check.repair.state import Ending, LoopState, Stacked
 
 
 def repair_head(
@@ -82,6 +82,8 @@ class _Repair:
         self.excluded: tuple[str, ...] = ()
         self.gsn = GsnFtRecord(False, "not run")
         self.held_outside, self.round = 0, 0  # repair.screen's: cases held outside the loop, rounds run
+        self.held: screen.Screening | None = None  # the cases the loop holds in the round running
+        self.joined_between = 0  # cases that joined the loop between two steps of a round
 
     def run(self, progress: Progress) -> RepairResult:
         bad = self.non_finite()
@@ -112,17 +114,23 @@ class _Repair:
         records: list[IterationRecord] = []
         W, rank = head.W, None
         while True:
-            self.held_outside, self.round = int(np.sum(self.keep.copies[held.outside])), self.round + 1
-            stacked = iterations.stack(
-                head=head.with_weight(W), fix=self.fix, kept=self.keep.rows(held.resident), settings=settings,
-                metric=metric, held_outside=self.held_outside,
-            )  # fmt: skip
+            self.held, self.round = held, self.round + 1
+            self.held_outside = int(np.sum(self.keep.copies[held.outside]))
+            # handed to the loop, not kept here: cases joining between steps replace it (repair.screen)
+            # and this frame must not keep the round's first v and whitened v alive beside them
+            handed = [
+                iterations.stack(
+                    head=head.with_weight(W), fix=self.fix, kept=self.keep.rows(held.resident), settings=settings,
+                    metric=metric, held_outside=self.held_outside,
+                )
+            ]  # fmt: skip
             # the rank the last round grew to: the cases joining are more of the same problem (a million
             # isotropic cases: rank 64; back at rank 2 the first QP of the next round stalled)
-            state = iterations.start(stacked=stacked, rank=rank)
-            ending = iterations.run(stacked=stacked, state=state, shown=shown, first=len(records) + 1)
-            records, rank = records + state.records, state.ranks.rank
-            stacked = state = None  # the round's v, whitened v and Z (20·d bytes a case): not beside the next's
+            state = iterations.start(stacked=handed[0], rank=rank)
+            first = len(records) + 1
+            ending = iterations.run(stacked=handed.pop(), state=state, shown=shown, first=first, between=self.join)
+            records, rank, held = records + state.records, state.ranks.rank, self.held
+            state = None  # the round's Z (8·d_out bytes a case): not beside the next round's
             checked = screen.check(head.with_weight(ending.W), self.keep, held.outside, settings)
             if ending.status not in (RepairStatus.CONVERGED, RepairStatus.NOTHING_TO_REPAIR):
                 return replace(ending, misses=ending.misses + checked.misses), records
@@ -138,10 +146,23 @@ class _Repair:
                 return ending, records
             held, W = held.joined(checked.joining(settings.resident_keep)), ending.W
 
+    def join(self, stacked: Stacked, state: LoopState) -> Stacked:
+        """Between two steps of a round: the cases held outside that the last step left short of γ_h
+        join the loop now, not after the round has converged without them (a million cases: each
+        round's first step leaves thousands outside short, and a round re-converged in 4 steps)."""
+        short = screen.short(stacked.head.with_weight(state.W), self.keep, self.held.outside, self.settings)
+        if not short.size:
+            return stacked
+        self.held = self.held.joined(short)
+        self.held_outside -= int(np.sum(self.keep.copies[short]))
+        self.joined_between += int(short.size)
+        return iterations.join(stacked=stacked, state=state, kept=self.keep.rows(short), held_outside=self.held_outside)
+
     def screened_note(self, iterations_run: int) -> str:
         return (
             f"; {self.held_outside} must_keep case(s) held outside the loop, every one checked at the repaired "
-            f"weights ({self.round} round{'s' if self.round > 1 else ''} of {iterations_run} iteration(s))"
+            f"weights ({self.round} round{'s' if self.round > 1 else ''} of {iterations_run} iteration(s)"
+            f"{f'; {self.joined_between} joined the loop between steps' if self.joined_between else ''})"
         )
 
     # -- before the loop -------------------------------------------------------------------------
