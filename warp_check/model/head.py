@@ -113,15 +113,19 @@ class DenseHead:
         """Gaps given Z = V Wᵀ + b (the loop updates Z by a low-rank term, not a full product)."""
         return gaps_from_logits(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)[0]
 
+    def logits_in(self, V: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """The logits with v, the weights and every product and sum in ``dtype`` (numpy's float32 or
+        float64; σ itself in float64, rounded back), returned in ``dtype``."""
+        z = np.asarray(V, dtype=dtype) @ self.W.astype(dtype).T + self.b.astype(dtype)
+        hidden = self.activation.fn(z.astype(np.float64)).astype(dtype)
+        return hidden @ self.Wc.astype(dtype).T + self.bc.astype(dtype)
+
     def logits_as_stored(self, V: np.ndarray) -> np.ndarray:
         """The logits as the saved model computes them: the head's weights and v in its storage dtype,
         the arithmetic in that dtype too (torch, as the model's own layers run), returned as float64.
         Half precision rounds each product and sum: a gap of 1 can come out ~1e-2 lower than in float64."""
         if self.storage_dtype in ("float64", "float32"):
-            dtype = np.dtype(self.storage_dtype)
-            z = np.asarray(V, dtype=dtype) @ self.W.astype(dtype).T + self.b.astype(dtype)
-            hidden = self.activation.fn(z.astype(np.float64)).astype(dtype)
-            return (hidden @ self.Wc.astype(dtype).T + self.bc.astype(dtype)).astype(np.float64)
+            return self.logits_in(V, np.dtype(self.storage_dtype)).astype(np.float64)
         import torch
 
         dtype = getattr(torch, self.storage_dtype)

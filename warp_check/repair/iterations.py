@@ -125,8 +125,10 @@ def join(*, stacked: Stacked, state: LoopState, kept: CaseSet, held_outside: int
     head, settings = stacked.head, stacked.settings
     given = np.asarray(kept.V, dtype=stacked.V.dtype)  # exact: the same CaseSet's v (see stack)
     V = np.concatenate([stacked.V, given])
-    whitened = stacked.metric.whiten(given.astype(np.float64, copy=False))
-    V_qp = V if stacked.V_qp is stacked.V else np.concatenate([stacked.V_qp, whitened])
+    if stacked.V_qp is stacked.V:  # the metric whitens nothing (stack)
+        V_qp = V
+    else:
+        V_qp = np.concatenate([stacked.V_qp, stacked.metric.whiten(given.astype(np.float64, copy=False))])
     grown = replace(
         stacked,
         ids=stacked.ids + kept.ids,
@@ -138,9 +140,11 @@ def join(*, stacked: Stacked, state: LoopState, kept: CaseSet, held_outside: int
         copies=np.concatenate([stacked.copies, kept.copies]),
         held_outside=held_outside,
     )
-    at_W, n = head.with_weight(state.W), len(kept)
-    state.Z = np.concatenate([state.Z, at_W.pre_activation(given)])
-    state.gap = np.concatenate([state.gap, gaps(at_W, given, kept.labels)])
+    n = len(kept)
+    Z = head.with_weight(state.W).pre_activation(given)
+    gap = gaps_from_pre_activation(head, Z, kept.labels)
+    state.Z = np.concatenate([state.Z, Z])
+    state.gap = np.concatenate([state.gap, gap])
     state.price = np.concatenate([state.price, np.full(n, KEEP_WEIGHT * settings.lam)])
     state.extra_aim = np.concatenate([state.extra_aim, np.zeros(n)])
     state.stored_aim = np.concatenate([state.stored_aim, np.zeros(n)])
@@ -149,8 +153,8 @@ def join(*, stacked: Stacked, state: LoopState, kept: CaseSet, held_outside: int
     state.merit = Merit(grown.targets + state.stored_aim, settings.lam)
     state.merit_now = state.merit(state.gap)
     if state.best is not None:
-        best_gap = np.concatenate([state.best.gap, gaps(head.with_weight(state.best.W), given, kept.labels)])
-        state.best = replace(state.best, gap=best_gap)
+        at_best = gap if state.best.W is state.W else gaps(head.with_weight(state.best.W), given, kept.labels)
+        state.best = replace(state.best, gap=np.concatenate([state.best.gap, at_best]))
     return grown
 
 

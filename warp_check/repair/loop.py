@@ -82,7 +82,7 @@ class _Repair:
         self.excluded: tuple[str, ...] = ()
         self.gsn = GsnFtRecord(False, "not run")
         self.held_outside, self.round = 0, 0  # repair.screen's: cases held outside the loop, rounds run
-        self.held: screen.Screening | None = None  # the cases the loop holds in the round running
+        self.held: screen.Screening | None = None  # the cases the loop holds (None: every kept one)
         self.joined_between = 0  # cases that joined the loop between two steps of a round
 
     def run(self, progress: Progress) -> RepairResult:
@@ -104,8 +104,8 @@ class _Repair:
         over the cases at risk, the others checked after each (:mod:`warp_check.repair.screen`)."""
         settings = self.settings
         gap = self.gaps_keep0 if head is self.head else gaps(head, self.keep.V, self.keep.labels)
-        held = screen.screening(gap, kept, settings)
-        if held is None:
+        self.held = screen.screening(gap, kept, settings)
+        if self.held is None:
             part = self.keep if np.all(kept) else self.keep.select(kept)
             stacked = iterations.stack(head=head, fix=self.fix, kept=part, settings=settings)
             state = iterations.start(stacked=stacked)
@@ -114,13 +114,13 @@ class _Repair:
         records: list[IterationRecord] = []
         W, rank = head.W, None
         while True:
-            self.held, self.round = held, self.round + 1
-            self.held_outside = int(np.sum(self.keep.copies[held.outside]))
+            self.round += 1
+            self.held_outside = self.outside_count()
             # handed to the loop, not kept here: cases joining between steps replace it (repair.screen)
             # and this frame must not keep the round's first v and whitened v alive beside them
             handed = [
                 iterations.stack(
-                    head=head.with_weight(W), fix=self.fix, kept=self.keep.rows(held.resident), settings=settings,
+                    head=head.with_weight(W), fix=self.fix, kept=self.keep.rows(self.held.resident), settings=settings,
                     metric=metric, held_outside=self.held_outside,
                 )
             ]  # fmt: skip
@@ -129,9 +129,9 @@ class _Repair:
             state = iterations.start(stacked=handed[0], rank=rank)
             first = len(records) + 1
             ending = iterations.run(stacked=handed.pop(), state=state, shown=shown, first=first, between=self.join)
-            records, rank, held = records + state.records, state.ranks.rank, self.held
+            records, rank = records + state.records, state.ranks.rank
             state = None  # the round's Z (8·d_out bytes a case): not beside the next round's
-            checked = screen.check(head.with_weight(ending.W), self.keep, held.outside, settings)
+            checked = screen.check(head.with_weight(ending.W), self.keep, self.held.outside, settings)
             if ending.status not in (RepairStatus.CONVERGED, RepairStatus.NOTHING_TO_REPAIR):
                 return replace(ending, misses=ending.misses + checked.misses), records
             if not checked.short.size:
@@ -144,7 +144,7 @@ class _Repair:
                 )
                 ending = replace(ending, status=RepairStatus.NOT_CONVERGED, message=message, misses=checked.misses)
                 return ending, records
-            held, W = held.joined(checked.joining(settings.resident_keep)), ending.W
+            self.held, W = self.held.joined(checked.joining(settings.resident_keep)), ending.W
 
     def join(self, stacked: Stacked, state: LoopState) -> Stacked:
         """Between two steps of a round: the cases held outside that the last step left short of γ_h
@@ -154,9 +154,13 @@ class _Repair:
         if not short.size:
             return stacked
         self.held = self.held.joined(short)
-        self.held_outside -= int(np.sum(self.keep.copies[short]))
+        self.held_outside = self.outside_count()
         self.joined_between += int(short.size)
         return iterations.join(stacked=stacked, state=state, kept=self.keep.rows(short), held_outside=self.held_outside)
+
+    def outside_count(self) -> int:
+        """The suite's must_keep cases (copies too) held outside the loop now."""
+        return int(np.sum(self.keep.copies[self.held.outside]))
 
     def screened_note(self, iterations_run: int) -> str:
         return (
