@@ -108,7 +108,10 @@ def test_crowded_rows_in_play_are_settled_by_osqp_from_them():
         verdicts.append(osqp.status.value)
         handed += active.backend == "osqp"
         if osqp.status is QPStatus.INFEASIBLE:
-            assert active.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE), (seed, active.solver_status)
+            # Never an answer, and a named status; which one (infeasible, or a stall on the crowded
+            # rows) turns on the last bits of the arithmetic (a stall under OpenBLAS's Sandybridge kernels).
+            assert active.status is not QPStatus.SOLVED and active.B is None, (seed, active.solver_status)
+            assert active.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE, QPStatus.STALLED), seed
         else:
             assert osqp.status is QPStatus.SOLVED and active.status is QPStatus.SOLVED, (seed, active.solver_status)
             assert active.objective == pytest.approx(osqp.objective, rel=1e-5)

@@ -129,7 +129,11 @@ def test_a_cache_shard_poisoned_with_nan_is_a_miss_not_an_answer(suite, tmp_path
     assert main(["check", str(suite), "--cache", str(cache), "--json"]) == 1
     again = json.loads(capsys.readouterr().out)
     assert again["details"]["encoded"] == (len(v) + 1) // 2  # the poisoned rows were encoded afresh
-    assert [c["properties"]["gap"] for c in again["cases"]] == [c["properties"]["gap"] for c in clean["cases"]]
+    # Encoded afresh in other batches than the clean run's: the same gaps within float32 rounding of v
+    # (some CPUs' MKL kernels sum a product of another row count in another order).
+    assert [c["properties"]["gap"] for c in again["cases"]] == pytest.approx(
+        [c["properties"]["gap"] for c in clean["cases"]], rel=1e-5, abs=1e-5
+    )
 
 
 def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_path, capsys, monkeypatch):
@@ -290,15 +294,6 @@ def test_a_failed_rename_over_an_older_artefact_puts_the_older_one_back(suite, t
     assert repair(suite, out, "--rank", "3") == 2
     assert "Input/output error" in capsys.readouterr().err
     assert tree_digest(out) == older and leftovers(out) == []
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path):
-    """A real 512 KiB tmpfs (root only; elsewhere the monkeypatched full-disk tests stand in)."""
-    with disks.tmpfs(tmp_path / "disk", "512k") as folder:
-        if folder is None:
-            pytest.skip("cannot mount a tmpfs here (not root): the monkeypatched full-disk tests cover the paths")
-        yield folder
 
 
 def test_an_out_folder_without_room_is_refused_before_the_encode(suite, small_disk, capsys, monkeypatch):

@@ -72,9 +72,9 @@ class _Repair:
         self.copies = fix_copies | keep_copies  # a copy's id → the id of the case the loop constrains
         self.aux = aux if aux is not None else CaseSet.empty(head.d_in)
         self.gaps_keep0 = gaps(head, self.keep.V, self.keep.labels)
-        self.gaps_before = _by_id(
-            fix.ids + keep.ids, np.concatenate([gaps(head, fix.V, fix.labels), gaps(head, keep.V, keep.labels)])
-        )
+        # Over the constrained rows only, each copy then given its case's number: a copy's gap is
+        # its case's by construction (a matrix of another shape may sum in another order).
+        self.gaps_before = self.every_case(np.concatenate([gaps(head, self.fix.V, self.fix.labels), self.gaps_keep0]))
         U0 = top_left_singular_vectors(head.W, settings.rank)
         self.kappa_before = self.each(
             dict(zip(self.fix.ids, head.gsn_kappa(self.fix.V, self.fix.labels, U0).tolist(), strict=True))
@@ -212,7 +212,7 @@ class _Repair:
         misses: tuple[Miss, ...] = (),
         records: Sequence[IterationRecord] = (),
     ) -> RepairResult:
-        fix, keep, settings = self.all_fix, self.all_keep, self.settings
+        fix, keep, settings = self.fix, self.keep, self.settings
         gaps_after = np.concatenate([gaps(head_after, fix.V, fix.labels), gaps(head_after, keep.V, keep.labels)])
         U = top_left_singular_vectors(head_after.W, settings.rank)
         kappa = head_after.gsn_kappa(self.fix.V, self.fix.labels, U)
@@ -225,7 +225,7 @@ class _Repair:
             settings=settings,
             iterations=tuple(records),
             gaps_before=self.gaps_before,
-            gaps_after=_by_id(fix.ids + keep.ids, gaps_after),
+            gaps_after=self.every_case(gaps_after),
             kappa_before=self.kappa_before,
             kappa_after=self.each(kappa_after),
             excluded_keep=self.excluded,
@@ -236,6 +236,11 @@ class _Repair:
             held_outside=self.held_outside,
             rounds=max(self.round, 1),
         )
+
+    def every_case(self, constrained: np.ndarray) -> dict[str, float]:
+        """A value per case of the suite, in its order, from one per constrained row (fix, then keep)."""
+        by_id = _by_id(self.fix.ids + self.keep.ids, constrained)
+        return {i: by_id[self.copies.get(i, i)] for i in self.all_fix.ids + self.all_keep.ids}
 
     def each(self, by_id: dict[str, float]) -> dict[str, float]:
         """A value per constrained case, given to each of its copies too."""
