@@ -22,23 +22,11 @@ from warp_check import (
     BadValue,
     ModelSource,
     Option,
-    Problem,
     Progress,
     RunMode,
     SettingsError,
     ValueKind,
 )
-
-# How pytest words a bad value (where: the flag or ini key; value: what was given; number: as read).
-_WORDING = {
-    Problem.NOT_INTEGER: "{where}={value!r}: must be an integer",
-    Problem.TOO_SMALL: "{where}={number}: must be an integer >= 1",
-    Problem.NOT_NUMBER: "{where}={value!r}: must be a number",
-    Problem.NOT_FINITE: "{where}={value!r}: must be a finite number",
-    Problem.NOT_DEVICE: "{where}={value!r}: give auto, cpu, cuda or cuda:N",
-    Problem.NOT_ENGINE: "{where}={value!r}: give local or ray",
-    Problem.NO_RAY: "{where}={value!r} needs Ray, which is not installed: pip install 'warp-check[ray]'",
-}
 
 
 def declared() -> tuple[Option, ...]:
@@ -120,8 +108,7 @@ def _read(config: pytest.Config, option: Option) -> Any:
     try:
         return option.parse(str(value))
     except BadValue as exc:
-        number = int(value) if exc.problem is Problem.TOO_SMALL else None
-        raise pytest.UsageError(_WORDING[exc.problem].format(where=where, value=value, number=number)) from None
+        raise pytest.UsageError(f"{where}={str(value)!r}: {exc.rule}") from None
 
 
 def _model(value: str, base: Path | None) -> Path | str:

@@ -131,3 +131,14 @@ def tiny_suite(tmp_path: Path, distilbert_dir: Path, tiny_split: tuple[list[dict
 
     wrong, right = tiny_split
     return write_suite(tmp_path / "suite", model=distilbert_dir, fix=wrong, keep=right)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 512 KiB tmpfs (root only; elsewhere the monkeypatched full-disk tests stand in)."""
+    from testkit import disks
+
+    with disks.tmpfs(tmp_path / "disk", "512k") as folder:
+        if folder is None:
+            pytest.skip("cannot mount a tmpfs here (not root): the monkeypatched full-disk tests cover the paths")
+        yield folder

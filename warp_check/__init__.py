@@ -121,7 +121,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         wordnet_available,
         wordnet_synonyms,
     )
-    from warp_check.progress import Progress, ProgressStyle
+    from warp_check.progress import Progress, ProgressStyle, as_ascii
     from warp_check.qp.problem import LinearisedProblem
     from warp_check.qp.solution import QPForm, QPSolution, QPStatus
     from warp_check.qp.solve import solve
@@ -148,7 +148,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
     )
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict, tally
     from warp_check.runs.tune import DEFAULT_FOLDS as TUNE_FOLDS
-    from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
+    from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, candidates, check_tune, tune, write_choice
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, model_cache_dir, user_cache_dir, workdir
     from warp_check.suite.case_files import Location
     from warp_check.suite.init import NewSuite, init_suite
@@ -264,6 +264,7 @@ _LAZY: dict[str, str] = {
     "WordNetUnavailable": "warp_check.perturb",
     "Progress": "warp_check.progress",
     "ProgressStyle": "warp_check.progress",
+    "as_ascii": "warp_check.progress",
     "LinearisedProblem": "warp_check.qp.problem",
     "QPForm": "warp_check.qp.solution",
     "QPSolution": "warp_check.qp.solution",
@@ -294,6 +295,7 @@ _LAZY: dict[str, str] = {
     "candidates": "warp_check.runs.tune",
     "tune": "warp_check.runs.tune",
     "write_choice": "warp_check.runs.tune",
+    "check_tune": "warp_check.runs.tune",
     "RepairOutcome": "warp_check.runs.repair_cases",
     "Drawdown": "warp_check.runs.history",
     "LinkAnswers": "warp_check.runs.history",
@@ -394,6 +396,7 @@ __all__ = [
     "Problem",
     "Progress",
     "ProgressStyle",
+    "as_ascii",
     "QPForm",
     "QPSolution",
     "QPStatus",
@@ -497,6 +500,7 @@ __all__ = [
     "candidates",
     "tune",
     "write_choice",
+    "check_tune",
     "repair_head",
     "repair_suite",
     "reraise_interrupt",

@@ -38,6 +38,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -59,7 +60,9 @@ from warp_check import (
     WarpError,
     WarpWarning,
     __version__,
+    as_ascii,
     check,
+    check_report_destination,
     from_interrupt,
     load_adapter,
     load_suite,
@@ -243,11 +246,62 @@ def commands() -> tuple[Command, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", WarpWarning)  # each one a line, not Python's two-line format
-        warnings.showwarning = _show_warning
-        return _run(args)
+    with _output_never_fails():
+        args = build_parser().parse_args(argv)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", WarpWarning)  # each one a line, not Python's two-line format
+            warnings.showwarning = _show_warning
+            return _run(args)
+
+
+class _Output:
+    """stdout or stderr for one command: what the stream cannot encode goes as ASCII (``->`` for
+    an arrow, ``\\u00e9`` for any other character), and once the stream is closed or its reader
+    left (``| head -1``) the rest is dropped. Output is what the work says, never the work: the
+    run goes on to its end and its exit code, and nothing half written is left behind."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.gone = stream is None  # a process started with the stream closed has None
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                try:
+                    self._stream.write(text)
+                except UnicodeEncodeError:
+                    encoding = getattr(self._stream, "encoding", None) or "ascii"
+                    self._stream.write(as_ascii(text, encoding))
+            except (OSError, ValueError):  # EPIPE, EIO, "I/O operation on closed file"
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.gone = True
+
+    def isatty(self) -> bool:
+        try:
+            return not self.gone and bool(self._stream.isatty())
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _output_never_fails():
+    """sys.stdout and sys.stderr as :class:`_Output` while a command runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Output(saved[0]), _Output(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 @contextlib.contextmanager
@@ -352,6 +406,7 @@ def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    check_report_destination(args.out)  # a folder that cannot be written is refused before the work
     source = Path(args.source)
     if source.is_dir() and (source / CERTIFICATE_NAME).is_file() and not (source / SUITE_FILE).is_file():
         source = source / CERTIFICATE_NAME
@@ -385,9 +440,40 @@ def console() -> None:
     """The ``warp-check`` command: :func:`main`, then exit with its code. A Ctrl-C that arrives once
     the work is done, while Python shuts down, is ignored: it would end the process by the signal,
     with no message, after everything was written and said."""
+    _no_closed_standard_files()
     code = main()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _flush_at_exit()
     sys.exit(code)
+
+
+def _no_closed_standard_files() -> None:
+    """A process started with stdin, stdout or stderr closed (``2>&-``) gets /dev/null there: else
+    the next file it opens takes that number, and what a library writes on stderr lands in it."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115 - for the process's life
+
+
+def _flush_at_exit() -> None:
+    """Flush stdout and stderr now; where the reader left, point the file at /dev/null, so that
+    Python's own flush at exit neither prints a BrokenPipeError nor changes the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, stream.fileno())
+                os.close(null)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from warp_check.model.engines.settings import ENGINE_NAMES, Engine, ray_installe
 from warp_check.progress import PROGRESS_AFTER_S
 from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE, NeighbourSettings, RepairSettings
 from warp_check.suite.model_source import DEVICE_NAME
+from warp_check.suite.traffic import MAX_CHANGE_RULE
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _SECTIONS = ("model", "repair", "traffic")  # the warp.toml tables an option may override
@@ -36,6 +37,7 @@ class ValueKind(enum.Enum):
     INTEGER = "integer"
     COUNT = "count"  # an integer >= 1
     NUMBER = "number"  # a finite float
+    SHARE = "share"  # a float in (0, 1]: a share of predictions
     DEVICE = "device"  # auto, cpu, cuda or cuda:N
     ENGINE = "engine"  # local or ray (ray: only where Ray is installed)
 
@@ -50,16 +52,37 @@ class Problem(enum.Enum):
     NOT_DEVICE = "not_device"
     NOT_ENGINE = "not_engine"
     NO_RAY = "no_ray"  # engine ray asked for, and Ray is not installed
+    NOT_SHARE = "not_share"  # not a number in (0, 1]: ``why`` says what a share is
 
 
 class BadValue(ValueError):
-    """``text`` is not a value of the option: ``problem`` says why (``minimum`` for TOO_SMALL)."""
+    """``text`` is not a value of the option: ``problem`` says why (``minimum`` for TOO_SMALL; ``why``:
+    the rule the value misses, in words both front ends print as they are)."""
 
-    def __init__(self, text: str, problem: Problem, *, minimum: int = 1) -> None:
+    def __init__(self, text: str, problem: Problem, *, minimum: int = 1, why: str = "") -> None:
         super().__init__(f"{text!r}: {problem.value}")
         self.text = text
         self.problem = problem
         self.minimum = minimum
+        self.why = why
+
+    @property
+    def rule(self) -> str:
+        """The rule the value misses, in the words both front ends print after it (one input, one
+        verdict: ``--rank '0': must be an integer >= 1`` and ``--warp-rank='0': ...`` alike)."""
+        return _RULES[self.problem].format(minimum=self.minimum, why=self.why)
+
+
+_RULES = {
+    Problem.NOT_INTEGER: "must be an integer",
+    Problem.TOO_SMALL: "must be an integer >= {minimum}",
+    Problem.NOT_NUMBER: "must be a number",
+    Problem.NOT_FINITE: "must be a finite number",
+    Problem.NOT_DEVICE: "must be a device: auto, cpu, cuda or cuda:N",
+    Problem.NOT_ENGINE: "must be an engine: local or ray",
+    Problem.NO_RAY: "needs Ray, which is not installed: pip install 'warp-check[ray]'",
+    Problem.NOT_SHARE: "{why}",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +148,14 @@ class Option:
             if not math.isfinite(number):
                 raise BadValue(text, Problem.NOT_FINITE)
             return number
+        if self.kind is ValueKind.SHARE:
+            try:
+                share = float(text)
+            except ValueError:
+                share = math.nan  # '5%', 'one percent': refused below, in the same words as 0 or 2
+            if not (math.isfinite(share) and 0 < share <= 1):
+                raise BadValue(text, Problem.NOT_SHARE, why=MAX_CHANGE_RULE)
+            return share
         if self.kind is ValueKind.DEVICE and not DEVICE_NAME.fullmatch(text):
             raise BadValue(text, Problem.NOT_DEVICE)
         if self.kind is ValueKind.ENGINE:
@@ -300,7 +331,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         name="max_change",
-        kind=ValueKind.NUMBER,
+        kind=ValueKind.SHARE,
         metavar="X",
         help="the most a repair may change of the predictions on the traffic, as a share (0.01: one percent), "
         "bounded at [traffic] confidence; a repair over it fails the traffic item and writes nothing (overrides "
@@ -367,8 +398,8 @@ def check_traffic_overrides(values: Mapping[str, Any]) -> None:
     """Traffic overrides (None: not given) checked as the suite's [traffic] will take them; a
     SettingsError names the setting."""
     max_change = values.get("max_change")
-    if max_change is not None and not 0 < max_change <= 1:
-        raise SettingsError("max_change", max_change, "must be a share of predictions in (0, 1], e.g. 0.01 for 1 %")
+    if max_change is not None and not (isinstance(max_change, (int, float)) and 0 < max_change <= 1):
+        raise SettingsError("max_change", max_change, MAX_CHANGE_RULE)
 
 
 def check_repair_overrides(values: Mapping[str, Any]) -> None:

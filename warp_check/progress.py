@@ -7,6 +7,10 @@ nothing else (a redirected log gets no carriage-return redraws); a shorter step 
 The pytest plugin hands its terminal reporter's stream in (``stream``), so a bar shows under
 pytest too, outside pytest's capture; the ``warp-check`` command writes on stderr. Light: tqdm
 is imported only when a bar is drawn.
+
+Progress never stops the work it shows: a stream that is closed, gone (None), a pipe whose reader
+left, or one that cannot encode a character, gets what it can take (ASCII in place of the rest)
+or nothing more, and the step runs on.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import enum
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TextIO
@@ -112,35 +117,48 @@ class Step:
         self.done = 0
         self.note = ""
         self._stream = progress.stream or sys.stderr
-        self._style = progress.shown(self._stream)
+        # No stream at all: a process started with its stderr closed has sys.stderr None.
+        self._style = progress.shown(self._stream) if self._stream is not None else ProgressStyle.OFF
         self._start = time.perf_counter()
         self._bar: Any = None
 
     def __enter__(self) -> Step:
         self._start = time.perf_counter()
         if self._style is ProgressStyle.BAR:
-            self._bar = _bar(self)
+            self._bar = self._drawn(lambda: _bar(self))
         return self
+
+    def _drawn(self, draw: Callable[[], Any]) -> Any:
+        """``draw()``'s value, or None (and no bar from now on) where the stream refuses it."""
+        try:
+            return draw()
+        except (OSError, ValueError):  # closed, a broken pipe, or a character it cannot encode
+            if self._bar is not None:
+                self._bar.disable = True  # its close (and __del__) write nothing more
+            self._bar = None
+            self._style = ProgressStyle.OFF
+            return None
 
     def advance(self, n: int = 1, *, note: str | None = None) -> None:
         """``n`` more units done; ``note`` (a few words: the loop's shortfall, say) shown beside the count."""
         self.done += n
         if note is not None:
             self.note = note
-        if self._bar is not None:
+        bar = self._bar
+        if bar is not None:
             if note is not None:
-                self._bar.set_postfix_str(note, refresh=False)
-            self._bar.update(n)
+                bar.set_postfix_str(_encodable(self._stream, note), refresh=False)
+            self._drawn(lambda: bar.update(n))
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
         seconds = time.perf_counter() - self._start
-        if self._bar is not None:
-            self._bar.close()
+        bar = self._bar
+        if bar is not None:
+            self._drawn(bar.close)
         elif self._style is ProgressStyle.LINES and seconds >= self.progress.after_s:
-            self._stream.write(self.line(seconds, stopped=kind is not None) + "\n")
-            _flush(self._stream)
+            _write(self._stream, self.line(seconds, stopped=kind is not None) + "\n")
 
     def line(self, seconds: float, *, stopped: bool = False) -> str:
         """The step as one line: what, how much of how many, how long, and the last note."""
@@ -160,7 +178,7 @@ def _bar(step: Step) -> Any:
 
     return Bar(
         total=step.total,
-        desc=f"{step.progress.prefix}: {step.what}",
+        desc=_encodable(step._stream, f"{step.progress.prefix}: {step.what}"),
         unit=step.unit,
         file=step._stream,
         delay=step.progress.after_s,
@@ -169,7 +187,34 @@ def _bar(step: Step) -> Any:
     )
 
 
-def _flush(stream: TextIO) -> None:
-    flush = getattr(stream, "flush", None)
-    if callable(flush):
-        flush()
+def _write(stream: TextIO, text: str) -> None:
+    """``text`` on ``stream`` as far as it takes it: in ASCII where it cannot encode the rest, and
+    nothing where it is closed or its reader left."""
+    try:
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            stream.write(as_ascii(text))
+        flush = getattr(stream, "flush", None)
+        if callable(flush):
+            flush()
+    except (OSError, ValueError):  # closed ("I/O operation on closed file"), EPIPE, EIO
+        pass
+
+
+_ASCII = str.maketrans({"→": "->", "…": "...", "–": "-", "—": "--", "‖": "||", "γ": "gamma", "ε": "eps", "κ": "kappa"})
+
+
+def _encodable(stream: TextIO, text: str) -> str:
+    """``text``, or its ASCII form where ``stream``'s encoding cannot carry it."""
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return as_ascii(text)
+    return text
+
+
+def as_ascii(text: str, encoding: str = "ascii") -> str:
+    """``text`` as ``encoding`` can carry it: the marks warp-check writes beyond ASCII as their
+    ASCII look-alikes, any other character it lacks as its escape (``\\u00e9``), so a case id still reads."""
+    return text.translate(_ASCII).encode(encoding, "backslashreplace").decode(encoding)

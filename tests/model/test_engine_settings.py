@@ -82,5 +82,5 @@ def test_engine_ray_flag_without_ray_is_refused_before_any_work(tmp_path, distil
         load_suite(folder).with_compute(engine="ray")
     assert exit_code(["check", str(folder), "--engine", "ray", "--cache", "none"]) == 2
     err = capsys.readouterr().err
-    assert "argument --engine: 'ray' needs Ray, which is not installed: pip install 'warp-check[ray]'" in err
+    assert "argument --engine: 'ray': needs Ray, which is not installed: pip install 'warp-check[ray]'" in err
     assert "Traceback" not in err

@@ -142,3 +142,36 @@ def test_a_mode_added_to_the_table_is_a_pytest_option_and_a_command(toy_table, p
     refused = pytester.runpytest(*args, "--warp-toy", "--warp-repair")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--warp-repair and --warp-toy choose different run modes: give one"])
+
+
+# A value of each parsed kind that no option of that kind takes.
+_BAD = {
+    ValueKind.INTEGER: "x",
+    ValueKind.COUNT: "0",
+    ValueKind.NUMBER: "nan",
+    ValueKind.SHARE: "5%",
+    ValueKind.DEVICE: "tpu",
+    ValueKind.ENGINE: "spark",
+}
+
+
+def _in_both() -> list[Option]:
+    return [o for o in OPTIONS if o.in_pytest and o.cli and o.kind in _BAD]
+
+
+@pytest.mark.parametrize("option", _in_both(), ids=lambda o: o.name)
+def test_a_bad_value_gets_the_same_words_from_pytest_and_the_command(option, pytester, tiny_suite, capsys):
+    """One input, one verdict: a usage error in both (exit 4 / exit 2), and after the flag the same words."""
+    bad = _BAD[option.kind]
+    command = next(name for name in ("repair", "check", "verify", "tune") if option.cli[0] in _cli_arguments(name))
+    with pytest.raises(SystemExit) as stopped:
+        main([command, str(tiny_suite), option.cli[0], bad])
+    cli_line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stopped.value.code == 2 and "Traceback" not in cli_line
+    cli_words = cli_line.split(f"argument {'/'.join(option.cli)}: ", 1)[1]
+
+    result = pytester.runpytest_inprocess(f"{option.flag}={bad}", str(tiny_suite))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    line = next(line for line in result.stderr.lines if line.startswith(f"ERROR: {option.flag}="))
+    assert line.removeprefix(f"ERROR: {option.flag}=") == cli_words
+    assert cli_words.startswith(f"{bad!r}: ")

@@ -379,9 +379,9 @@ def test_audit_passes_on_the_certified_model_and_fails_on_a_tampered_one(pyteste
         (("--warp-gamma-s", "soon"), "ERROR: --warp-gamma-s='soon': must be a number"),
         (("--warp-gamma-s", "0.5", "--warp-gamma-h", "0.8"), "ERROR: --warp-gamma-h 0.8 > --warp-gamma-s 0.5: *"),
         (("--warp-certificate", "missing.json"), "ERROR: --warp-certificate: no certificate file at */missing.json"),
-        (("--warp-device", "gpu"), "ERROR: --warp-device='gpu': give auto, cpu, cuda or cuda:N"),
-        (("--warp-threads", "0"), "ERROR: --warp-threads=0: must be an integer >= 1"),
-        (("--warp-engine", "spark"), "ERROR: --warp-engine='spark': give local or ray"),
+        (("--warp-device", "gpu"), "ERROR: --warp-device='gpu': must be a device: auto, cpu, cuda or cuda:N"),
+        (("--warp-threads", "0"), "ERROR: --warp-threads='0': must be an integer >= 1"),
+        (("--warp-engine", "spark"), "ERROR: --warp-engine='spark': must be an engine: local or ray"),
         (("--warp-batch-size", "many"), "ERROR: --warp-batch-size='many': must be an integer"),
         (
             ("--warp-neighbours", "some"),

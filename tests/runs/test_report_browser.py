@@ -8,8 +8,6 @@ it, having installed Debian's ``chromium``) a missing browser fails them instead
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,7 +18,6 @@ from testkit.report_runs import check_run, repair_run
 from warp_check.runs.report import REPORT_HTML, write_report
 from warp_check.runs.report_html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, SHOWN_ROWS
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PWNED = "document.body.setAttribute('data-pwned','1')"
 HOSTILE = {
@@ -28,17 +25,6 @@ HOSTILE = {
     "fix-00001": f'<img src=x onerror="{PWNED}"> loads nothing',
     "keep-00012": "needle in a haystack",
 }
-
-
-@pytest.fixture(scope="module")
-def browser() -> str:
-    found = next((path for path in map(shutil.which, BROWSERS) if path), None)
-    if found is None:
-        reason = "no headless browser (chromium) installed: the report page's browser tests cannot run"
-        if os.environ.get("WARP_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"WARP_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -162,7 +162,7 @@ def test_cli_tunes_deterministically_and_exits_1_over_budget(suite_dir, capsys):
     assert "tuning: candidates scored: 10 of 10 candidates" in out.err  # the progress rule's one line
     with pytest.raises(SystemExit) as usage:
         main(["tune", str(suite_dir), "--folds", "1"])
-    assert usage.value.code == 2 and "--folds: '1': must be >= 2" in capsys.readouterr().err
+    assert usage.value.code == 2 and "--folds: '1': must be an integer >= 2" in capsys.readouterr().err
 
 
 def test_write_puts_the_choice_into_warp_toml_keeping_comments(suite_dir, capsys):

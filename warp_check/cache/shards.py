@@ -11,8 +11,10 @@ with one CacheWarning, and the run goes on with the representations it computed.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import struct
 import warnings
 from collections.abc import Sequence
@@ -43,6 +45,8 @@ class ShardStore:
             wanted.setdefault(key, []).append(i)
         # "[!.]": a writer killed before its rename leaves a ".tmp-*" file; it is not a shard.
         for shard in sorted(self.folder.glob("[!.]*.safetensors")):
+            if not shard.is_file():  # a folder, a dangling link, a FIFO (whose open() would wait forever)
+                continue
             mapped = _mapped_shard(shard)
             if mapped is None or mapped[1].shape[1] != d_in:
                 continue  # a damaged shard, or another layer's width: only a cache miss
@@ -82,10 +86,17 @@ class ShardStore:
         except (OSError, SafetensorError) as exc:
             self.given_up = True
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            # safetensors says a full disk only in its message, as text
+            full = (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or any(
+                os.strerror(code) in why for code in (errno.ENOSPC, errno.EDQUOT)
+            )
+            if isinstance(exc, OSError) and not full and (exc.filename2 or exc.filename):
+                why += f": {str(exc.filename2 or exc.filename)!r}"  # what is in the way, where it is not room
+            advice = "free space there" if full else "move what is in the way, or make it writable,"
             warnings.warn(
                 CacheWarning(
                     f"the representation cache {str(self.folder.parent)!r} cannot be written ({why}): "
-                    "going on without it (answers unchanged); free space there or turn the cache off "
+                    f"going on without it (answers unchanged); {advice} or turn the cache off "
                     "(--cache none; pytest: --warp-cache none)"
                 ),
                 stacklevel=2,

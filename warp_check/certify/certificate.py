@@ -335,8 +335,9 @@ def change_sentence(bound: float, changed: int, n: int, confidence: float) -> st
 
 
 def percent(share: float, *, digits: int = 2) -> str:
-    """A share as a percentage, to ``digits`` significant digits: 0.0187 → '1.9 %'."""
-    return f"{100 * share:.{digits}g} %"
+    """A share as a percentage, to ``digits`` significant digits: 0.0187 → '1.9 %' (1.0 → '100 %', not '1e+02 %')."""
+    shown = f"{100 * share:.{digits}g}"
+    return f"{100 * share:.0f} %" if "e+" in shown else f"{shown} %"
 
 
 # -- the certificate ---------------------------------------------------------------------------

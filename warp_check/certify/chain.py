@@ -16,7 +16,7 @@ such a link: it is checked with a suite's cases (``warp_check.runs.history``), n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from warp_check.cache.fingerprint import file_sha256
@@ -34,6 +34,8 @@ class Step:
     model_dir: Path
     certificate: Certificate | None
     reached_by: str  # "given", "repaired from", "baseline" (the child's certificate's), "--from"
+    loops_to: Path | None = None  # a model already walked that this one names as where it came from
+    baseline_gone: Path | None = None  # the baseline its child's certificate names, not there to go on to
 
 
 def walk(model_dir: str | Path, *, came_from: Sequence[str | Path] = ()) -> tuple[Step, ...]:
@@ -44,7 +46,10 @@ def walk(model_dir: str | Path, *, came_from: Sequence[str | Path] = ()) -> tupl
     folder, how = Path(model_dir), "given"
     seen: set[Path] = set()
     extra = [Path(p) for p in came_from]
-    while len(steps) < MAX_LINKS and folder.resolve() not in seen:
+    while len(steps) < MAX_LINKS:
+        if folder.resolve() in seen:  # named again: edited or misplaced certificates, not a history
+            steps[-1] = replace(steps[-1], loops_to=folder)
+            break
         seen.add(folder.resolve())
         path = folder / CERTIFICATE_NAME
         certificate = Certificate.read(path) if path.is_file() else None
@@ -57,20 +62,24 @@ def walk(model_dir: str | Path, *, came_from: Sequence[str | Path] = ()) -> tupl
             continue
         child = steps[-2].certificate if len(steps) > 1 else None
         baseline = child.baseline if child is not None else None
-        if baseline is not None and Path(baseline.source).is_dir() and Path(baseline.source).resolve() not in seen:
+        if baseline is not None and Path(baseline.source).is_dir():
             folder, how = Path(baseline.source), "baseline"
         elif extra:
             folder, how = extra.pop(0), "--from"
         else:
+            if baseline is not None:  # where this model came from is named, but gone
+                steps[-1] = replace(steps[-1], baseline_gone=Path(baseline.source))
             break
     return tuple(steps)
 
 
 def first_model(model_dir: str | Path) -> Path | None:
     """The model ``model_dir``'s certificate chain starts from (its first model), or None where
-    ``model_dir`` has no certificate."""
+    ``model_dir`` has no certificate, or its chain loops or stops at a baseline that is gone (its first
+    model cannot be reached)."""
     steps = walk(model_dir)
-    return steps[-1].model_dir if len(steps) > 1 else None
+    broken = steps[-1].loops_to is not None or steps[-1].baseline_gone is not None
+    return steps[-1].model_dir if len(steps) > 1 and not broken else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,14 +129,36 @@ def verify_chain(
     links = []
     for i, step in enumerate(steps):
         if step.certificate is None:
-            links.append(Link(model_dir=step.model_dir, verification=None, reached_by=step.reached_by))
+            checks = (*_loop_checks(step), *_gone_checks(step))
+            links.append(Link(model_dir=step.model_dir, verification=None, checks=checks, reached_by=step.reached_by))
             continue
         verification = verify(step.model_dir, cache_dir=cache_dir)
-        checks = _parent_checks(step.certificate, goes_on=i + 2 < len(steps))
+        checks = (*_parent_checks(step.certificate, goes_on=i + 2 < len(steps)), *_loop_checks(step))
         links.append(
             Link(model_dir=step.model_dir, verification=verification, checks=checks, reached_by=step.reached_by)
         )
     return ChainVerification(tuple(links))
+
+
+def _loop_checks(step: Step) -> tuple[Check, ...]:
+    if step.loops_to is None:
+        return ()
+    why = (
+        f"it names {step.loops_to} as where it came from, a model this chain has already reached: the chain loops "
+        "(a certificate edited, or copied into another folder), so no model of it is the first; put back the "
+        "certificates as the repairs wrote them"
+    )
+    return (Check("chain_loop", False, why),)
+
+
+def _gone_checks(step: Step) -> tuple[Check, ...]:
+    if step.baseline_gone is None:
+        return ()
+    why = (
+        f"the baseline the newer model's certificate names as where it came from, {str(step.baseline_gone)!r}, "
+        "is not there: the chain cannot be followed past this model; put that folder back, or give --from DIR"
+    )
+    return (Check("baseline_folder", False, why),)
 
 
 def _parent_checks(certificate: Certificate, *, goes_on: bool) -> tuple[Check, ...]:

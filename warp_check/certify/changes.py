@@ -21,6 +21,7 @@ import numpy as np
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.certificate import TrafficChange, TrafficRecord
 from warp_check.certify.traffic import Part, TrafficSample, TrafficText
+from warp_check.errors import SuiteError
 from warp_check.model.encode import encode_cases, input_keys
 from warp_check.model.head import DenseHead
 
@@ -51,12 +52,19 @@ def traffic_inputs(
 ) -> TrafficInputs:
     """v of every text of the sample's ``part`` (Cert 4's: the bound part), from the cache where it has
     them; a text the model sees as no text at all (nothing but special and unknown tokens) is left
-    out and counted."""
+    out and counted. A bound part of which the model sees no text at all is a SuiteError naming the file:
+    Cert 4 would have nothing to measure."""
     started = time.perf_counter()
     texts = sample.part(part)
     cases = [text.case(i) for i, text in enumerate(texts)]
     keys = input_keys(adapter, cases)
     kept = [i for i, key in enumerate(keys) if key is not None]
+    if part is Part.BOUND and texts and not kept:
+        why = (
+            f"the model sees no text in any of the {len(texts):,} texts Cert 4 is measured on (nothing but special "
+            "and unknown tokens: emoji, symbols, another script): give traffic texts in words the model reads"
+        )
+        raise SuiteError(why, path=sample.source)
     d_in = adapter.repair_layer.in_features
     V = np.zeros((0, d_in))
     if kept:

@@ -174,10 +174,13 @@ def _traffic_checks(
     # The suite's cases at repair time are the certificate's own (the neighbourhood's copies are not cases).
     sample = traffic.excluding(c for c in cases if c.source != NEIGHBOUR)
     if sample.digest != claim.sample_sha256:
+        # The same name: most likely the file was edited (rows added, changed or removed) since the repair.
+        changed = " (it has changed since the repair)" if Path(sample.source).name == claim.source else ""
         raise SuiteError(
-            f"this traffic is not the sample the certificate's Cert 4 was measured on (SHA-256 of its "
-            f"{len(sample.bound):,} texts {sample.digest[:12]}…, the certificate's {claim.sample_sha256[:12]}…, "
-            f"from {claim.source}): give the traffic file the repair was given",
+            f"this traffic is not the sample the certificate's Cert 4 was measured on{changed}: SHA-256 of its "
+            f"{len(sample.bound):,} texts {sample.digest[:12]}…, the certificate's {claim.sample_sha256[:12]}… of "
+            f"{claim.n + claim.no_text:,} texts from {claim.source}; give the traffic file as the repair read it "
+            "(Cert 4 is not re-checked on another sample)",
             path=sample.source,
         )
     budget = traffic.max_change if traffic.max_change is not None else claim.max_change

@@ -41,18 +41,6 @@ SUITE_OPTIONS = (
     *PROGRESS_OPTIONS,
 )  # fmt: skip
 
-# How the command words a bad value of a declared option (argparse puts "argument --flag: " before it).
-_WORDING = {
-    Problem.NOT_INTEGER: "{text!r} is not an integer",
-    Problem.TOO_SMALL: "{text!r}: must be >= {minimum}",
-    Problem.NOT_NUMBER: "{text!r} is not a number",
-    Problem.NOT_FINITE: "{text!r} is not a finite number",
-    Problem.NOT_DEVICE: "{text!r} is not a device: give auto, cpu, cuda or cuda:N",
-    Problem.NOT_ENGINE: "{text!r} is not an engine: give local or ray",
-    Problem.NO_RAY: "{text!r} needs Ray, which is not installed: pip install 'warp-check[ray]'",
-}
-
-
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own exit code for usage errors is 2 as well
         self.print_usage(sys.stderr)
@@ -63,9 +51,9 @@ def count(text: str, minimum: int = 1) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: {BadValue(text, Problem.NOT_INTEGER).rule}") from None
     if value < minimum:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be >= {minimum}")
+        raise argparse.ArgumentTypeError(f"{text!r}: {BadValue(text, Problem.TOO_SMALL, minimum=minimum).rule}")
     return value
 
 
@@ -85,7 +73,7 @@ def _parsed_by(name: str) -> Callable[[str], Any]:
         try:
             return option.parse(text)
         except BadValue as exc:
-            raise argparse.ArgumentTypeError(_WORDING[exc.problem].format(text=text, minimum=exc.minimum)) from None
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc.rule}") from None  # after "argument --flag: "
 
     return parse
 

@@ -28,6 +28,8 @@ def init_command(args: argparse.Namespace) -> int:
     labels = ", ".join(f"{name} ({index})" for name, index in sorted(suite.labels.items(), key=lambda kv: kv[1]))
     print(f"suite '{suite.name}' written to {_shown(suite.root)}: {suite.toml.name} (model {model})")
     print(f"  labels: {labels or 'none named: the case files give class ids'}")
+    if made.generic_labels:
+        print("    (transformers' made-up names: the model names no classes; rename them in [labels] as you like)")
     print(f"  empty case files: {', '.join(path.name for path in made.case_files)}")
     root = _shown(suite.root)
     print(f"  next: warp-check import {root} FILE --split-by-model  (labelled rows: those the model gets right")

@@ -10,7 +10,9 @@ import sys
 from warp_check import (
     TUNE_FOLDS,
     SettingsError,
+    SuiteError,
     TuneResult,
+    check_tune,
     load_adapter,
     tune,
     write_choice,
@@ -43,23 +45,28 @@ def tune_arguments(parser: argparse.ArgumentParser) -> None:
 
 def tune_command(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args)
+    try:  # what would refuse the run or its write, said before minutes of repairs
+        check_tune(suite, folds=args.folds, write=args.write)
+    except SettingsError as exc:
+        return _usage(args, f"--folds: {exc}")
     sample = traffic_loader(args)(suite)
     if sample is None:
-        print(
-            f"warp-check {args.command}: error: no traffic: tune bounds each candidate's changes on the traffic's "
-            "tune part; give --traffic FILE or a [traffic] table",
-            file=sys.stderr,
+        return _usage(
+            args,
+            "no traffic: tune bounds each candidate's changes on the traffic's tune part; give --traffic FILE or a "
+            "[traffic] table",
         )
-        return EXIT_USAGE
     adapter = load_adapter(suite)
     try:
         result = tune(suite, adapter, sample, folds=args.folds, cache_dir=cache, progress=progress_of(args))
     except SettingsError as exc:
-        print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    written = None
+        return _usage(args, str(exc))
+    written, refused = None, None
     if args.write and result.chosen is not None:
-        written = write_choice(suite, result)
+        try:
+            written = write_choice(suite, result)
+        except (SuiteError, OSError) as exc:  # the table is still shown: the run's minutes are not lost
+            refused = str(exc) if isinstance(exc, SuiteError) else f"{exc.strerror or exc} ({exc.filename})"
     if args.json:
         print(json.dumps(_as_json(result, written), indent=2))
     else:
@@ -67,7 +74,14 @@ def tune_command(args: argparse.Namespace) -> int:
         if written is not None:
             toml, guards = written
             print(f"written: {toml}" + (f" and {guards}" if guards else ""))
+    if refused is not None:
+        return _usage(args, f"--write failed: {refused}")
     return EXIT_OK if result.chosen is not None else EXIT_FAILED
+
+
+def _usage(args: argparse.Namespace, message: str) -> int:
+    print(f"warp-check {args.command}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def table_lines(result: TuneResult) -> list[str]:

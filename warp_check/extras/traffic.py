@@ -2,14 +2,19 @@
 with the readers of ``warp-check import`` (CSV, TSV, JSONL, Parquet, AdvGLUE's dev.json).
 
 Reading is bounded: a file over :data:`MAX_BYTES` or with more than :data:`MAX_TEXTS` rows is
-refused before it is parsed whole, naming the file and the limit (a sample of traffic needs
-thousands of texts, not millions: the bound tightens as 1/n). A budget the sample cannot show
-even with no change at all (too few texts for ``max_change`` at ``confidence``) is refused before
-any repair runs, with the number of texts it needs.
+refused before it is parsed (rows counted cheaply first), naming the file, the limit and a sample
+size that serves (a sample of traffic needs thousands of texts, not millions: the bound tightens
+as 1/n). A file with no text to measure (empty, or every text a suite case) is refused with what
+was read. A budget the sample cannot show even with no change at all (too few texts for
+``max_change`` at ``confidence``) is refused before any repair runs, with the number of texts it
+needs.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +29,7 @@ from warp_check.suite.traffic import TrafficSettings
 
 MAX_BYTES = 512 << 20  # 512 MiB
 MAX_TEXTS = 1_000_000
+SAMPLE_ROWS = 100_000  # the random sample a refusal of a larger file suggests
 
 
 def read_traffic(
@@ -47,10 +53,10 @@ def read_traffic(
         if suite is not None and suite.traffic is not None and f"traffic.{exc.field}" in suite.key_lines:
             raise suite.error(f"traffic.{exc.field}", exc.of_key) from None
         raise SuiteError(f"{exc.field}: {exc.why}", path=path, field=f"traffic.{exc.field}") from None
-    rows = read_unlabelled(path, reading)
-    if len(rows) > MAX_TEXTS:
-        why = f"{len(rows):,} rows is over the {MAX_TEXTS:,} a traffic file may have: give a sample of it"
-        raise SuiteError(why, path=path)
+    counted = _rows_over_limit(path, fmt)
+    rows = read_unlabelled(path, reading) if counted is None else []
+    if counted is not None or len(rows) > MAX_TEXTS:
+        raise SuiteError(_too_many(counted or len(rows), settings.confidence), path=path)
     where = [
         f"{path}:{row.where[0]}" if row.where[1] == "line" else f"{path} {row.where[1]} {row.where[0]}" for row in rows
     ]
@@ -61,7 +67,7 @@ def read_traffic(
         max_change=settings.max_change,
         exclude=exclude,
     )
-    _check_measurable(sample, path)
+    _check_measurable(sample, path, settings.text)
     return sample
 
 
@@ -89,11 +95,50 @@ def texts_needed(max_change: float, confidence: float) -> int:
     return math.ceil(math.log1p(-confidence) / math.log1p(-max_change)) if max_change < 1 else 1
 
 
-def _check_measurable(sample: TrafficSample, path: Path) -> None:
+def _rows_over_limit(path: Path, fmt: str) -> int | None:
+    """The rows of a CSV, TSV or JSONL file where they are more than :data:`MAX_TEXTS`, counted without
+    parsing them (None: within the limit, or a format the reader counts as it reads)."""
+    if fmt not in ("csv", "tsv", "jsonl"):
+        return None
+    raw = path.read_bytes()
+    if raw.count(b"\n") < MAX_TEXTS:  # a row takes a line at least: most files stop here
+        return None
+    if fmt == "jsonl":
+        rows = sum(1 for line in raw.splitlines() if line.strip())  # the lines the reader parses
+    else:
+        text = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", errors="replace")
+        dialect = {"delimiter": ","} if fmt == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+        try:
+            rows = sum(1 for row in csv.reader(io.StringIO(text, newline=""), **dialect) if row) - 1  # the header
+        except csv.Error:
+            return None  # the reader says where the file is not CSV
+    return rows if rows > MAX_TEXTS else None
+
+
+def _too_many(rows: int, confidence: float) -> str:
+    enough = change_bound(0, SAMPLE_ROWS // 2, confidence)
+    return (
+        f"{rows:,} rows is over the {MAX_TEXTS:,} a traffic file may have: give a random sample of it "
+        f"(Cert 4's bound tightens as 1/n: {SAMPLE_ROWS:,} rows, about {SAMPLE_ROWS // 2:,} measured, bound a "
+        f"repair that changes nothing at {100 * enough:.1g} %; e.g. shuf -n {SAMPLE_ROWS} on a JSONL file)"
+    )
+
+
+def _check_measurable(sample: TrafficSample, path: Path, column: str) -> None:
     counted = (
         f"{sample.rows:,} rows read, {sample.duplicates:,} repeating an earlier text, {sample.in_suite:,} suite "
         f"cases left out, {len(sample.tune):,} in the tune part"
     )
+    if sample.rows == 0:
+        why = "no rows in this file: Cert 4 needs unlabelled texts like the model's traffic, "
+        why += f"one a row in column {column!r}"
+        raise SuiteError(why, path=path)
+    if not sample.bound and not sample.tune and sample.in_suite:
+        why = (
+            f"every text of this file is a must_fix or must_keep case of the suite ({counted}): their predictions "
+            "are Cert 1 and 2's, not a sample of traffic; give texts like the model's traffic that are not suite cases"
+        )
+        raise SuiteError(why, path=path)
     if not sample.bound:
         raise SuiteError(f"no text left to measure Cert 4 on ({counted}): give more traffic texts", path=path)
     if sample.max_change is None:

@@ -24,7 +24,7 @@ from warp_check.runs.evaluation import evaluate
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
-from warp_check.runs.restore import Reference, judged, reference_for, wrong_keep
+from warp_check.runs.restore import Reference, checked, judged, reference_for, wrong_keep
 from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
 from warp_check.runs.traffic import no_model_verdict, repaired_verdict, traffic_note, unchanged_verdict
 from warp_check.suite.loader import Suite
@@ -69,7 +69,7 @@ def repair(
     """
     reference = None
     if settings.restore_regressions:
-        reference = reference_for(adapter.source, baseline, option=baseline_option)
+        reference = checked(reference_for(adapter.source, baseline, option=baseline_option), suite)
     try:
         evaluation, destination = None, None
         if reference is not None:  # the model's answers first: which must_keep cases it gets wrong

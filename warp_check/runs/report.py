@@ -15,6 +15,8 @@ import functools
 import math
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from warp_check.version import __version__
 REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
 MAX_TABLE_ROWS = 500  # the table lists failures first; report.json always has every case
+PNG_POINTS = 2000  # cases a PNG plot draws at most (evenly spaced, the wrong ones kept)
 TEXT_CHARS = 80  # a case's text in the Markdown table; index.html and report.json show more
 _cell = functools.partial(num, missing="–", show_inf=False)  # a table shows a dash where there is no number
 
@@ -131,6 +134,18 @@ def _margins(axes, details: Details) -> None:
             axes.axhline(value, color="tab:gray", linestyle=style, linewidth=0.9, label=f"{label} = {value:g}")
 
 
+def _plotted(rows: Sequence[tuple[bool, float, float | None, float | None]]) -> list[int]:
+    """Which of the sorted ``rows`` a PNG draws: all up to PNG_POINTS, else that many evenly
+    spaced (the ends kept) and up to as many whose gap after is below 0. A plot 770 pixels wide
+    shows no more, and matplotlib takes minutes over 50,000 points."""
+    if len(rows) <= PNG_POINTS:
+        return list(range(len(rows)))
+    step = len(rows) / PNG_POINTS
+    spaced = {int(i * step) for i in range(PNG_POINTS)} | {len(rows) - 1}
+    wrong = [i for i, r in enumerate(rows) if r[3] is not None and r[3] < 0][:PNG_POINTS]
+    return sorted(spaced.union(wrong))
+
+
 def plot_gaps(run: RunResult, path: Path) -> Path | None:
     """Each case's gap before (and after) repair, must_fix cases first, sorted by gap before."""
     rows = []
@@ -146,9 +161,11 @@ def plot_gaps(run: RunResult, path: Path) -> Path | None:
     if not rows:
         return None
     rows.sort(key=lambda r: (r[0], r[1]))
+    n_fix, total = sum(1 for keep, *_ in rows if not keep), len(rows)
+    x = _plotted(rows)
+    rows = [rows[i] for i in x]
     figure = _figure()
     axes = figure.add_subplot()
-    x = list(range(len(rows)))
     colours = ["tab:red" if not keep else "tab:blue" for keep, *_ in rows]
     befores = [r[2] for r in rows]
     afters = [r[3] for r in rows]
@@ -163,11 +180,11 @@ def plot_gaps(run: RunResult, path: Path) -> Path | None:
             c=colours,
             label="gap after repair (red: must_fix, blue: must_keep)",
         )
-        for xi, b, a in zip(x, befores, afters, strict=True):
-            if a is not None and b is not None:
-                axes.plot([xi, xi], [b, a], color="tab:gray", linewidth=0.5, alpha=0.6)
-    n_fix = sum(1 for keep, *_ in rows if not keep)
-    if 0 < n_fix < len(rows):
+        moved = [(xi, b, a) for xi, b, a in zip(x, befores, afters, strict=True) if a is not None and b is not None]
+        if moved:  # one collection, not a line per case
+            xs, bs, as_ = zip(*moved, strict=True)
+            axes.vlines(xs, bs, as_, color="tab:gray", linewidth=0.5, alpha=0.6)
+    if 0 < n_fix < total:
         axes.axvline(n_fix - 0.5, color="black", linewidth=0.6, alpha=0.4)
     _margins(axes, run.details)
     axes.set_xlabel(f"case (must_fix: first {n_fix}, then must_keep), sorted by gap")
@@ -338,6 +355,7 @@ def _table_markdown(run: RunResult) -> list[str]:
     return out
 
 
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
 
 
@@ -347,8 +365,9 @@ def markdown_text(text: str | None, pair: str | None = None) -> str:
     if not text:
         return "–"
     full = " ".join((text if pair is None else f"{text} ‖ {pair}").split())
-    shown = full if len(full) <= TEXT_CHARS else full[: TEXT_CHARS - 1] + "…"
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown)
+    shown = _MARKDOWN_SPECIAL.sub(r"\\\1", full if len(full) <= TEXT_CHARS else full[: TEXT_CHARS - 1] + "…")
+    # A right-to-left override would reorder the rest of its row: the text is isolated (FSI … PDI).
+    return f"\u2068{shown}\u2069" if _BIDI.search(shown) else shown
 
 
 def check_report_destination(out_dir: str | Path) -> Path:
@@ -377,29 +396,50 @@ def read_report(path: str | Path) -> list[RunResult]:
 def write_report(out_dir: str | Path, runs: Sequence[RunResult]) -> Path:
     """Write report.md, report.json, the PNGs and index.html into ``out_dir``; returns the report.md path.
 
-    Every file is written to a temporary name and renamed, so a reader never sees half a file.
+    Every file is drawn in a hidden folder inside ``out_dir`` first and moved into place only once
+    all are done: a report that fails (a full disk, a Ctrl-C) leaves the one before intact, and a
+    reader never sees half a file.
     """
     if not runs:
         raise WarpError("nothing to report: no suite ran")
-    out = Path(out_dir)
+    out = check_report_destination(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    try:
+        drawn, stale = _draw_report(staging, runs)
+        for path in drawn:  # the report.md last: where it is new, so is everything it names
+            os.replace(path, out / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for name in stale:  # an earlier report's plot of these runs that this one has no data for
+        (out / name).unlink(missing_ok=True)
+    return out / REPORT_MD
+
+
+def _draw_report(folder: Path, runs: Sequence[RunResult]) -> tuple[list[Path], list[str]]:
+    """The report's files written into ``folder`` (report.md last), and the plot file names it did not draw."""
     taken: set[str] = set()
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     lines = ["# warp-check report", "", f"warp-check {__version__}, {created}.", ""]
-    slugs = []
+    slugs, drawn, stale = [], [], []
     for run in runs:
         slug = _slug(run.name or "suite", taken)
         slugs.append(slug)
-        images = {
-            "gaps": plot_gaps(run, out / f"{slug}-gaps.png"),
-            "radius": plot_radius(run, out / f"{slug}-radius.png"),
-            "convergence": plot_convergence(run, out / f"{slug}-convergence.png"),
-        }
+        plots = {"gaps": plot_gaps, "radius": plot_radius, "convergence": plot_convergence}
+        images = {key: plot(run, folder / f"{slug}-{key}.png") for key, plot in plots.items()}
+        drawn += [image for image in images.values() if image is not None]
+        stale += [f"{slug}-{key}.png" for key, image in images.items() if image is None]
         lines += _run_markdown(run, images)
     runs_json = [run.to_dict() for run in runs]
-    write_json_atomic(out / REPORT_JSON, {"warp_check_version": __version__, "created": created, "runs": runs_json})
-    write_text_atomically(out / REPORT_HTML, render_html(runs, slugs, version=__version__, created=created))
-    return write_text_atomically(out / REPORT_MD, "\n".join(lines).rstrip() + "\n")
+    drawn.append(
+        write_json_atomic(
+            folder / REPORT_JSON, {"warp_check_version": __version__, "created": created, "runs": runs_json}
+        )
+    )
+    page = render_html(runs, slugs, version=__version__, created=created)
+    drawn.append(write_text_atomically(folder / REPORT_HTML, page))
+    drawn.append(write_text_atomically(folder / REPORT_MD, "\n".join(lines).rstrip() + "\n"))
+    return drawn, stale
 
 
 __all__ = [

@@ -248,10 +248,10 @@ def _run_section(run: RunResult, anchor: str) -> str:
     mode = "baseline" if is_baseline_run(run) else run.mode.value
     return (
         f'<section class="run {tone}" id="{esc_attr(anchor)}">'
-        f"<h2>{esc(run.name)} <small>{mode} mode</small></h2>"
-        f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{esc(head.verdict)}</p>'
+        f"<h2>{inline(run.name)} <small>{mode} mode</small></h2>"
+        f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{_verdict_html(head.verdict, run)}</p>'
         f"{_facts(head.facts)}"
-        f'<p class="meta">{"; ".join(where)}</p><p class="meta">{esc(run.message)}</p>'
+        f'<p class="meta">{"; ".join(where)}</p><p class="meta">{inline(run.message)}</p>'
         f"<h3>Cases</h3>{_table(run, rows, anchor)}{_plots(run, rows, anchor)}</section>"
     )
 
@@ -260,12 +260,20 @@ def _run_section(run: RunResult, anchor: str) -> str:
 
 
 def _page_verdict(runs: Sequence[RunResult]) -> tuple[bool, str]:
+    """Whether every run passed, and the page's verdict as HTML (the runs' names isolated)."""
     failed = [run.name for run in runs if not headline(run).passed]
     if len(runs) == 1:
         return not failed, "FAILED" if failed else "PASSED"
     if not failed:
         return True, f"PASSED: all {len(runs)} suite runs"
-    return False, f"FAILED: {len(failed)} of {len(runs)} suite runs ({', '.join(failed)})"
+    return False, f"FAILED: {len(failed)} of {len(runs)} suite runs ({', '.join(map(inline, failed))})"
+
+
+def _verdict_html(verdict: str, run: RunResult) -> str:
+    """A run's verdict as HTML: the run's message, where the verdict quotes it, isolated."""
+    if run.message and verdict.endswith(run.message):
+        return esc(verdict[: -len(run.message)]) + inline(run.message)
+    return esc(verdict)
 
 
 def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: str, created: str) -> str:
@@ -275,7 +283,7 @@ def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: s
     contents = ""
     if len(runs) > 1:
         links = "".join(
-            f'<li><a href="#{esc_attr(a)}">{esc(r.name)}</a> — {"passed" if headline(r).passed else "failed"}</li>'
+            f'<li><a href="#{esc_attr(a)}">{inline(r.name)}</a> — {"passed" if headline(r).passed else "failed"}</li>'
             for r, a in zip(runs, anchors, strict=True)
         )
         contents = f'<ul class="contents">{links}</ul>'
@@ -290,7 +298,7 @@ def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: s
         f"<title>warp-check report: {'passed' if passed else 'failed'}</title>"
         f"<style>{_CSS}</style></head>\n"
         f'<body class="{tone}"><header><h1>warp-check report</h1>'
-        f'<p id="verdict" class="verdict {tone}" data-passed="{str(passed).lower()}">{esc(verdict)}</p>'
+        f'<p id="verdict" class="verdict {tone}" data-passed="{str(passed).lower()}">{verdict}</p>'
         f'<p class="meta">warp-check {esc(version)}, {esc(created)}. The full numbers of every case are in '
         "report.json beside this page.</p>"
         f"{contents}</header>\n<main>{sections}</main>\n<script>{_JS}</script></body></html>\n"

@@ -19,6 +19,7 @@ from pathlib import Path
 from warp_check.cases import Kind
 from warp_check.certify.chain import first_model
 from warp_check.errors import CertificateError, ModelError
+from warp_check.runs.baseline_folder import check_baseline
 from warp_check.runs.check import check_suite
 from warp_check.suite.loader import Suite, load_suite
 
@@ -50,6 +51,19 @@ def reference_for(source: str | Path | None, baseline: str | Path | None, *, opt
     return Reference(model_dir=first, chosen_by=CHAIN_START) if first is not None else None
 
 
+def checked(reference: Reference | None, suite: Suite) -> Reference | None:
+    """``reference``, refused (:func:`check_baseline`) where it cannot be the suite's baseline."""
+    if reference is None:
+        return None
+    try:
+        check_baseline(suite, reference.model_dir)
+    except ModelError as exc:
+        if reference.chosen_by != CHAIN_START:
+            raise
+        raise ModelError(f"{exc} (it is {CHAIN_START}: name the last release with --baseline)") from None
+    return reference
+
+
 def judged(
     reference: Reference, suite: Suite, wrong: Sequence[str], *, cache_dir: str | Path | None = None
 ) -> Reference:
@@ -74,4 +88,4 @@ def wrong_keep(cases: Sequence, gaps: Sequence[float]) -> tuple[str, ...]:
     return tuple(c.id for c, gap in zip(cases, gaps, strict=True) if c.kind is Kind.MUST_KEEP and not gap > 0)
 
 
-__all__ = ["CHAIN_START", "Reference", "judged", "reference_for", "wrong_keep"]
+__all__ = ["CHAIN_START", "Reference", "checked", "judged", "reference_for", "wrong_keep"]

@@ -28,6 +28,7 @@ from the draw cache) and the traffic are encoded once and every repair runs on t
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +41,6 @@ from warp_check.certify.binomial import change_bound
 from warp_check.certify.changes import predictions
 from warp_check.certify.traffic import TrafficSample, TrafficText
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.files import write_text_atomically
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
 from warp_check.model.head import DenseHead, gaps_from_logits
@@ -52,8 +52,13 @@ from warp_check.runs.ladder import Ladder, climb
 from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood, drawn_from
 from warp_check.suite.casefile import NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
-from warp_check.suite.toml_lines import TomlEdit, edited_toml
+from warp_check.suite.toml_lines import TomlEdit, edited_toml, rewrite_toml, writable_toml
 from warp_check.validation import require_integer, require_number
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 DEFAULT_FOLDS = 3
 # Copies of each held-out must_fix case scored with it: the attacks' neighbourhood, drawn once and
@@ -61,6 +66,7 @@ DEFAULT_FOLDS = 3
 SCORING_COPIES = 8
 GUARDS_FILE = "traffic_guards.jsonl"  # where --write puts the guards the choice joined
 GUARD_SOURCE = "prediction:traffic"
+WRITE_HINT = "make it writable (chmod u+w) for --write, or tune without --write"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,9 +253,8 @@ def tune(
     budget = max_change if max_change is not None else traffic.max_change
     base = suite.settings()
     cases = list(suite.cases)
+    check_folds(suite, folds)
     fix_ids = [c.id for c in cases if c.kind is Kind.MUST_FIX]
-    if len(fix_ids) < folds:
-        raise SettingsError("folds", folds, f"the suite has {len(fix_ids)} must_fix case(s): at least one a fold")
     batch = suite.model.batch_size
     evaluation = evaluate(adapter, cases, batch_size=batch, cache_dir=cache_dir, progress=progress)
     fixed = _Fixed(
@@ -300,6 +305,44 @@ def choose(scores: Sequence[CandidateScore], budget: float | None) -> CandidateS
     order = {id(s): n for n, s in enumerate(scores)}
     eligible = [s for s in scores if s.within(budget)]
     return min(eligible, key=lambda s: (-s.fix_rate, s.bound, s.candidate.levers, order[id(s)]), default=None)
+
+
+def check_folds(suite: Suite, folds: int) -> int:
+    """``folds`` where the suite's must_fix cases can fill them (each fold holds at least one); a
+    SettingsError saying the most it can be otherwise. Returns the count of must_fix cases."""
+    require_folds(folds)
+    fix = sum(1 for c in suite.cases if c.kind is Kind.MUST_FIX)
+    if fix < 2:
+        raise SettingsError(
+            "folds", folds, f"the suite has {fix} must_fix case(s): tune needs at least 2 (one a fold, 2 folds at "
+            "least); add must_fix cases (warp-check import, neighbours or attack)"
+        )  # fmt: skip
+    if folds > fix:
+        raise SettingsError(
+            "folds", folds, f"at most {fix}: the suite has {fix} must_fix cases and each fold holds at least one"
+        )
+    return fix
+
+
+def check_tune(suite: Suite, *, folds: int, write: bool) -> None:
+    """What would refuse a tune of ``suite`` or its write, found before minutes of repairs: a
+    SettingsError for ``folds`` the must_fix cases cannot fill, a SuiteError for a warp.toml that
+    ``write`` could not rewrite."""
+    check_folds(suite, folds)
+    if write:
+        writable_toml(suite.toml, hint=WRITE_HINT)
+
+
+def _lists(text: str, root: Path, path: Path) -> bool:
+    """Whether the warp.toml ``text`` has a ``[[cases]]`` table for ``path`` (read relative to ``root``)."""
+    try:
+        tables = tomllib.loads(text).get("cases")
+    except ValueError:
+        return False
+    return isinstance(tables, list) and any(
+        isinstance(t, dict) and isinstance(t.get("path"), str) and (root / t["path"]).resolve() == path.resolve()
+        for t in tables
+    )
 
 
 def require_folds(folds: int) -> None:
@@ -504,28 +547,31 @@ def write_choice(suite: Suite, result: TuneResult) -> tuple[Path, Path | None]:
         )
         if value != was
     ]
-    guards_path = None
-    listed = False
-    if candidate.guards:
-        guards_path = suite.root / GUARDS_FILE
-        listed = any(f.path.resolve() == guards_path.resolve() for f in suite.case_files)
-        check = writer_check(suite, guards_path, kind=Kind.MUST_KEEP)
-        guards = [
-            NewCase(text=c.text, text_pair=c.text_pair, label=suite.label_name(c.label), source=c.source,
-                    kind=Kind.MUST_KEEP.value)
-            for c in result.guard_pool
-        ]  # fmt: skip
-        append_cases(guards_path, guards, id_prefix="guard", check=check)
-    text = suite.toml.read_text(encoding="utf-8")
-    try:
-        text = edited_toml(text, edits, cases=None if listed or guards_path is None else (GUARDS_FILE, "must_keep"))
-    except ValueError as exc:
-        raise SuiteError(str(exc), path=suite.toml) from None
-    write_text_atomically(suite.toml, text)
+    guards_path = suite.root / GUARDS_FILE if candidate.guards else None
+    # Listed already: by the suite as loaded, or by a writer that finished while this one waited.
+    listed = guards_path is not None and any(f.path.resolve() == guards_path.resolve() for f in suite.case_files)
+
+    def change(text: str) -> str:
+        add = guards_path is not None and not (listed or _lists(text, suite.root, guards_path))
+        try:
+            edited = edited_toml(text, edits, cases=(GUARDS_FILE, "must_keep") if add else None)
+        except ValueError as exc:
+            raise SuiteError(str(exc), path=suite.toml) from None
+        if guards_path is not None:  # only once warp.toml's new text is known good: a refusal appends nothing
+            check = writer_check(suite, guards_path, kind=Kind.MUST_KEEP)
+            guards = [
+                NewCase(text=c.text, text_pair=c.text_pair, label=suite.label_name(c.label), source=c.source,
+                        kind=Kind.MUST_KEEP.value)
+                for c in result.guard_pool
+            ]  # fmt: skip
+            append_cases(guards_path, guards, id_prefix="guard", check=check)
+        return edited
+
+    rewrite_toml(suite.toml, change, hint=WRITE_HINT)
     return suite.toml, guards_path
 
 
 __all__ = [
-    "DEFAULT_FOLDS", "GUARDS_FILE", "SCORING_COPIES", "Candidate", "CandidateScore", "FoldRepair", "TuneResult",
-    "candidates", "fold_of", "fold_repair", "tune", "write_choice",
+    "DEFAULT_FOLDS", "GUARDS_FILE", "SCORING_COPIES", "WRITE_HINT", "Candidate", "CandidateScore", "FoldRepair",
+    "TuneResult", "candidates", "check_folds", "check_tune", "fold_of", "fold_repair", "tune", "write_choice",
 ]  # fmt: skip

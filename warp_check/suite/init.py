@@ -11,6 +11,7 @@ by the loader before the call returns; one it would not load is removed again.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -32,6 +33,7 @@ CASE_FILES: tuple[tuple[str, Kind, str], ...] = (
     ("must_fix.jsonl", Kind.MUST_FIX, "cases the model gets wrong, which a repair must fix"),
 )
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a config's "\\ud800", or a file name that is not UTF-8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +43,7 @@ class NewSuite:
     suite: Suite
     model: ModelSource
     case_files: tuple[Path, ...]
+    generic_labels: bool = False  # the model names no classes: its labels are transformers' LABEL_0...
 
 
 def init_suite(folder: str | Path, model: str | Path | ModelSource, *, revision: str | None = None) -> NewSuite:
@@ -51,10 +54,8 @@ def init_suite(folder: str | Path, model: str | Path | ModelSource, *, revision:
     folder = Path(folder).expanduser()
     source = resolve_model(model, revision)
     labels = _labels(source.folder)
-    names = [SUITE_FILE, *(name for name, _, _ in CASE_FILES)]
-    if folder.exists() and not folder.is_dir():
-        raise SuiteError("exists and is not a folder: give a new folder for the suite", path=folder)
-    for name in names:
+    _check_target(folder)
+    for name in [SUITE_FILE, *(name for name, _, _ in CASE_FILES)]:
         if os.path.lexists(folder / name):
             raise SuiteError(
                 "already exists: warp-check init never overwrites a suite; add cases with warp-check import, "
@@ -62,17 +63,76 @@ def init_suite(folder: str | Path, model: str | Path | ModelSource, *, revision:
                 path=folder / name,
             )
     text = suite_toml(folder, source, labels)
-    if folder.exists():
-        written = _write_into(folder, text)
-    else:
-        written = _write_new(folder, text)
+    made = None if folder.exists() else _first_missing(folder)  # what to remove again where this fails
+    written: list[Path] = []
     try:
-        suite = load_suite(folder, empty=True)
-    except SuiteError:
+        written = _write_into(folder, text) if made is None else _write_new(folder, text)
+        try:
+            suite = load_suite(folder, empty=True)
+        except SuiteError as exc:
+            raise ModelError(
+                f"the suite written for this model does not load, so it was removed again: {exc}"
+            ) from None
+    except BaseException:
+        if made is not None and written:  # the folder is this call's own, whole
+            shutil.rmtree(made, ignore_errors=True)
+        elif made is not None:  # never written: only the empty folders made above it go (another may own it)
+            for parent in folder.parents:
+                if not parent.is_relative_to(made) or _not_removed(parent):
+                    break
         for path in written:
             path.unlink(missing_ok=True)
         raise
-    return NewSuite(suite=suite, model=source, case_files=tuple(folder / name for name, _, _ in CASE_FILES))
+    return NewSuite(
+        suite=suite,
+        model=source,
+        case_files=tuple(folder / name for name, _, _ in CASE_FILES),
+        generic_labels=generic_labels(labels),
+    )
+
+
+def generic_labels(labels: dict[int, str]) -> bool:
+    """Whether ``labels`` are the names transformers makes up for a model that names no classes (LABEL_0...)."""
+    return bool(labels) and all(name == f"LABEL_{index}" for index, name in labels.items())
+
+
+def _check_target(folder: Path) -> None:
+    """A SuiteError where ``folder`` cannot be the suite's folder: a file, a symlink to nothing (or a
+    loop), or below a path that is not a folder."""
+    nearest = next(p for p in (folder, *folder.parents) if os.path.lexists(p) or p == Path(p.anchor or "."))
+    if os.path.islink(nearest):
+        try:
+            nearest.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: Python < 3.13's "Symlink loop"
+            loops = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
+            what = "loops" if loops else "does not exist"
+            raise SuiteError(
+                f"a symlink to {os.readlink(nearest)!r}, which {what}: give a new folder for the suite, or make the "
+                "folder the link names first",
+                path=nearest,
+            ) from None
+    if nearest.exists() and not nearest.is_dir():
+        if nearest == folder:
+            raise SuiteError("exists and is not a folder: give a new folder for the suite", path=folder)
+        raise SuiteError(f"is not a folder, so the suite's folder {folder.name!r} cannot be made in it", path=nearest)
+
+
+def _not_removed(folder: Path) -> bool:
+    try:
+        folder.rmdir()
+    except OSError:
+        return True
+    return False
+
+
+def _first_missing(folder: Path) -> Path:
+    """The highest of ``folder`` and the folders above it that do not exist yet: what writing it makes."""
+    missing = folder
+    for parent in folder.parents:
+        if os.path.lexists(parent):
+            break
+        missing = parent
+    return missing
 
 
 def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str:
@@ -94,7 +154,11 @@ def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str
         "batch_size = 32",
         "",
     ]
-    if labels:
+    if labels and generic_labels(labels):
+        lines.append("[labels]  # transformers' made-up names (the model names no classes): rename them as you like")
+        lines += [f"{_key(name)} = {index}" for index, name in sorted(labels.items())]
+        lines.append("")
+    elif labels:
         lines.append("[labels]  # the model's id2label: the names the case files use")
         lines += [f"{_key(name)} = {index}" for index, name in sorted(labels.items())]
         lines.append("")
@@ -114,6 +178,11 @@ def _labels(model_dir: Path) -> dict[int, str]:
     labels: dict[int, str] = {}
     for key, value in (raw or {}).items() if isinstance(raw, dict) else ():
         if isinstance(key, str) and is_decimal(key) and isinstance(value, str) and value.strip():
+            if _SURROGATE.search(value):
+                raise ModelError(
+                    f"model folder {str(model_dir)!r}: config.json: id2label names class {key} {value!r}, which is "
+                    "not valid Unicode (a lone surrogate): correct the name there"
+                )
             labels[int(key)] = value
     if len(set(labels.values())) != len(labels):
         return {}  # two classes of one name: the suite's labels default to the model's (class ids in the files)
@@ -134,8 +203,11 @@ def _relative(target: Path, folder: Path) -> str:
 
 
 def _string(text: str) -> str:
-    """A TOML basic string: JSON's escapes are TOML's, but for characters beyond the BMP, kept as they are."""
-    return json.dumps(text, ensure_ascii=False)
+    """A TOML basic string: JSON's escapes are TOML's (characters beyond the BMP kept as they are), and
+    DEL, which JSON leaves bare and TOML does not take, escaped too."""
+    if _SURROGATE.search(text):
+        raise ModelError(f"{text!r} cannot be written in warp.toml: it is not valid Unicode (a lone surrogate)")
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _key(name: str) -> str:

@@ -24,6 +24,9 @@ from warp_check.errors import SettingsError, SuiteError
 from warp_check.suite.toml_lines import SuiteToml
 
 DEFAULT_CONFIDENCE = 0.95
+# What a budget and its confidence must be, in the same words wherever they are given.
+MAX_CHANGE_RULE = "must be a share of predictions in (0, 1], e.g. 0.01 for 1 %"
+CONFIDENCE_RULE = "must be a number strictly between 0 and 1, e.g. 0.95"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,11 +55,10 @@ class TrafficSettings:
             raise SettingsError("text", self.text, "must be a column name")
         if self.max_change is not None:
             if not _number(self.max_change) or not 0 < self.max_change <= 1:
-                why = "must be a share of predictions in (0, 1], e.g. 0.01 for 1 %"
-                raise SettingsError("max_change", self.max_change, why)
+                raise SettingsError("max_change", self.max_change, MAX_CHANGE_RULE)
             object.__setattr__(self, "max_change", float(self.max_change))
         if not _number(self.confidence) or not 0 < self.confidence < 1:
-            raise SettingsError("confidence", self.confidence, "must be a number strictly between 0 and 1, e.g. 0.95")
+            raise SettingsError("confidence", self.confidence, CONFIDENCE_RULE)
         object.__setattr__(self, "confidence", float(self.confidence))
 
     def overridden(self, *, path: Path | None = None, max_change: float | None = None) -> TrafficSettings:
@@ -86,11 +88,14 @@ def read_traffic_table(loader: SuiteToml, data: dict[str, Any]) -> TrafficSettin
         raise loader.error("traffic", "[traffic] needs path = the file of unlabelled texts")
     for key, value in table.items():
         wanted = _TYPES[key]
-        ok = isinstance(value, str) if wanted is str else _number(value)
-        if not ok:
-            raise loader.error(
-                f"traffic.{key}", f"must be {'a string' if wanted is str else 'a number'}, got {value!r}"
-            )
+        # nan and inf are TOML floats: TrafficSettings says what range they miss.
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if isinstance(value, str) if wanted is str else number:
+            continue
+        if wanted is str:
+            raise loader.error(f"traffic.{key}", f"must be a string, got {value!r}")
+        rule = MAX_CHANGE_RULE if key == "max_change" else CONFIDENCE_RULE
+        raise loader.error(f"traffic.{key}", f"{value!r}: {rule} (a number, not {type(value).__name__})")
     written = table["path"]
     path = loader.resolve(loader.toml.parent / Path(written).expanduser(), "traffic.path", written)
     if not path.is_file():
@@ -120,4 +125,11 @@ def traffic_for_run(
     return settings.overridden(path=path, max_change=max_change)
 
 
-__all__ = ["DEFAULT_CONFIDENCE", "TrafficSettings", "read_traffic_table", "traffic_for_run"]
+__all__ = [
+    "CONFIDENCE_RULE",
+    "DEFAULT_CONFIDENCE",
+    "MAX_CHANGE_RULE",
+    "TrafficSettings",
+    "read_traffic_table",
+    "traffic_for_run",
+]

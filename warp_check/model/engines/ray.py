@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import socket
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -227,6 +228,8 @@ def connect(ray: Any, settings: RaySettings) -> None:
     dashboard, no network); a Ray already started in this process is used as it is."""
     if ray.is_initialized():
         return
+    if settings.address is not None:
+        _reachable(settings.address)
     try:
         if settings.address is None:
             ray.init(
@@ -243,6 +246,28 @@ def connect(ray: Any, settings: RaySettings) -> None:
         )
         raise EngineError(
             f"cannot {where} ({type(exc).__name__}: {exc}); check [model.ray] address, or use engine 'local'"
+        ) from None
+
+
+# A head that is up answers a TCP connect within milliseconds, even across regions; Ray itself retries
+# an address where nothing listens for minutes. Past this, the address is refused.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _reachable(address: str) -> None:
+    """Refuse at once a cluster ``address`` (host:port, ray://host:port) where nothing answers; "auto"
+    and what is not host:port are left to Ray, which says what it makes of them."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise EngineError(
+            f"cannot connect to the Ray cluster at {address!r}: nothing answers at {host}:{port} ({why}, "
+            f"within {CONNECT_TIMEOUT_S:g} s); check [model.ray] address and that the head runs (ray start "
+            "--head), or use engine 'local'"
         ) from None
 
 
