@@ -136,3 +136,38 @@ def test_without_a_baseline_the_certificate_chain_s_first_model_is_the_baseline(
     baseline = certificate(out)["baseline"]
     assert (baseline["source"], baseline["chosen_by"]) == (str(release["old"]), CHAIN_START)
     assert baseline["restored"]
+
+
+def test_the_baselines_answers_are_data_the_repair_takes_as_given(release, tmp_path):
+    """The repair loads no baseline: it restores the cases its caller's judgement names, and the gate's
+    answers on the baseline (the same computation a restore asks for) name the same regressions."""
+    from dataclasses import replace
+
+    import warp_check as wc
+    from warp_check.runs.baseline_folder import suite_on_baseline
+    from warp_check.runs.check import check_suite
+    from warp_check.runs.repair import model_answers
+    from warp_check.runs.restore import Reference, judged
+
+    suite = wc.load_suite(
+        write_suite(tmp_path / "suite", model=release["old"], fix=release["fix"], keep=release["keep"]),
+        model=release["new"],
+    )
+    adapter, settings = wc.load_adapter(suite), suite.settings()
+    first = model_answers(suite, adapter, settings, out_dir=tmp_path / "out")
+    assert set(first.wrong) == release["regressions"] | {release["both_wrong"]}
+    gate = check_suite(suite_on_baseline(suite, release["old"]), ids=first.wrong)
+    right = {v.case_id for v in gate.verdicts if v.passed}
+    assert right == release["regressions"]
+    reference = judged(Reference(model_dir=release["old"], chosen_by="--baseline"), first.wrong, right)
+    assert set(reference.restored) == release["regressions"] and reference.wrong_there_too == (release["both_wrong"],)
+    # Handed a judgement that names one regression only, the repair restores that one: it takes the
+    # answers as given and asks the baseline nothing (the certificate hashes its weights, nothing more).
+    one = sorted(release["regressions"])[0]
+    narrowed = judged(Reference(model_dir=release["old"], chosen_by="--baseline"), first.wrong, {one})
+    run = wc.repair_suite(
+        suite, adapter, settings, out_dir=tmp_path / "out", restoring=replace(first, reference=narrowed)
+    )
+    restored = {v.case_id for v in run.verdicts if v.message.startswith("restored:")}
+    assert restored == {one}
+    assert certificate(tmp_path / "out")["baseline"]["restored"] == [one]

@@ -5,6 +5,7 @@ failure. Its results are checks (``mode: check`` in JSON), each verdict with bot
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,11 @@ from warp_check.errors import SettingsError
 from warp_check.modes.base import RunJob
 from warp_check.modes.check import CheckMode, check_job
 from warp_check.options import OPTION, Option
-from warp_check.runs.baseline_folder import check_baseline
+from warp_check.runs.baseline_folder import suite_on_baseline
 from warp_check.runs.check import check_suite
 from warp_check.runs.regressions import against_baseline
 from warp_check.runs.result import RunResult
-from warp_check.suite.loader import Suite, load_suite
+from warp_check.suite.loader import Suite
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,18 +39,17 @@ class BaselineMode(CheckMode):
         return self.against(value)
 
     def run(self, job: RunJob) -> RunResult:
-        on_baseline = self.baseline_suite(job.suite).with_compute(**job.compute)  # refused before any encoding
+        on_baseline = self.baseline_suite(job.suite, job.compute)  # refused before any encoding
         result = check_job(job)
         before = check_suite(on_baseline, ids=job.ids, cache_dir=job.cache_dir, progress=job.progress)
         return against_baseline(result, before, str(self.baseline))
 
-    def baseline_suite(self, suite: Suite) -> Suite:
+    def baseline_suite(self, suite: Suite, compute: Mapping[str, Any] | None = None) -> Suite:
         """``suite`` loaded on the baseline model. A baseline whose labels are not the suite's is refused
         (or one that holds no model) naming the baseline (:func:`~warp_check.runs.baseline_folder.check_baseline`)."""
         if self.baseline is None:
             raise SettingsError("baseline", None, "baseline mode needs the baseline model folder")
-        check_baseline(suite, self.baseline)
-        return load_suite(suite.toml, model=self.baseline)
+        return suite_on_baseline(suite, self.baseline, compute)
 
     def header(self, run: RunResult, shown_suite: str) -> str:
         return f"{super().header(run, shown_suite)} (regressions against {self.baseline})"

@@ -3,16 +3,26 @@ Cert 1–3 on the repaired weights."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from warp_check.modes.base import RunJob, RunMode
 from warp_check.modes.check import encoder_line, head_shown
 from warp_check.options import OPTION, Option
+from warp_check.runs.baseline_folder import suite_on_baseline
+from warp_check.runs.check import check_suite
 from warp_check.runs.details import RepairDetails, RunDetails, traffic_of
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult
 from warp_check.runs.workdir import default_out_dir, workdir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.model.adapter import ClassifierAdapter
+    from warp_check.repair.settings import RepairSettings
+    from warp_check.runs.repair import Restoring
 
 CERTIFIED = ("kind", "label", "gap", "gap_before", "gap_after", "radius", "eps_star", "eps_local", "restored")
 
@@ -51,8 +61,7 @@ class RepairMode(RunMode):
             progress=job.progress,
             flags=job.flags,
             traffic=traffic,
-            baseline=job.baseline,
-            baseline_option=job.flags.get("baseline", OPTION["baseline"].flag),
+            restoring=restoring(job, adapter, settings, out),
         )
 
     def model_lines(self, details: RunDetails) -> list[str]:
@@ -109,6 +118,36 @@ class RepairMode(RunMode):
         out += traffic_lines(run)
         out.append(f"  repaired model: {(repaired.artefact if repaired else None) or 'none written'}")
         return out
+
+
+def restoring(job: RunJob, adapter: ClassifierAdapter, settings: RepairSettings, out: Path) -> Restoring | None:
+    """What a repair that restores regressions is handed: the model's answers on the suite, then the
+    baseline's on the must_keep cases it gets wrong (the regression gate's computation: the suite on
+    the baseline, :func:`~warp_check.runs.baseline_folder.suite_on_baseline`, checked), judged. None
+    where no baseline is named (nor the first model of the model's certificate chain) or
+    ``restore_regressions`` is off."""
+    from warp_check.runs.repair import model_answers
+    from warp_check.runs.restore import checked, judged, reference_for
+
+    if not settings.restore_regressions:
+        return None
+    option = job.flags.get("baseline", OPTION["baseline"].flag)
+    suite = job.suite
+    reference = checked(reference_for(adapter.source, job.baseline, option=option), suite)
+    if reference is None:
+        return None
+    first = model_answers(
+        suite, adapter, settings, out_dir=out, cache_dir=job.cache_dir, progress=job.progress, flags=job.flags
+    )
+    right: set[str] = set()
+    if first.wrong:
+        model = suite.model  # the encoder runs on the baseline as on the model under repair
+        compute = {"device": model.device, "batch_size": model.batch_size, "threads": model.threads}
+        answers = check_suite(
+            suite_on_baseline(suite, reference.model_dir, compute), ids=first.wrong, cache_dir=job.cache_dir
+        )
+        right = {v.case_id for v in answers.verdicts if v.passed}
+    return dataclasses.replace(first, reference=judged(reference, first.wrong, right))
 
 
 def traffic_lines(run: RunResult) -> list[str]:

@@ -1,16 +1,19 @@
-"""What a baseline model folder must be for a suite: a saved model with the suite's classes.
-
-Apart from :mod:`warp_check.runs.restore` so that the regression gate's mode can refuse a baseline
-without importing the chain of certificates (and numpy) a plain run never needs.
+"""A suite's baseline model (the last release): what its folder must be (a saved model with the
+suite's classes), and the suite loaded on it, whose check is the one computation the regression gate
+(:mod:`warp_check.modes.baseline`) and a repair's restored regressions (:mod:`warp_check.modes.repair`)
+share. Apart from :mod:`warp_check.runs.restore`, so that the gate needs neither the chain of
+certificates nor numpy.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from warp_check.errors import ModelError
 from warp_check.model.loading import read_config
-from warp_check.suite.loader import Suite
+from warp_check.suite.loader import Suite, load_suite
 from warp_check.suite.model_source import model_labels
 from warp_check.suite.toml_lines import SuiteToml
 
@@ -61,4 +64,12 @@ def _shown(labels: dict[str, int]) -> str:
     return ", ".join(sorted(labels, key=labels.__getitem__)) or "none (config.json has no id2label)"
 
 
-__all__ = ["check_baseline"]
+def suite_on_baseline(suite: Suite, baseline: str | Path, compute: Mapping[str, Any] | None = None) -> Suite:
+    """``suite`` loaded on the model folder ``baseline`` (refused first by :func:`check_baseline`),
+    its encoder run as ``compute`` says (device, batch_size, threads)."""
+    check_baseline(suite, baseline)
+    on_baseline = load_suite(suite.toml, model=baseline)
+    return on_baseline.with_compute(**compute) if compute else on_baseline
+
+
+__all__ = ["check_baseline", "suite_on_baseline"]

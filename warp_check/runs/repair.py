@@ -5,12 +5,12 @@ its certificate's verdict, recomputed from the repaired weights.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
-from warp_check.certify.artefact import claim_destination
+from warp_check.certify.artefact import Destination, claim_destination
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
@@ -20,11 +20,11 @@ from warp_check.repair import advice
 from warp_check.repair.records import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings, check_rank
 from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails
-from warp_check.runs.evaluation import evaluate
+from warp_check.runs.evaluation import Evaluation, evaluate
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
-from warp_check.runs.restore import Reference, checked, judged, reference_for, wrong_keep
+from warp_check.runs.restore import Reference, wrong_keep
 from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
 from warp_check.runs.traffic import no_model_verdict, repaired_verdict, traffic_note, unchanged_verdict
 from warp_check.suite.loader import Suite
@@ -40,6 +40,46 @@ HOW_TO_RESTORE = (
 )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Restoring:
+    """A repair that restores regressions, before it runs: the model's own answers on the suite
+    (``evaluation``, which names the must_keep cases it gets ``wrong``), the out folder as found
+    before that pass, and the baseline with the cases to restore (``reference``, judged on the
+    baseline's answers by the caller: :func:`warp_check.runs.restore.judged`)."""
+
+    evaluation: Evaluation
+    destination: Destination
+    wrong: tuple[str, ...]
+    reference: Reference | None = None
+
+
+def model_answers(
+    suite: Suite,
+    adapter: ClassifierAdapter,
+    settings: RepairSettings,
+    *,
+    out_dir: str | Path,
+    cache_dir: str | Path | None = None,
+    progress: bool | Progress = False,
+    flags: Mapping[str, str] | None = None,
+) -> Restoring:
+    """The model's answers first, where a baseline may restore regressions: which must_keep cases
+    it gets wrong. A rank its layer cannot take and an out folder that cannot be written are refused
+    before the encoder pass."""
+    try:
+        layer = adapter.repair_layer
+        check_rank(settings.rank, (layer.out_features, layer.in_features), adapter.spec.repair_layer)
+    except SettingsError as exc:
+        raise _where_given(suite, exc, flags) from None
+    destination = claim_destination(out_dir, adapter.source)
+    evaluation = evaluate(
+        adapter, suite.cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
+    )
+    return Restoring(
+        evaluation=evaluation, destination=destination, wrong=wrong_keep(evaluation.cases, evaluation.gaps)
+    )
+
+
 def repair(
     suite: Suite,
     adapter: ClassifierAdapter,
@@ -51,8 +91,7 @@ def repair(
     attack: AttackSettings | None = None,
     flags: Mapping[str, str] | None = None,
     traffic: TrafficSample | None = None,
-    baseline: str | Path | None = None,
-    baseline_option: str = "--baseline",
+    restoring: Restoring | None = None,
 ) -> RunResult:
     """Repair on every case of the suite, save the artefact into ``out_dir`` when it converged,
     and give each case its certificate verdict, computed from the repaired weights.
@@ -62,25 +101,13 @@ def repair(
     whose bound exceeds the budget writes nothing.
 
     ``flags`` names, per setting, how the user changes it (for advice in failure messages).
-    ``baseline``: the suite's baseline (the last release, named by ``baseline_option``); the must_keep
-    cases it got right and the model gets wrong are restored (:mod:`warp_check.runs.restore`; without
-    one, against the first model of the input model's certificate chain, where it has one).
-    Raises ArtefactError when ``out_dir`` may not be written (before any work is done).
+    ``restoring``: the baseline's judgement of the must_keep cases the model gets wrong (data: this
+    function loads no other model nor suite); those it got right are restored
+    (:mod:`warp_check.runs.restore`). Raises ArtefactError when ``out_dir`` may not be written
+    (before any work is done).
     """
-    reference = None
-    if settings.restore_regressions:
-        reference = checked(reference_for(adapter.source, baseline, option=baseline_option), suite)
+    reference = restoring.reference if restoring is not None else None
     try:
-        evaluation, destination = None, None
-        if reference is not None:  # the model's answers first: which must_keep cases it gets wrong
-            layer = adapter.repair_layer
-            check_rank(settings.rank, (layer.out_features, layer.in_features), adapter.spec.repair_layer)
-            destination = claim_destination(out_dir, adapter.source)
-            evaluation = evaluate(
-                adapter, suite.cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
-            )
-            wrong = wrong_keep(evaluation.cases, evaluation.gaps)
-            reference = judged(reference, suite, wrong, cache_dir=cache_dir)
         outcome = repair_cases(
             adapter,
             suite.cases,
@@ -92,8 +119,8 @@ def repair(
             progress=progress,
             traffic=traffic,
             label_name=suite.label_name,
-            evaluation=evaluation,
-            destination=destination,
+            evaluation=restoring.evaluation if restoring is not None else None,
+            destination=restoring.destination if restoring is not None else None,
             reference=reference,
         )
     except SettingsError as exc:  # a value this model cannot take (a rank past its layer's)

@@ -12,7 +12,7 @@ false`` leaves such cases out, as a case the model never got right is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +20,7 @@ from warp_check.cases import Kind
 from warp_check.certify.chain import first_model
 from warp_check.errors import CertificateError, ModelError
 from warp_check.runs.baseline_folder import check_baseline
-from warp_check.runs.check import check_suite
-from warp_check.suite.loader import Suite, load_suite
+from warp_check.suite.loader import Suite
 
 CHAIN_START = "the first model of the input model's certificate chain"
 
@@ -64,22 +63,14 @@ def checked(reference: Reference | None, suite: Suite) -> Reference | None:
     return reference
 
 
-def judged(
-    reference: Reference, suite: Suite, wrong: Sequence[str], *, cache_dir: str | Path | None = None
-) -> Reference:
-    """``reference`` with the ``wrong`` must_keep cases (ids the model under repair gets wrong) it
-    got right, to restore, and those it got wrong too, checked on it with the suite's cases."""
-    if not wrong:
-        return reference
-    on_baseline = load_suite(suite.toml, model=reference.model_dir)
-    model = suite.model  # the encoder runs on the baseline as on the model under repair
-    on_baseline = on_baseline.with_compute(device=model.device, batch_size=model.batch_size, threads=model.threads)
-    answers = {v.case_id: v.passed for v in check_suite(on_baseline, ids=wrong, cache_dir=cache_dir).verdicts}
+def judged(reference: Reference, wrong: Sequence[str], right_there: Collection[str]) -> Reference:
+    """``reference`` with the ``wrong`` must_keep cases (ids the model under repair gets wrong) it got
+    right (``right_there``: the ids its answers got right), to restore, and those it got wrong too."""
     return Reference(
         model_dir=reference.model_dir,
         chosen_by=reference.chosen_by,
-        restored=tuple(i for i in wrong if answers.get(i, False)),
-        wrong_there_too=tuple(i for i in wrong if not answers.get(i, False)),
+        restored=tuple(i for i in wrong if i in right_there),
+        wrong_there_too=tuple(i for i in wrong if i not in right_there),
     )
 
 
