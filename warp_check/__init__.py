@@ -121,7 +121,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _LAZY says the s
         wordnet_available,
         wordnet_synonyms,
     )
-    from warp_check.progress import Progress, ProgressStyle, as_ascii
+    from warp_check.progress import Progress, ProgressStyle, write_text
     from warp_check.qp.problem import LinearisedProblem
     from warp_check.qp.solution import QPForm, QPSolution, QPStatus
     from warp_check.qp.solve import solve
@@ -264,7 +264,7 @@ _LAZY: dict[str, str] = {
     "WordNetUnavailable": "warp_check.perturb",
     "Progress": "warp_check.progress",
     "ProgressStyle": "warp_check.progress",
-    "as_ascii": "warp_check.progress",
+    "write_text": "warp_check.progress",
     "LinearisedProblem": "warp_check.qp.problem",
     "QPForm": "warp_check.qp.solution",
     "QPSolution": "warp_check.qp.solution",
@@ -396,7 +396,7 @@ __all__ = [
     "Problem",
     "Progress",
     "ProgressStyle",
-    "as_ascii",
+    "write_text",
     "QPForm",
     "QPSolution",
     "QPStatus",

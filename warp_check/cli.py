@@ -60,7 +60,6 @@ from warp_check import (
     WarpError,
     WarpWarning,
     __version__,
-    as_ascii,
     check,
     check_report_destination,
     from_interrupt,
@@ -73,6 +72,7 @@ from warp_check import (
     run_from_certificate,
     warm_entry,
     write_report,
+    write_text,
 )
 from warp_check.commands.arguments import (
     EXIT_INTERRUPTED,
@@ -265,15 +265,7 @@ class _Output:
         self.gone = stream is None  # a process started with the stream closed has None
 
     def write(self, text: str) -> int:
-        if not self.gone:
-            try:
-                try:
-                    self._stream.write(text)
-                except UnicodeEncodeError:
-                    encoding = getattr(self._stream, "encoding", None) or "ascii"
-                    self._stream.write(as_ascii(text, encoding))
-            except (OSError, ValueError):  # EPIPE, EIO, "I/O operation on closed file"
-                self.gone = True
+        self.gone = self.gone or not write_text(self._stream, text)
         return len(text)
 
     def flush(self) -> None:

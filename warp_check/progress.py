@@ -158,7 +158,7 @@ class Step:
         if bar is not None:
             self._drawn(bar.close)
         elif self._style is ProgressStyle.LINES and seconds >= self.progress.after_s:
-            _write(self._stream, self.line(seconds, stopped=kind is not None) + "\n")
+            write_text(self._stream, self.line(seconds, stopped=kind is not None) + "\n", flush=True)
 
     def line(self, seconds: float, *, stopped: bool = False) -> str:
         """The step as one line: what, how much of how many, how long, and the last note."""
@@ -187,19 +187,20 @@ def _bar(step: Step) -> Any:
     )
 
 
-def _write(stream: TextIO, text: str) -> None:
-    """``text`` on ``stream`` as far as it takes it: in ASCII where it cannot encode the rest, and
-    nothing where it is closed or its reader left."""
+def write_text(stream: TextIO, text: str, *, flush: bool = False) -> bool:
+    """``text`` on ``stream`` as far as it takes it: in its encoding's ASCII look-alikes where it
+    cannot encode the rest, and nothing where it is closed or its reader left. False: the stream is
+    gone (closed, EPIPE, EIO), and a caller writes nothing more on it."""
     try:
         try:
             stream.write(text)
         except UnicodeEncodeError:
-            stream.write(as_ascii(text))
-        flush = getattr(stream, "flush", None)
-        if callable(flush):
-            flush()
+            stream.write(as_ascii(text, getattr(stream, "encoding", None) or "ascii"))
+        if flush and callable(getattr(stream, "flush", None)):
+            stream.flush()
     except (OSError, ValueError):  # closed ("I/O operation on closed file"), EPIPE, EIO
-        pass
+        return False
+    return True
 
 
 _ASCII = str.maketrans({"→": "->", "…": "...", "–": "-", "—": "--", "‖": "||", "γ": "gamma", "ε": "eps", "κ": "kappa"})

@@ -18,12 +18,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from testkit.report_runs import prose_texts, repair_run
+from testkit.report_runs import page_of, parsed, prose_texts, repair_run
 
 from warp_check.cli import main
 from warp_check.runs import report as report_module
 from warp_check.runs.report import REPORT_HTML, REPORT_JSON, REPORT_MD, markdown_text, read_report, write_report
-from warp_check.runs.report_html import DISPLAY_CHARS, PAGE_CHARS, render_html
+from warp_check.runs.report_html import DISPLAY_CHARS, PAGE_CHARS
 from warp_check.runs.result import RunResult
 
 pytest_plugins = ["pytester"]
@@ -48,44 +48,6 @@ def hostile_run(n_keep: int = 20, **kwargs) -> RunResult:
     return repair_run(len(HOSTILE), n_keep, texts=texts, **kwargs)
 
 
-class Cells(HTMLParser):
-    """Every case table's cells as a browser shows their text, and the page's script elements."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[str]] = []
-        self.scripts = 0
-        self.elements: list[str] = []
-        self._body = False
-
-    def handle_starttag(self, tag, attrs):
-        self.elements.append(tag)
-        self.scripts += tag == "script"
-        if tag == "tbody":
-            self._body = True
-        elif tag == "tr" and self._body:
-            self.rows.append([])
-        elif tag == "td" and self._body:
-            self.rows[-1].append("")
-
-    def handle_endtag(self, tag):
-        self._body = self._body and tag != "tbody"
-
-    def handle_data(self, data):
-        if self._body and self.rows and self.rows[-1]:
-            self.rows[-1][-1] += data
-
-
-def cells_of(page: str) -> Cells:
-    cells = Cells()
-    cells.feed(page)
-    return cells
-
-
-def page_of(*runs: RunResult) -> str:
-    return render_html(runs, [f"run-{i}" for i in range(len(runs))], version="1", created="2026-01-01T00:00:00Z")
-
-
 # -- the page's text ----------------------------------------------------------------------------
 
 
@@ -93,8 +55,8 @@ def page_of(*runs: RunResult) -> str:
 def test_a_hostile_text_shows_as_itself_and_adds_no_markup(name):
     plain = page_of(repair_run(3, 5))
     page = page_of(repair_run(3, 5, texts={"fix-00001": HOSTILE[name]}))
-    cells = cells_of(page)
-    assert cells.elements == cells_of(plain).elements  # no element, comment or script more
+    cells = parsed(page)
+    assert cells.elements == parsed(plain).elements  # no element, comment or script more
     assert {row[0]: row[2] for row in cells.rows}["fix-00001"] == HOSTILE[name]
 
 
@@ -102,7 +64,7 @@ def test_hostile_ids_names_labels_and_paths_are_text_and_isolated():
     run = hostile_run(name="\u202e</h2><script>x()</script>", failed=1)
     run = RunResult.from_dict(run.to_dict() | {"suite": "/s/\u202e<b>/warp.toml", "message": "\u202eoops <i>"})
     page = page_of(run, repair_run(2, 2, failed=1, name="second"))
-    assert cells_of(page).scripts == 1 and "<b>/" not in page and "oops <i>" not in page
+    assert parsed(page).scripts == 1 and "<b>/" not in page and "oops <i>" not in page
     # Each string a user chose sits in an isolate: its override ends where the string ends.
     assert "<h2><bdi>\u202e&lt;/h2&gt;&lt;script&gt;x()&lt;/script&gt;</bdi> <small>" in page
     assert "<bdi>/s/\u202e&lt;b&gt;/warp.toml</bdi>" in page and "<bdi>\u202eoops &lt;i&gt;</bdi>" in page
@@ -112,7 +74,7 @@ def test_hostile_ids_names_labels_and_paths_are_text_and_isolated():
 def test_a_megabyte_text_is_cut_in_its_cell_and_the_page_stays_small(tmp_path):
     write_report(tmp_path, [hostile_run()])
     page = (tmp_path / REPORT_HTML).read_text(encoding="utf-8")
-    cell = {row[0]: row[2] for row in cells_of(page).rows}[f"keep-{len(HOSTILE):05d}"]
+    cell = {row[0]: row[2] for row in parsed(page).rows}[f"keep-{len(HOSTILE):05d}"]
     assert cell.startswith(MEGABYTE[:DISPLAY_CHARS] + "… (1,048,591 characters)…")
     assert cell.endswith(
         f"{MEGABYTE[DISPLAY_CHARS:PAGE_CHARS]}… {1_048_591 - PAGE_CHARS:,} more characters in report.json"

@@ -11,20 +11,19 @@ import gzip
 import html
 import json
 import re
-from html.parser import HTMLParser
 
 from hypothesis import given
 from hypothesis import strategies as st
-from testkit.report_runs import SUITE, check_run, prose_texts, repair_details, repair_run
+from testkit.report_runs import SUITE, check_run, page_of, parsed, prose_texts, repair_details, repair_run
 
 from warp_check.cases import Kind
 from warp_check.runs.details import AuditDetails, TrafficNote
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.report import REPORT_HTML, REPORT_JSON, markdown_text, read_report, write_report
-from warp_check.runs.report_html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, PREVIEW_ROWS, render_html
+from warp_check.runs.report_html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, PREVIEW_ROWS
 from warp_check.runs.report_summary import headline
 from warp_check.runs.report_svg import MAX_POINTS, nice_ticks, thinned
-from warp_check.runs.result import Outcome, RunResult, Verdict
+from warp_check.runs.result import Outcome, Verdict
 
 HOSTILE = {
     "fix-00000": '<script>document.title="pwned"</script> & "quotes" \'single\' </td></table>',
@@ -32,48 +31,6 @@ HOSTILE = {
     "fix-00002": "bell\x07 and escape\x1b[31m in a text",
     "keep-00003": "long " + "x" * 100_000,
 }
-
-
-class Table(HTMLParser):
-    """The cells of every case table's body, row by row (end tags are optional in the page)."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[str]] = []
-        self.scripts = 0
-        self._in_body = False
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "script":
-            self.scripts += 1
-        elif tag == "tbody":
-            self._in_body = True
-        elif tag == "tr" and self._in_body:
-            if self.rows and self.rows[-1]:  # the page's line break between rows
-                self.rows[-1][-1] = self.rows[-1][-1].removesuffix("\n")
-            self.rows.append([])
-        elif tag == "td" and self._in_body:
-            self.rows[-1].append("")
-
-    def handle_endtag(self, tag):
-        if tag == "tbody":
-            self._in_body = False
-            if self.rows and self.rows[-1]:
-                self.rows[-1][-1] = self.rows[-1][-1].removesuffix("\n")
-
-    def handle_data(self, data):
-        if self._in_body and self.rows and self.rows[-1]:
-            self.rows[-1][-1] += data
-
-
-def parsed(page: str) -> Table:
-    table = Table()
-    table.feed(page)
-    return table
-
-
-def page_of(*runs: RunResult) -> str:
-    return render_html(runs, [f"run-{i}" for i in range(len(runs))], version="1.0", created="2026-01-01T00:00:00Z")
 
 
 def test_the_page_opens_with_the_verdict_and_has_one_row_per_case_with_its_text():

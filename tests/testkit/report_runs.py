@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+from html.parser import HTMLParser
 
 from warp_check.cases import Kind
 from warp_check.certify.certificate import Summary
 from warp_check.repair.settings import RepairSettings
 from warp_check.runs.details import CheckDetails, GsnFtNote, IterationSummary, RepairDetails
 from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.report_html import render_html
 from warp_check.runs.result import Outcome, RunResult, Verdict
 
 SUITE = {"model": "/models/m", "suite_sha256": "ab" * 32}
@@ -136,3 +138,49 @@ def prose_texts(n_fix: int, n_keep: int, *, chars: int = 100, seed: int = 0) -> 
                 words.append(rng.choice((",", ".")))
         texts[f"{'fix' if i < n_fix else 'keep'}-{i:05d}"] = " ".join(words)
     return texts
+
+
+class Table(HTMLParser):
+    """The cells of every case table's body, row by row (end tags are optional in the page), the
+    page's script elements and every element it holds, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self.scripts = 0
+        self.elements: list[str] = []
+        self._in_body = False
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append(tag)
+        if tag == "script":
+            self.scripts += 1
+        elif tag == "tbody":
+            self._in_body = True
+        elif tag == "tr" and self._in_body:
+            if self.rows and self.rows[-1]:  # the page's line break between rows
+                self.rows[-1][-1] = self.rows[-1][-1].removesuffix("\n")
+            self.rows.append([])
+        elif tag == "td" and self._in_body:
+            self.rows[-1].append("")
+
+    def handle_endtag(self, tag):
+        if tag == "tbody":
+            self._in_body = False
+            if self.rows and self.rows[-1]:
+                self.rows[-1][-1] = self.rows[-1][-1].removesuffix("\n")
+
+    def handle_data(self, data):
+        if self._in_body and self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+def parsed(page: str) -> Table:
+    table = Table()
+    table.feed(page)
+    return table
+
+
+def page_of(*runs: RunResult) -> str:
+    """index.html of ``runs`` as the report renders it, at a fixed version and time."""
+    return render_html(runs, [f"run-{i}" for i in range(len(runs))], version="1.0", created="2026-01-01T00:00:00Z")

@@ -140,14 +140,15 @@ def restoring(job: RunJob, adapter: ClassifierAdapter, settings: RepairSettings,
         suite, adapter, settings, out_dir=out, cache_dir=job.cache_dir, progress=job.progress, flags=job.flags
     )
     right: set[str] = set()
-    if first.wrong:
+    wrong = first.wrong
+    if wrong:
         model = suite.model  # the encoder runs on the baseline as on the model under repair
         compute = {"device": model.device, "batch_size": model.batch_size, "threads": model.threads}
         answers = check_suite(
-            suite_on_baseline(suite, reference.model_dir, compute), ids=first.wrong, cache_dir=job.cache_dir
+            suite_on_baseline(suite, reference.model_dir, compute), ids=wrong, cache_dir=job.cache_dir
         )
         right = {v.case_id for v in answers.verdicts if v.passed}
-    return dataclasses.replace(first, reference=judged(reference, first.wrong, right))
+    return dataclasses.replace(first, reference=judged(reference, wrong, right))
 
 
 def traffic_lines(run: RunResult) -> list[str]:

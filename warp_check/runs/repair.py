@@ -49,8 +49,11 @@ class Restoring:
 
     evaluation: Evaluation
     destination: Destination
-    wrong: tuple[str, ...]
     reference: Reference | None = None
+
+    @property
+    def wrong(self) -> tuple[str, ...]:
+        return wrong_keep(self.evaluation.cases, self.evaluation.gaps)
 
 
 def model_answers(
@@ -75,9 +78,7 @@ def model_answers(
     evaluation = evaluate(
         adapter, suite.cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
     )
-    return Restoring(
-        evaluation=evaluation, destination=destination, wrong=wrong_keep(evaluation.cases, evaluation.gaps)
-    )
+    return Restoring(evaluation=evaluation, destination=destination)
 
 
 def repair(

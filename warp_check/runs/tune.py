@@ -249,11 +249,10 @@ def tune(
     """Score every candidate of ``grid`` (default :func:`candidates`) by k-fold over the must_fix cases
     and choose within ``max_change`` (default the traffic's budget; None: no budget)."""
     started = time.perf_counter()
-    require_folds(folds)
+    check_folds(suite, folds)
     budget = max_change if max_change is not None else traffic.max_change
     base = suite.settings()
     cases = list(suite.cases)
-    check_folds(suite, folds)
     fix_ids = [c.id for c in cases if c.kind is Kind.MUST_FIX]
     batch = suite.model.batch_size
     evaluation = evaluate(adapter, cases, batch_size=batch, cache_dir=cache_dir, progress=progress)

@@ -154,12 +154,13 @@ def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str
         "batch_size = 32",
         "",
     ]
-    if labels and generic_labels(labels):
-        lines.append("[labels]  # transformers' made-up names (the model names no classes): rename them as you like")
-        lines += [f"{_key(name)} = {index}" for index, name in sorted(labels.items())]
-        lines.append("")
-    elif labels:
-        lines.append("[labels]  # the model's id2label: the names the case files use")
+    if labels:
+        if generic_labels(labels):
+            lines.append(
+                "[labels]  # transformers' made-up names (the model names no classes): rename them as you like"
+            )
+        else:
+            lines.append("[labels]  # the model's id2label: the names the case files use")
         lines += [f"{_key(name)} = {index}" for index, name in sorted(labels.items())]
         lines.append("")
     for name, kind, what in CASE_FILES:

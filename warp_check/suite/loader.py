@@ -62,7 +62,7 @@ from warp_check.suite.model_source import (
     read_model_table,
     run_factory,
 )
-from warp_check.suite.toml_lines import KeyLines, SuiteToml, key_at
+from warp_check.suite.toml_lines import KeyLines, SuiteToml, key_at, toml_text
 from warp_check.suite.traffic import TrafficSettings, read_traffic_table, traffic_for_run
 
 if sys.version_info >= (3, 11):
@@ -227,11 +227,7 @@ def load_suite(
         raw = toml.read_bytes()
     except OSError as exc:
         raise SuiteError(f"cannot read the file ({exc.strerror or exc})", path=toml) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise SuiteError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", path=toml, line=line) from None
+    text = toml_text(raw, toml)
     if text.startswith("\ufeff"):
         raise SuiteError(STARTS_WITH_BOM, path=toml, line=1)
     loader.keys = KeyLines(text)

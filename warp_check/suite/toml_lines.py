@@ -144,6 +144,15 @@ class TomlEdit:
     value: bool | int | float | str
 
 
+def toml_text(raw: bytes, path: Path) -> str:
+    """warp.toml's bytes as text; a SuiteError naming the line where they are not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SuiteError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", path=path, line=line) from None
+
+
 def writable_toml(path: str | Path, *, hint: str) -> Path:
     """The file ``path`` (a symlink: the file it names) where it may be rewritten; a SuiteError saying
     so, with ``hint`` (what the user can do), where it is read-only or not a file."""
@@ -173,13 +182,7 @@ def rewrite_toml(path: str | Path, change: Callable[[str], str], *, hint: str) -
     target = writable_toml(path, hint=hint)
     with FileLock(_lock_path(target)):
         writable_toml(path, hint=hint)  # again, under the lock: it may have changed while we waited
-        raw = target.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise SuiteError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", path=path, line=line) from None
-        new = change(text).encode("utf-8")
+        new = change(toml_text(target.read_bytes(), Path(path))).encode("utf-8")
         mode = stat.S_IMODE(target.stat().st_mode)
         with replaced_atomically(target, suffix=".tmp") as tmp:
             with open(tmp, "wb") as handle:
