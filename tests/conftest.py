@@ -54,6 +54,7 @@ def _user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     from warp_check.runs import workdir
 
     folder = tmp_path_factory.getbasetemp() / "user-cache"
+    # internal: XDG_CACHE_HOME would move Hugging Face's and the example models' caches too, in subprocesses
     monkeypatch.setattr(workdir, "user_cache_dir", lambda: folder)
 
 

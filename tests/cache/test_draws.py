@@ -44,6 +44,7 @@ def test_nothing_is_written_without_a_folder_or_a_new_draw(tmp_path):
 
 
 def test_the_oldest_draws_go_past_the_limit(tmp_path, monkeypatch):
+    # internal: the limit is 50,000 draws; a test reaches it only by lowering it
     monkeypatch.setattr(draws, "MAX_ENTRIES", 3)
     memo = DrawMemo(tmp_path, "c")
     for i in range(5):

@@ -56,6 +56,7 @@ def test_destinations_that_touch_the_input_are_refused(written, tmp_path):
 def test_repair_refuses_the_input_folder_before_any_work(written, monkeypatch):
     source = Path(written.adapter.source)
     adapter = ClassifierAdapter.from_pretrained(source)
+    # internal: the API prints nothing that tells an encode from none; the model's forward is the witness
     monkeypatch.setattr(adapter.model, "forward", lambda **_: pytest.fail("encoded before refusing"))
     with pytest.raises(ArtefactError, match="overlaps the input model"):
         repair_cases(adapter, written.cases, out_dir=source / "repaired", progress=False)

@@ -74,6 +74,7 @@ def test_numbers_no_certificate_holds_name_the_file_and_the_key(tmp_path, capsys
 
 
 def test_a_certificate_over_the_size_limit_is_refused_before_it_is_parsed(tmp_path, capsys, monkeypatch):
+    # internal: the limit is 1 GiB, read before it is refused: a file that size costs a gigabyte of memory
     monkeypatch.setattr(json_bounded, "MAX_BYTES", 100)
     path = certificate(tmp_path / "repaired", FORMAT + '"pad": "' + "x" * 200 + '"}')
     line = one_error_line(["report", str(path), "--out", str(tmp_path / "report")], capsys)

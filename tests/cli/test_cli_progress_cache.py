@@ -3,33 +3,21 @@ by default as check does (``--no-cache`` / ``--cache none`` opt out)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from warp_check.cli import main
 
-
-def record_encoded(monkeypatch) -> list[int]:
-    """From now on, how many cases each encode_cases call (verify's, or a check's) sent through the encoder."""
-    from warp_check.certify import verify
-    from warp_check.model import encode
-    from warp_check.runs import evaluation
-
-    seen: list[int] = []
-
-    def encode_cases(*args, **kwargs):
-        encoded = encode.encode_cases(*args, **kwargs)
-        seen.append(encoded.encoded)
-        return encoded
-
-    for module in (verify, evaluation):
-        monkeypatch.setattr(module, "encode_cases", encode_cases)
-    return seen
+SHOW_ENCODING = ("--progress", "lines", "--progress-after", "0")  # a line on stderr for any encoding
 
 
-def encoded_cases(seen: list[int], since: int = 0) -> int:
-    return sum(seen[since:])
+def encoded(argv: list[str], capsys: pytest.CaptureFixture[str], code: int = 0) -> int:
+    """Run the command; how many cases it sent through the encoder, as its progress lines say."""
+    capsys.readouterr()
+    assert main([*argv, *SHOW_ENCODING]) == code
+    return sum(int(n) for n in re.findall(r"warp: encoding cases: (\d+) of \d+ cases", capsys.readouterr().err))
 
 
 def test_a_log_gets_one_line_per_step_and_json_none(tiny_suite, tiny_split, capsys):
@@ -57,50 +45,39 @@ def repaired(tiny_suite: Path) -> Path:
     return tiny_suite / ".warp" / "repaired"
 
 
-def test_verify_reads_the_suites_cache_and_a_second_verify_encodes_nothing(tiny_suite, repaired, monkeypatch, capsys):
-    seen = record_encoded(monkeypatch)
+def test_verify_reads_the_suites_cache_and_a_second_verify_encodes_nothing(tiny_suite, repaired, capsys):
     # The repair filled the suite's cache: its default output's verify encodes nothing at all.
-    assert main(["verify", str(repaired)]) == 0
-    assert seen and encoded_cases(seen) == 0
-    assert main(["verify", str(repaired), "--suite", str(tiny_suite)]) == 0
-    assert encoded_cases(seen) == 0
+    assert encoded(["verify", str(repaired)], capsys) == 0
+    assert encoded(["verify", str(repaired), "--suite", str(tiny_suite)], capsys) == 0
     # Opting out encodes every case again (an audit that trusts no cache).
+    assert encoded(["verify", str(repaired), "--no-cache"], capsys) > 0
     assert main(["verify", str(repaired), "--no-cache"]) == 0
-    assert encoded_cases(seen) > 0
     assert "certificate holds" in capsys.readouterr().out
 
 
-def test_a_model_outside_any_suite_is_cached_in_the_users_cache(tiny_suite, repaired, tmp_path, monkeypatch):
+def test_a_model_outside_any_suite_is_cached_in_the_users_cache(tiny_suite, repaired, tmp_path, monkeypatch, capsys):
     from warp_check.runs import workdir
 
-    monkeypatch.setattr(workdir, "user_cache_dir", lambda: tmp_path / "user-cache")  # this test's alone
+    # internal: conftest points the user's cache at the session's folder, shared; this test needs one empty
+    monkeypatch.setattr(workdir, "user_cache_dir", lambda: tmp_path / "user-cache")
     moved = tmp_path / "releases" / "r1"
     moved.parent.mkdir()
     repaired.rename(moved)
-    seen = record_encoded(monkeypatch)
-    assert main(["verify", str(moved)]) == 0
-    first = encoded_cases(seen)
+    first = encoded(["verify", str(moved)], capsys)
     assert first > 0  # the user's cache is empty: encoded once
-    mark = len(seen)
-    assert main(["verify", str(moved)]) == 0
-    assert encoded_cases(seen, mark) == 0  # the second verify encodes 0 cases
-    mark = len(seen)
-    assert main(["verify", str(moved), "--cache", "none"]) == 0
-    assert encoded_cases(seen, mark) == first
+    assert encoded(["verify", str(moved)], capsys) == 0  # the second verify encodes 0 cases
+    assert encoded(["verify", str(moved), "--cache", "none"], capsys) == first
     assert any((tmp_path / "user-cache").iterdir())
 
 
-def test_compare_reads_the_suites_cache(tiny_suite, monkeypatch, capsys):
+def test_compare_reads_the_suites_cache(tiny_suite, capsys):
     assert main(["check", str(tiny_suite)]) == 1  # fills <suite>/.warp/cache
-    seen = record_encoded(monkeypatch)
-    assert main(["compare", str(tiny_suite), "--methods", "original,warp", "-q"]) == 0
-    assert encoded_cases(seen) == 0
-    capsys.readouterr()
+    assert encoded(["compare", str(tiny_suite), "--methods", "original,warp", "-q"], capsys) == 0
     argv = ["compare", str(tiny_suite), "--methods", "original,warp", "-q", "--no-cache", "--progress-after", "0"]
     assert main(argv) == 0
-    assert encoded_cases(seen) > 0
     err = capsys.readouterr().err  # -q: the encoding as one line, not a bar
     assert err.count("warp: encoding cases: ") == 1 and "\r" not in err
+    assert int(re.search(r"warp: encoding cases: (\d+) of", err)[1]) > 0
 
 
 def test_report_and_promote_show_their_encoding_by_the_same_rule(tiny_suite, tiny_split, tmp_path, capsys):

@@ -289,6 +289,7 @@ def test_tune_write_end_to_end_on_a_crlf_commented_suite(commented_suite, monkey
     toml.write_bytes(text.replace("\n", "\r\n").encode())
     one = Candidate(name="gamma_s / 2 + guards", gamma_s=0.5, mu=100.0, per_case=0, keep_per_case=0, guards=True,
                     levers=2)  # fmt: skip
+    # internal: the grid of candidates is fixed, no setting; one candidate keeps this run to seconds
     monkeypatch.setattr(tune_module, "candidates", lambda base: (one,))  # one candidate: a run of a second or two
     assert exit_code(["tune", str(commented_suite), "--folds", "2", "--write", "--cache", "none"]) == 0
     assert f"written: {toml}" in capsys.readouterr().out

@@ -319,6 +319,7 @@ def test_ctrl_c_keeps_what_was_found(suite, cases, monkeypatch, capsys):
         calls.append(real(attack, case))
         return calls[-1]
 
+    # internal: a Ctrl-C between two attacks at a known count; a signal from outside lands at no known point
     monkeypatch.setattr(attacks, "_attack_one", interrupted_at_the_eighth)
     assert main(["attack", str(suite), "--recipe", "deepwordbug", "--threads", "1", "-q"]) == 130
     assert "interrupted after 7 of" in capsys.readouterr().out

@@ -129,6 +129,7 @@ def test_the_baselines_train_and_are_scored_on_the_models_device(distilbert_dir,
     trained = train_lora(adapter, cases, TrainSettings(max_epochs=1))
     assert {p.device.type for p in trained.model.parameters()} == {device}
     scored_on, evaluate = [], evaluation.evaluate
+    # internal: the device a score was computed on is in no result
     monkeypatch.setattr(
         evaluation, "evaluate", lambda a, *args, **kw: scored_on.append(a.device) or evaluate(a, *args, **kw)
     )

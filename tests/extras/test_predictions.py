@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -127,19 +128,20 @@ def test_what_the_model_sees_as_a_suite_case_or_an_earlier_row_is_left_out(unlab
     assert sum(count for _, count in result.by_label) + result.near_boundary == 2
 
 
-def test_rows_of_another_shape_or_with_a_suite_id_are_refused_naming_the_file(unlabelled, tmp_path, monkeypatch):
-    from warp_check.extras import predictions
-
-    folder, _, texts = unlabelled
+def test_rows_of_another_shape_or_with_a_suite_id_are_refused_naming_the_file(unlabelled, distilbert_dir, tmp_path):
+    # A file that cannot be imported costs no model load: the suite's model has damaged weights, and
+    # loading it first would be the error said instead.
+    folder, source, texts = unlabelled
+    model = tmp_path / "damaged"
+    shutil.copytree(distilbert_dir, model)
+    (model / "model.safetensors").write_bytes(b"\x00" * 64)
+    toml = folder / "warp.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace(json.dumps(str(distilbert_dir)), json.dumps(str(model))))
     suite = load_suite(folder)
+    assert suite.model_dir == model
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"text": texts[0], "other": texts[1]}) + "\n", encoding="utf-8")
     settings = ImportSettings(format="jsonl", text_pair="other", predicted=True)
-
-    def no_model(suite):
-        raise AssertionError("a file that cannot be imported costs no model load")
-
-    monkeypatch.setattr(predictions, "load_adapter", no_model)
     with pytest.raises(SuiteError, match=r"pairs\.jsonl: field 'text_pair': the suite's cases are single texts"):
         import_predicted(suite, pairs, tmp_path / "out.jsonl", settings)
     taken = next(c.id for c in suite.cases)
@@ -148,6 +150,8 @@ def test_rows_of_another_shape_or_with_a_suite_id_are_refused_naming_the_file(un
     with pytest.raises(SuiteError, match=rf"ids\.jsonl:2: field 'uid': id '{taken}' is already a case of the suite"):
         import_predicted(suite, ids, tmp_path / "out.jsonl", ImportSettings(format="jsonl", id="uid", predicted=True))
     assert not (tmp_path / "out.jsonl").exists()
+    with pytest.raises(SuiteError, match="cannot load the model"):  # a file that can be imported: the model loads
+        import_predicted(suite, source, tmp_path / "out.jsonl", JSONL)
 
 
 def test_rows_the_model_sees_as_no_text_are_left_out_and_counted(unlabelled, tmp_path, capsys):
@@ -182,6 +186,7 @@ def test_an_input_the_tokenizer_fails_on_names_the_file_and_the_entry(unlabelled
         raise TokenizerFailure("the tokenizer failed", index=1, reason="a stand-in failure")
 
     adapter = ClassifierAdapter.from_pretrained(suite.model_dir)
+    # internal: a tokenizer that takes the load's probe texts yet fails on one entry: none does so on demand
     monkeypatch.setattr(adapter, "tokenize", fails_on_the_second)
     with pytest.raises(SuiteError) as raised:
         import_predicted(suite, dev, tmp_path / "out.jsonl", settings, adapter=adapter)

@@ -8,7 +8,6 @@ import pytest
 from testkit.suite_builder import write_suite
 
 from warp_check import SuiteError, TrafficSettings, load_suite, load_traffic, read_traffic
-from warp_check.extras import traffic as traffic_module
 from warp_check.extras.traffic import texts_needed
 
 
@@ -43,15 +42,19 @@ def test_a_format_the_name_does_not_tell_is_named_at_its_suite_key(tmp_path, dis
     assert caught.value.field == "traffic.format" and caught.value.line is not None and "csv" in str(caught.value)
 
 
-def test_a_file_over_the_limits_is_refused_before_it_is_parsed_whole(tmp_path, monkeypatch):
+def test_a_file_over_the_limits_is_refused_before_it_is_parsed_whole(tmp_path):
+    # Over 512 MiB (a sparse file: no disk taken, and nothing read to refuse it)
     path = csv_file(tmp_path / "traffic.csv", [f"review {i}" for i in range(30)])
-    monkeypatch.setattr(traffic_module, "MAX_BYTES", 100)
-    with pytest.raises(SuiteError, match="MiB a traffic file may have: give a sample of it"):
+    with open(path, "r+b") as handle:
+        handle.truncate((512 << 20) + 1)
+    with pytest.raises(SuiteError, match="512 MiB is over the 512 MiB a traffic file may have: give a sample of it"):
         read_traffic(TrafficSettings(path=path, text="sentence"))
-    monkeypatch.setattr(traffic_module, "MAX_BYTES", 1 << 20)
-    monkeypatch.setattr(traffic_module, "MAX_TEXTS", 20)
-    with pytest.raises(SuiteError, match="30 rows is over the 20 a traffic file may have"):
+    # Over a million rows (2 MB of them)
+    path.write_bytes(b"sentence\n" + b"r\n" * 1_000_001)
+    with pytest.raises(SuiteError, match="1,000,001 rows is over the 1,000,000 a traffic file may have"):
         read_traffic(TrafficSettings(path=path, text="sentence"))
+    path.write_text("sentence\n" + "".join(f"review {i}\n" for i in range(30)), encoding="utf-8")
+    assert read_traffic(TrafficSettings(path=path, text="sentence")).rows == 30  # within both: read
 
 
 def test_a_budget_too_few_texts_could_show_is_refused_with_the_count_it_needs(tmp_path):

@@ -3,13 +3,15 @@ engine 'ray' where Ray is not installed, before any work (these tests need no Ra
 
 from __future__ import annotations
 
+import importlib.machinery
+import sys
+import types
 from pathlib import Path
 
 import pytest
 from testkit.suite_builder import exit_code
 
 from warp_check import OPTION, BadValue, Problem, SettingsError, SuiteError, load_suite
-from warp_check.model.engines import settings as engine_settings
 from warp_check.model.engines.settings import Engine, EngineSettings, RaySettings
 from warp_check.runs.load import load_adapter
 
@@ -40,6 +42,16 @@ def test_ray_settings_take_a_gpu_only_worker_and_give_each_worker_its_cpus_as_th
         EngineSettings().using("spark")
 
 
+def _ray_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails, as where Ray is not installed
+
+
+def _ray_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    ray = types.ModuleType("ray")  # found by importlib as an installed Ray is; these tests never start it
+    ray.__spec__ = importlib.machinery.ModuleSpec("ray", None)
+    monkeypatch.setitem(sys.modules, "ray", ray)
+
+
 def _suite(tmp_path: Path, model: Path, model_lines: str) -> Path:
     folder = tmp_path / "suite"
     folder.mkdir()
@@ -52,7 +64,7 @@ def _suite(tmp_path: Path, model: Path, model_lines: str) -> Path:
 
 
 def test_warp_toml_engine_and_ray_table_reach_the_adapter(tmp_path, distilbert_dir, monkeypatch):
-    monkeypatch.setattr(engine_settings, "ray_installed", lambda: True)
+    _ray_installed(monkeypatch)
     lines = 'engine = "ray"\n\n[model.ray]\naddress = "auto"\nnum_workers = 3\nnum_gpus = 0.5\nbatch_size = 16\n'
     suite = load_suite(_suite(tmp_path, distilbert_dir, lines))
     expected = RaySettings(address="auto", num_workers=3, num_gpus=0.5, batch_size=16)
@@ -63,7 +75,7 @@ def test_warp_toml_engine_and_ray_table_reach_the_adapter(tmp_path, distilbert_d
 
 
 def test_engine_ray_in_warp_toml_without_ray_is_refused_at_its_line(tmp_path, distilbert_dir, monkeypatch):
-    monkeypatch.setattr(engine_settings, "ray_installed", lambda: False)
+    _ray_missing(monkeypatch)
     folder = _suite(tmp_path, distilbert_dir, 'batch_size = 8\nengine = "ray"\n')
     with pytest.raises(SuiteError) as refused:
         load_suite(folder)
@@ -72,8 +84,7 @@ def test_engine_ray_in_warp_toml_without_ray_is_refused_at_its_line(tmp_path, di
 
 
 def test_engine_ray_flag_without_ray_is_refused_before_any_work(tmp_path, distilbert_dir, monkeypatch, capsys):
-    monkeypatch.setattr(engine_settings, "ray_installed", lambda: False)
-    monkeypatch.setattr("warp_check.options.ray_installed", lambda: False)
+    _ray_missing(monkeypatch)
     with pytest.raises(BadValue) as refused:
         OPTION["engine"].parse("ray")
     assert refused.value.problem is Problem.NO_RAY

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -373,7 +374,7 @@ def test_encoder_threads_default_to_one_whatever_the_cores_and_xdist_workers(mon
 
     from warp_check.model import threads
 
-    monkeypatch.setattr(threads, "available_cores", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)  # an 8-core machine
     for workers in (None, "3", "16"):
         if workers is None:
             monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)

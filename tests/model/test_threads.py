@@ -5,6 +5,7 @@ The cores are pinned (``available_cores`` patched to 2), so the numbers hold on 
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -21,7 +22,7 @@ CORES = 2
 
 @pytest.fixture
 def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threads, "available_cores", lambda: CORES)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(CORES)), raising=False)
 
 
 def test_a_thread_count_above_the_cores_takes_the_cores_and_says_so(two_cores):

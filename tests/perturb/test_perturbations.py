@@ -374,6 +374,7 @@ def test_ctrl_c_in_the_middle_of_a_draw_is_a_keyboard_interrupt_after_it(monkeyp
 
         return st.text(alphabet="abc", min_size=1, max_size=6).map(maybe_interrupt)
 
+    # internal: a Ctrl-C inside a Hypothesis draw; a signal from outside lands at no known point
     monkeypatch.setattr(draws, "perturbations", interrupting)
     import threading
 

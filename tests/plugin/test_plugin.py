@@ -418,6 +418,7 @@ def test_an_internal_error_fails_every_case_once_not_once_per_case(
         calls.append(1)
         raise RuntimeError("boom")
 
+    # internal: an internal error is a bug, and no input raises one on purpose
     monkeypatch.setattr(check_mode, "check", broken)  # what check mode runs
     wrong, right = cases
     result = run(pytester, str(suite))

@@ -265,6 +265,7 @@ def test_an_error_of_any_type_while_loading_is_one_collection_error(pytester, mo
     def load_suite(*args, **kwargs):
         raise raised
 
+    # internal: an error of any type while loading (a bug among them): no input raises an arbitrary one
     monkeypatch.setattr(pytest_warp.state, "load_suite", load_suite)
     hub_suite(pytester.path / "suite", "")
     one_collection_error(pytester, literal(line))

@@ -13,7 +13,6 @@ import pytest
 from testkit.suite_builder import record_encoder_batches, split_cases, write_suite
 
 from pytest_warp.plugin import is_symlink_loop
-from warp_check.model import threads
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
@@ -98,7 +97,7 @@ def test_a_loop_is_a_symlink_to_a_folder_above_it_through_any_links(tmp_path: Pa
 
 
 def test_threads_above_the_cores_run_on_the_cores_with_one_notice_in_the_summary(pytester, suite, cases, monkeypatch):
-    monkeypatch.setattr(threads, "available_cores", lambda: 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # a two-core machine
     seen = record_encoder_batches(monkeypatch)
     wrong, right = cases
     result = run(pytester, "--warp-threads", "10000", "--warp-batch-size", "1", "-W", "error")
@@ -109,7 +108,7 @@ def test_threads_above_the_cores_run_on_the_cores_with_one_notice_in_the_summary
 
 
 def test_threads_within_the_cores_run_as_given_without_a_notice(pytester, suite, cases, monkeypatch):
-    monkeypatch.setattr(threads, "available_cores", lambda: 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # a two-core machine
     seen = record_encoder_batches(monkeypatch)
     wrong, right = cases
     result = run(pytester, "--warp-threads", "2", "--warp-batch-size", "1")

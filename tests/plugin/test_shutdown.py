@@ -20,6 +20,7 @@ PYTESTS_OWN_CRASH = "TypeError: unsupported operand type(s) for -: 'NoneType' an
 def test_only_the_outermost_session_of_a_pytest_command_ignores_a_late_ctrl_c(monkeypatch):
     calls = []
     monkeypatch.setattr(signal, "signal", lambda signum, handler: calls.append((signum, handler)))
+    # internal: this test runs inside a pytest session: the count of open sessions must start from none
     monkeypatch.setattr(shutdown, "_open_sessions", 0)
     monkeypatch.setattr(sys, "argv", ["/venv/bin/pytest", "tests"])
     shutdown.session_opened()

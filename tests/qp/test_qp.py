@@ -133,6 +133,7 @@ def test_a_working_set_that_does_not_settle_fails_or_solves_whole(monkeypatch):
     slow = SolverSettings(form="dual", working_set_batch=1, working_set_rounds=1, working_set_window=0.0)
     whole = solve(problem, slow)  # small: solved whole after the rounds run out
     assert whole.status is QPStatus.SOLVED and whole.rows is None
+    # internal: OSQP solves whole any QP up to 5,000 rows; a test-sized QP is past the limit only below it
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 10)
     failed = solve(problem, slow)  # large: no n×n fallback, a status that says why
     assert failed.status is QPStatus.MAX_ITER and failed.B is None
@@ -164,6 +165,7 @@ def test_undecided_dual_falls_back_to_the_primal(monkeypatch):
         assert qp_module._status(QPForm.DUAL, result) is QPStatus.MAX_ITER
         return B, result
 
+    # internal: when the dual's ADMM detects infeasibility varies by machine; starving it makes it certain
     monkeypatch.setattr(qp_module, "_solve_dual", starved_dual)
     result = solve(problem, SolverSettings(form="dual", working_set=True))
     assert result.fallback_from is QPForm.DUAL and result.form is QPForm.PRIMAL

@@ -128,6 +128,7 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
     assert "active set: iteration limit" in starved.solver_status
     out_of_time = qp_active_set.run(problem, tolerance=1e-9, max_iter=100, time_limit_s=1e-12)
     assert out_of_time.outcome is Outcome.TIME_LIMIT and out_of_time.iterations == 0
+    # internal: OSQP rescues any QP up to 5,000 rows; the method's own outcome shows only without it
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
     alone = solve(problem, SolverSettings(backend="active_set", backend_settings=(ActiveSetSettings(max_iter=1),)))
     assert alone.status is QPStatus.MAX_ITER and alone.B is None and alone.backend == "active_set"

@@ -112,6 +112,7 @@ def test_a_re_solve_with_moved_bounds_starts_from_the_last_answer_and_reuses_its
     cold = solve(moved, ALM)
     grams = []
     cross_gram = LinearisedProblem.cross_gram
+    # internal: the Gram blocks a warm start spares show in no result, only in time
     monkeypatch.setattr(
         LinearisedProblem, "cross_gram", lambda self, a, b: grams.append(a.size) or cross_gram(self, a, b)
     )
@@ -153,6 +154,7 @@ def test_limits_are_their_own_outcomes_and_go_to_osqp(monkeypatch):
     starved = solve(problem, SolverSettings(backend="alm", backend_settings=(AlmSettings(max_iter=1),)))
     assert starved.status is QPStatus.SOLVED and starved.backend == "osqp"
     assert starved.handed_over_from == "alm" and "augmented Lagrangian: iteration limit" in starved.solver_status
+    # internal: OSQP rescues any QP up to 5,000 rows; the method's own outcome shows only without it
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
     alone = solve(problem, SolverSettings(backend="alm", backend_settings=(AlmSettings(max_iter=1),)))
     assert alone.status is QPStatus.MAX_ITER and alone.B is None and alone.backend == "alm"

@@ -127,6 +127,7 @@ def test_a_working_set_at_its_limit_goes_on_over_every_row_to_the_optimum(monkey
         whole = solve(problem, ALM)
         assert whole.status is QPStatus.SOLVED and whole.rows.size > problem.n_fix + 10
         with monkeypatch.context() as patched:
+            # internal: the working set holds 5,000 rows (a 200 MB Gram matrix); a test reaches it only by lowering it
             patched.setattr(qp_alm, "MAX_ROWS", problem.n_fix + 10)  # too few for the rows that bind
             crowded = solve(problem, ALM)
         assert crowded.backend == "alm" and "matrix-free" in crowded.solver_status, crowded.solver_status
@@ -143,7 +144,9 @@ def test_a_working_set_at_its_limit_goes_on_over_every_row_to_the_optimum(monkey
 def test_where_every_row_at_once_cannot_settle_it_the_working_sets_answer_stands_and_says_so(monkeypatch):
     problem = random_problem(1, 30, 200, 2, 50)
     room = problem.rows_near_bound(0.0).size  # the first round's rows fit, the rows joining do not
+    # internal: the working set holds 5,000 rows (a 200 MB Gram matrix); a test reaches it only by lowering it
     monkeypatch.setattr(qp_alm, "MAX_ROWS", room)
+    # internal: no small QP keeps the matrix-free method from settling within its 60 outer iterations
     monkeypatch.setattr(matrix_free, "OUTER_MAX", 1)  # one outer iteration: far from the 1e-6 it needs
     crowded = solve(problem, SolverSettings(backend="alm", working_set_window=0.0))
     assert crowded.status is QPStatus.SOLVED_PARTIAL and crowded.status.has_solution and crowded.backend == "alm"
@@ -162,9 +165,11 @@ def test_a_first_working_set_past_its_limit_is_never_built_every_row_goes_at_onc
     problem = correlated_problem(0, 8, 400, 2, 24)
     whole = solve(problem, ALM)
     first = problem.rows_near_bound(SolverSettings().working_set_window).size
+    # internal: the working set holds 5,000 rows (a 200 MB Gram matrix); a test reaches it only by lowering it
     monkeypatch.setattr(qp_alm, "MAX_ROWS", first - 1)
     built = []
     gram = type(problem).cross_gram
+    # internal: the size of the Gram matrices built (1.2 GB at real scale) is in no result
     monkeypatch.setattr(type(problem), "cross_gram", lambda self, a, b: built.append(a.size) or gram(self, a, b))
     crowded = solve(problem, ALM)
     assert crowded.backend == "alm" and "matrix-free" in crowded.solver_status
@@ -190,7 +195,9 @@ def test_more_soft_rows_than_the_working_set_holds_settle_on_the_gram_matrix_of_
         problem = correlated_problem(seed, 150, 400, 2, 24)
         whole = solve(problem, ALM)
         with monkeypatch.context() as patched:
+            # internal: the working set holds 5,000 rows (a 200 MB Gram matrix); a test reaches it only by lowering it
             patched.setattr(qp_alm, "MAX_ROWS", 130)
+            # internal: the size of the Gram matrices built (1.2 GB at real scale) is in no result
             patched.setattr(LinearisedProblem, "cross_gram", recorded)
             crowded = solve(problem, ALM)
         assert crowded.backend == "alm" and "matrix-free" in crowded.solver_status, crowded.solver_status
@@ -217,7 +224,9 @@ def test_a_face_the_working_set_cannot_settle_goes_back_over_every_row_not_to_os
     # as many hard ones; the solve goes on over every row from the set's multipliers instead.
     problem = correlated_problem(0, 150, 400, 2, 24)
     whole = solve(problem, ALM)
+    # internal: the working set holds 5,000 rows (a 200 MB Gram matrix); a test reaches it only by lowering it
     monkeypatch.setattr(qp_alm, "MAX_ROWS", 130)
+    # internal: no input makes the working set's box QP stall on demand
     monkeypatch.setattr(qp_alm._BoxQP, "solve", lambda self, z0, budget: (Outcome.STALLED, "held back by the test"))
     crowded = solve(problem, ALM)
     assert crowded.backend == "alm" and crowded.handed_over_from is None, crowded.solver_status
@@ -228,7 +237,9 @@ def test_a_face_the_working_set_cannot_settle_goes_back_over_every_row_not_to_os
 
 def test_contradicting_must_keep_rows_past_the_working_set_are_infeasible(monkeypatch):
     problem = contradictory_keep_problem(1.0)
+    # internal: the working set holds 5,000 rows (a 200 MB Gram matrix); a test reaches it only by lowering it
     monkeypatch.setattr(qp_alm, "MAX_ROWS", 0)  # no room: every row at once, from the start
+    # internal: OSQP rescues any QP up to 5,000 rows; the method's own outcome shows only without it
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the method's own outcome
     result = solve(problem, ALM)
     assert result.status in (QPStatus.INFEASIBLE, QPStatus.INFEASIBLE_INACCURATE), result.solver_status
@@ -267,13 +278,16 @@ def test_a_face_round_that_meets_the_same_set_again_tightens_its_cg_instead_of_g
     )
     assert optimum.outcome is Outcome.SOLVED
     near = optimum.z * (1.0 + 1e-3 * np.random.default_rng(seed).uniform(-1, 1, problem.n))
+    # internal: a face's CG tolerance is no setting; loosened, a test-sized face takes several rounds
     monkeypatch.setattr(matrix_free, "FACE_CG_LOOSEST", 0.5)  # the first round stops far from its face
+    # internal: a face's patience is no setting; at 1, any round that does not improve ends the try
     monkeypatch.setattr(matrix_free, "FACE_PATIENCE", 1)  # any round that does not improve ends the try
     method = matrix_free._Method(
         rows, problem.rhs, upper, problem.rho, limit, Budget(10_000, time.perf_counter() + 60), None
     )
     rounds = []
     solve_face = method.gram_solve
+    # internal: the rounds on a face are in no result
     monkeypatch.setattr(
         method, "gram_solve", lambda on_face, *a: rounds.append(on_face.C.copy()) or solve_face(on_face, *a)
     )
@@ -294,7 +308,9 @@ def test_a_faces_rounds_share_one_preconditioner_while_the_face_moves_little(mon
         rows, problem.rhs, upper, problem.rho, limit, np.zeros(problem.n), Budget(10_000, time.perf_counter() + 60)
     )
     near = optimum.z * (1.0 + 1e-3 * np.random.default_rng(0).uniform(-1, 1, problem.n))
+    # internal: a face's CG tolerance is no setting; loosened, a test-sized face takes several rounds
     monkeypatch.setattr(matrix_free, "FACE_CG_LOOSEST", 0.5)  # several rounds on (nearly) one face
+    # internal: when a face's preconditioner is rebuilt is no setting; -1 rebuilds it every round
     monkeypatch.setattr(matrix_free, "FACE_REBUILD_SHARE", rebuild_share)
     builds, alive_at_build = [], []
     build = matrix_free.LowRankPlusDiagonal
@@ -306,12 +322,14 @@ def test_a_faces_rounds_share_one_preconditioner_while_the_face_moves_little(mon
         builds.append(weakref.ref(built))
         return built
 
+    # internal: the preconditioners alive at once (288 MB each at real scale) are in no result
     monkeypatch.setattr(matrix_free, "LowRankPlusDiagonal", counted)
     method = matrix_free._Method(
         rows, problem.rhs, upper, problem.rho, limit, Budget(10_000, time.perf_counter() + 60), None
     )
     rounds = []
     solve_face = method.gram_solve
+    # internal: the rounds on a face are in no result
     monkeypatch.setattr(method, "gram_solve", lambda *a: rounds.append(1) or solve_face(*a))
     done = method.face(near, 1)
     assert done is not None and done.outcome is Outcome.SOLVED

@@ -128,6 +128,7 @@ def test_positions_of_rows_in_a_build():
 
 
 def test_a_builds_steps_replayed_on_its_own_rows_give_its_own_factor(monkeypatch):
+    # internal: a build draws 100 pivots a step; a test-sized one takes several steps only below that
     monkeypatch.setattr(gram_preconditioner, "BLOCK", 7)  # several steps: each replay couples to the last
     rows = rows_sharing_a_direction(3, 150, 3, 30, 3.0)
     build = LowRankPlusDiagonal(rows.norms2(), rows.columns, 40)
@@ -172,6 +173,7 @@ def test_a_build_serves_a_moved_face_as_an_spd_m_whose_low_rank_part_never_overs
 def test_a_served_face_is_its_builds_pivots_nystrom_approximation(monkeypatch):
     # Off the diagonal, M on the later face is G[:, S] G[S, S]⁻¹ G[S, :], S the build's pivots: the rows
     # that stayed and the rows that came alike (the replay couples each step to the ones before it)
+    # internal: a build draws 100 pivots a step; a test-sized one takes several steps only below that
     monkeypatch.setattr(gram_preconditioner, "BLOCK", 6)
     rows = rows_sharing_a_direction(5, 240, 3, 30, 3.0)  # G of rank 90: 30 pivots well apart
     first, later = moved_face(5, 240, 0.2)

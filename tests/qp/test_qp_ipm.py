@@ -95,6 +95,7 @@ def test_rows_joining_only_at_convergence_still_reach_the_optimum(
 ):
     # Rows that join once the residuals meet the tolerance find every pair near 0 or ∞; the
     # solver starts afresh from its B there.
+    # internal: rows joining only at convergence come from no input on demand; checking only at the end forces it
     monkeypatch.setattr(qp_ipm, "CHECK_EVERY", 10**9)
     problem = problem_over_cases(seed, n_fix, n_keep, rank, d_in, per_case)
     osqp = solve(problem, SolverSettings(backend="osqp", working_set=False))
@@ -164,6 +165,7 @@ def test_soft_rows_in_contradiction_are_paid_for_not_infeasible():
 def test_iteration_limit_is_its_own_outcome_and_near_misses_are_inaccurate(monkeypatch):
     import warp_check.qp.osqp_backend as qp_module
 
+    # internal: OSQP rescues any QP up to 5,000 rows; the method's own outcome shows only without it
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)  # no OSQP rescue: the IPM's own outcome
     problem = random_problem(1, 30, 200, 2, 50)
     starved = solve(problem, SolverSettings(backend="ipm", backend_settings=(IpmSettings(max_iter=2),)))
@@ -193,6 +195,7 @@ def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
     def breaks(M):
         raise np.linalg.LinAlgError("planted")
 
+    # internal: a breakdown of the normal matrix's Cholesky comes from no input on demand
     monkeypatch.setattr(qp_ipm, "shifted_cholesky", breaks)
     problem = random_problem(2, 5, 40, 2, 16)
     # Every row in play, and few of them: OSQP answers instead.
@@ -202,6 +205,7 @@ def test_a_breakdown_of_the_normal_matrix_is_stalled(monkeypatch):
     grown = solve(problem, IPM)
     assert grown.status is QPStatus.SOLVED and grown.backend == "osqp" and grown.rounds > 1
     assert grown.objective == pytest.approx(rescued.objective, rel=1e-6)
+    # internal: OSQP rescues any QP up to 5,000 rows; the method's own outcome shows only without it
     monkeypatch.setattr(qp_module, "FULL_SOLVE_MAX_ROWS", 0)
     result = solve(problem, IPM)
     assert result.status is QPStatus.STALLED and result.B is None
@@ -272,6 +276,7 @@ def test_a_qp_neither_osqp_nor_the_interior_point_decides_goes_on_to_the_augment
         planted = "planted: stalled"
         return QPSolution(None, QPStatus.STALLED, QPForm.PRIMAL, float("nan"), 6, 0.0, planted, backend=Backend("ipm"))
 
+    # internal: whether the interior point stalls turns on the CPU's kernels; no input makes it stall on demand
     monkeypatch.setattr(qp_ipm, "solve", stalls)  # what the registered backend's solve runs
     # OSQP stopped after one iteration cannot decide it; the interior point (planted) stalls.
     undecided = SolverSettings(
@@ -306,6 +311,7 @@ def test_a_qp_auto_gave_the_interior_point_that_it_leaves_undecided_goes_on_to_t
         planted = "planted: stalled"
         return QPSolution(None, QPStatus.STALLED, QPForm.PRIMAL, float("nan"), 6, 0.0, planted, backend=Backend("ipm"))
 
+    # internal: whether the interior point stalls turns on the CPU's kernels; no input makes it stall on demand
     monkeypatch.setattr(qp_ipm, "solve", stalls)
     result = solve(problem, within)
     assert result.status is QPStatus.SOLVED and result.backend == "alm" and result.handed_over_from == "ipm"

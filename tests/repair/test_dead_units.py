@@ -53,6 +53,7 @@ def test_must_fix_cases_with_every_unit_dead_are_repaired(seed, monkeypatch):
     assert np.all(after.gaps(keep.V, keep.labels)[0] >= 0.3)
     assert np.all((after.pre_activation(fix.V) > 0).any(axis=1))
     # Without the lower bound the QP sees a zero gradient for them, takes a zero step and stalls.
+    # internal: the dead units' lower bound is no setting; without it the loop stalls on these cases
     monkeypatch.setattr(linearise, "WAKING", frozenset())
     blind = repair_head(head, fix, keep, settings=RepairSettings())
     assert blind.status is RepairStatus.NOT_CONVERGED and "the QP step is zero" in blind.message

@@ -225,6 +225,7 @@ def test_each_iteration_records_the_qp_promise_against_the_true_full_step(monkey
         solved.append((trial.problem, trial.solution))
         return trial
 
+    # internal: the QP each iteration solved (its problem and step) is not in the result, only the numbers checked here
     monkeypatch.setattr(iterations, "linearise_and_solve", recording)
     settings = RepairSettings(rank=2)
     result = repair_head(head, fix, keep, settings=settings)

@@ -129,6 +129,7 @@ def test_screen_settings_are_validated_by_name(field, value):
 def test_a_repair_whose_qps_outgrow_the_working_set_is_certified_or_refused_by_name(monkeypatch, seed):
     # The augmented Lagrangian holds 12 rows at most: each QP is answered on the rows it holds
     # (QPStatus.SOLVED_PARTIAL) and the loop's step, checked on every case's true gap, judges it.
+    # internal: the working set holds 5,000 rows (a 200 MB Gram matrix); a test reaches it only by lowering it
     monkeypatch.setattr(qp_alm, "MAX_ROWS", 12)
     head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=300, seed=seed)
     chosen = RepairSettings(solver=SolverSettings(backend="alm"), max_iter=150)
@@ -145,6 +146,7 @@ def test_a_later_round_starts_at_the_rank_the_last_one_grew_to(monkeypatch, seed
     # rank (here it fell 8 → 2 and took an iteration more); a million isotropic cases' next round,
     # back at rank 2, stalled in its first QP. No case joins between steps here: every one waits for
     # the round's end (as where only the round's last step leaves cases outside short).
+    # internal: which cases join between steps turns on each step; only this makes them all wait for the round's end
     monkeypatch.setattr(screen, "short", lambda head, keep, outside, settings: outside[:0])
     head, fix, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=150, seed=seed)
     chosen = RepairSettings(resident_keep=resident, max_iter=80)
@@ -162,6 +164,7 @@ def test_the_stopping_rule_reads_the_saved_arithmetic_a_block_of_cases_at_a_time
     stacked = iterations.stack(head=head, fix=fix, kept=keep, settings=RepairSettings())
     gap, _ = head.gaps(np.asarray(stacked.V, np.float64), stacked.labels)
     whole, whole_room = held_gaps(head, stacked.V, stacked.labels, gap)
+    # internal: blocks are 4,096 cases; a test-sized suite spans several only below that
     monkeypatch.setattr(repair_blocks, "BLOCK_ROWS", 7)
     held, room = stacked.held(head.W, gap)
     np.testing.assert_allclose(held, whole, rtol=1e-6, atol=1e-6)
@@ -206,6 +209,7 @@ def test_cases_joining_between_steps_are_held_as_if_stacked_with_the_others():
 def test_the_cases_short_between_steps_are_those_below_gamma_h(monkeypatch, activation):
     # float32 arithmetic, a block at a time: every case clearly below γ_h, none clearly above it
     # (within float32's rounding of γ_h either is right: the round's end checks in float64)
+    # internal: blocks are 4,096 cases; a test-sized suite spans several only below that
     monkeypatch.setattr(repair_blocks, "BLOCK_ROWS", 7)
     head, _, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=120, seed=4)
     gap = iterations.gaps(head, keep.V, keep.labels)
@@ -239,7 +243,9 @@ def test_cases_a_step_leaves_short_join_before_the_next_and_nothing_holds_the_ol
         released.extend(old() is None and older() is None for old, older, _ in joins)
         return real_solve(problem, settings, warm)
 
+    # internal: which arrays the loop still holds is in no result; memory at this size is noise
     monkeypatch.setattr(iterations, "join", join)
+    # internal: which arrays the loop still holds is in no result; memory at this size is noise
     monkeypatch.setattr(iterations, "solve", solve)
     head, fix, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=150, seed=seed)
     # the augmented Lagrangian: its warm start, carried to the next QP, must not hold them either

@@ -102,6 +102,7 @@ def test_an_artefact_made_from_another_devices_representations_passes_the_cpu_au
         rng = np.random.default_rng(len(features))
         return v * (1 + 1e-5 * rng.choice([-1.0, 1.0], size=v.shape)), logits
 
+    # internal: another machine's encoder (v off by 1e-5) cannot be had on this one
     monkeypatch.setattr(ClassifierAdapter, "forward_batch", elsewhere)
     out = tmp_path / "out"
     assert main(["repair", str(suite), "--out", str(out), "--cache", "none", "-q"]) == 0

@@ -48,6 +48,11 @@ def repair(suite: Path, out: Path, *extra: str) -> int:
     return main(["repair", str(suite), "--out", str(out), "--cache", "none", "-q", *extra])
 
 
+# Progress to stderr however short the step: a refusal "before any encoding" is the one line it prints
+# (encoding says "warp: encoding cases: ..." there).
+ENCODING_SHOWN = ("--progress", "lines", "--progress-after", "0")
+
+
 def leftovers(out: Path) -> list[str]:
     """What a writer left beside ``out``: temp or trash folders."""
     return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
@@ -100,7 +105,9 @@ def test_inf_representations_stop_before_the_repair(suite, distilbert_dir, tmp_p
         v[0, 3] = float("inf")  # as an overflowing encoder would give
         return v, logits
 
+    # internal: an encoder that overflows is refused at load (check_logits); this guard is reached only past it
     monkeypatch.setattr(ClassifierAdapter, "forward_batch", overflowing)
+    # internal: an encoder that overflows is refused at load (check_logits); this guard is reached only past it
     monkeypatch.setattr(ClassifierAdapter, "check_logits", lambda self, v, logits, head=None: 0.0)
     before = tree_digest(distilbert_dir)
     out = tmp_path / "out"
@@ -136,13 +143,9 @@ def test_a_cache_shard_poisoned_with_nan_is_a_miss_not_an_answer(suite, tmp_path
     )
 
 
-def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_path, capsys, monkeypatch):
-    from warp_check.model.adapter import ClassifierAdapter
-
-    monkeypatch.setattr(ClassifierAdapter, "forward_batch", lambda *a: pytest.fail("encoded before refusing"))
-    monkeypatch.setattr(ClassifierAdapter, "check_equivalence", lambda *a: 0.0)
+def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_path, capsys):
     out = tmp_path / "out"
-    assert repair(suite, out, "--rank", "33") == 2
+    assert repair(suite, out, "--rank", "33", *ENCODING_SHOWN) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (
         "warp-check repair: error: --rank=33: exceeds the repair layer 'pre_classifier' (32×32): the rank can be "
@@ -255,6 +258,7 @@ def _full_disk_at(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
                 _no_space()
             return real(path, text)
 
+        # internal: the disk fills at the certificate's write alone; no outside hook tells that write from the others
         monkeypatch.setattr(certificate_module, "write_text_atomically", write_text)
     elif where == "fsync":  # delayed allocation: the disk is found full only when flushed
         monkeypatch.setattr(os, "fsync", _no_space)
@@ -290,26 +294,25 @@ def test_a_failed_rename_over_an_older_artefact_puts_the_older_one_back(suite, t
         return real(src, dst)
 
     monkeypatch.setattr(os, "rename", rename)
+    # internal: a system without renameat2(RENAME_EXCHANGE) (macOS, older kernels): the check is a ctypes call
     monkeypatch.setattr(artefact, "_exchange", lambda a, b: False)  # the two-rename path
     assert repair(suite, out, "--rank", "3") == 2
     assert "Input/output error" in capsys.readouterr().err
     assert tree_digest(out) == older and leftovers(out) == []
 
 
-def test_an_out_folder_without_room_is_refused_before_the_encode(suite, small_disk, capsys, monkeypatch):
+def test_an_out_folder_without_room_is_refused_before_the_encode(suite, small_disk, capsys):
     out = small_disk / "out"
     disks.fill(small_disk, leave=64 * 1024)
-    monkeypatch.setattr("warp_check.model.encode.encode_cases", lambda *a, **k: pytest.fail("encoded first"))
-    assert repair(suite, out) == 2
+    assert repair(suite, out, *ENCODING_SHOWN) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "MiB free there, the repaired model needs about" in line and "choose another output folder" in line
     assert not out.exists()
 
 
-def test_a_read_only_out_folder_is_refused_before_the_encode(suite, small_disk, capsys, monkeypatch):
+def test_a_read_only_out_folder_is_refused_before_the_encode(suite, small_disk, capsys):
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    monkeypatch.setattr("warp_check.model.encode.encode_cases", lambda *a, **k: pytest.fail("encoded first"))
-    assert repair(suite, small_disk / "out") == 2
+    assert repair(suite, small_disk / "out", *ENCODING_SHOWN) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "cannot be written (Read-only file system" in line
 
@@ -317,8 +320,9 @@ def test_a_read_only_out_folder_is_refused_before_the_encode(suite, small_disk, 
 def test_a_disk_that_fills_during_the_save_is_one_clear_error(suite, small_disk, capsys, monkeypatch):
     # Room when the run starts, none when it saves (another job took it): the real SafetensorError.
     out = small_disk / "out"
-    monkeypatch.setattr(artefact, "check_room", lambda out, source: None)
     disks.fill(small_disk, leave=16 * 1024)
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=1 << 40))  # room, it says
     assert repair(suite, out) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("warp-check repair: error: No space left on device")
@@ -371,6 +375,7 @@ def test_a_failed_exchange_over_an_older_artefact_leaves_the_older_one(suite, tm
     def exchange(a, b):
         raise OSError(errno.EIO, os.strerror(errno.EIO), str(b))
 
+    # internal: an I/O error from renameat2 itself, a ctypes call no outside patch reaches
     monkeypatch.setattr(artefact, "_exchange", exchange)
     assert repair(suite, out, "--rank", "3") == 2
     assert "Input/output error" in capsys.readouterr().err
@@ -606,13 +611,19 @@ def test_a_text_longer_than_the_model_takes_is_truncated_not_a_crash(distilbert_
 # -- a report that cannot be written ------------------------------------------------------------------
 
 
-def test_a_report_folder_that_is_a_file_is_a_usage_error_before_the_work(suite, tmp_path, capsys, monkeypatch):
+def test_a_report_folder_that_is_a_file_is_a_usage_error_before_the_work(cases, distilbert_dir, tmp_path, capsys):
+    # The suite's model has damaged weights: loading it first would be the error said instead.
+    model = tmp_path / "model"
+    shutil.copytree(distilbert_dir, model)
+    (model / "model.safetensors").write_bytes(b"\x00" * 64)
+    suite = write_suite(tmp_path / "suite", model=model, fix=cases[0], keep=cases[1])
     taken = tmp_path / "report"
     taken.write_text("a file")
-    monkeypatch.setattr("warp_check.cli.load_adapter", lambda *a, **k: pytest.fail("loaded the model first"))
     assert main(["check", str(suite), "--cache", "none", "--report", str(taken)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "exists and is not a folder" in line
+    assert main(["check", str(suite), "--cache", "none", "--report", str(tmp_path / "free")]) == 2
+    assert "exists and is not a folder" not in capsys.readouterr().err  # the model's own error, once it loads
 
 
 def test_a_report_pytest_cannot_write_fails_the_run(pytester, suite, tmp_path, monkeypatch):
@@ -626,6 +637,7 @@ def test_a_report_pytest_cannot_write_fails_the_run(pytester, suite, tmp_path, m
     def disk_full(out_dir, runs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out_dir))
 
+    # internal: the disk fills after the run, at the report's write; a real full disk (small_disk) needs root
     monkeypatch.setattr("pytest_warp.plugin.write_report", disk_full)
     result = pytester.runpytest(*args, "--warp-report", str(tmp_path / "report"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -691,6 +703,7 @@ def test_ctrl_c_that_an_extension_reraises_as_import_error_is_still_ctrl_c(suite
     assert main(["check", str(suite), "-q"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["warp-check: interrupted"]
     # Anywhere else (a lazy import of scipy while the head is built, say): the command still says so.
+    # internal: a Ctrl-C re-raised as ImportError anywhere in the command; no input puts one there
     monkeypatch.setattr("warp_check.cli.load_suite", _interrupted_extension_import)
     assert main(["check", str(suite), "-q"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["warp-check: interrupted"]

@@ -54,6 +54,7 @@ def scripted(monkeypatch, ends):
             template, status=status, message=f"{where} {status.value}", misses=misses, settings=settings, seconds=1.0
         )
 
+    # internal: which rung converges turns on the solve; scripting each loop's end reaches every rung
     monkeypatch.setattr(ladder, "repair_head", loop)
     return runs
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -113,8 +114,6 @@ def test_neighbours_are_wrong_predictions_with_the_originals_label(distilbert_di
 def test_synonyms_auto_draws_them_where_wordnet_is_installed_and_says_so_where_not(
     distilbert_dir: Path, suite_cases, monkeypatch
 ):
-    import warp_check.runs.neighbourhood as neighbourhood
-
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     fix, keep = suite_cases
     evaluation = evaluate(adapter, fix + keep, progress=False)
@@ -124,7 +123,7 @@ def test_synonyms_auto_draws_them_where_wordnet_is_installed_and_says_so_where_n
         assert draw_neighbourhood(adapter, evaluation, auto).cases == draw_neighbourhood(
             adapter, evaluation, replace(auto, synonyms=True)
         ).cases
-    monkeypatch.setattr(neighbourhood, "wordnet_available", lambda: False)
+    monkeypatch.setitem(sys.modules, "nltk", None)  # `import nltk` fails, as where the WordNet extra is not installed
     hood = draw_neighbourhood(adapter, evaluation, auto)
     off = draw_neighbourhood(adapter, evaluation, replace(auto, synonyms=False))
     assert hood.synonyms is SynonymUse.NOT_INSTALLED and off.synonyms is SynonymUse.OFF
@@ -149,6 +148,7 @@ def test_a_second_draw_reads_the_first_ones_texts_back(distilbert_dir: Path, sui
     def no_draw(*args, **kwargs):
         raise AssertionError("drawn again although remembered")
 
+    # internal: a draw read back gives the same texts as one drawn again; only the draw's call tells them apart
     monkeypatch.setattr("warp_check.runs.neighbourhood.perturbed_texts", no_draw)
     again = draw_neighbourhood(adapter, evaluation, settings, cache_dir=tmp_path)
     assert again.cases == first.cases and again.drawn == first.drawn
@@ -204,6 +204,7 @@ def _with_a_contradiction(monkeypatch):
         twin = replace(bad, cases=(case,), encoded=replace(bad.encoded, ids=("contradiction",), input_keys=()))
         return replace(hood, evaluation=twin.joined(hood.evaluation))
 
+    # internal: the draw leaves out a copy whose input is a case's (tested above), so no real draw contradicts one
     monkeypatch.setattr(repair_cases, "draw_neighbourhood", contradicting)
 
 
@@ -229,6 +230,7 @@ def test_a_neighbourhood_the_repair_cannot_meet_is_left_out_not_fatal(distilbert
     import warp_check.runs.ladder as ladder
 
     _with_a_contradiction(monkeypatch)
+    # internal: with the contradiction above, the ladder's dropping rounds always find it
     monkeypatch.setattr(ladder, "DROP_ROUNDS", 0)  # no copy is dropped: the neighbourhood goes whole
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir)
     fix, keep = suite_cases

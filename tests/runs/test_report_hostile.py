@@ -140,6 +140,7 @@ def test_a_report_that_fails_leaves_the_one_before_intact(tmp_path, monkeypatch,
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    # internal: the disk fills at a chosen step of the report, after its other files; a real one fails at the first
     monkeypatch.setattr(report_module, failing, full)
     with pytest.raises(OSError, match="No space left"):
         write_report(tmp_path, [repair_run(8, 9, seed=3, name="suite")])
@@ -156,6 +157,7 @@ def test_the_report_command_that_fails_says_why_in_one_line_and_keeps_the_old_re
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    # internal: the disk fills at a chosen step of the report, after its other files; a real one fails at the first
     monkeypatch.setattr(report_module, "render_html", full)
     assert main(["report", str(old / REPORT_JSON), "--out", str(out)]) == 2
     err = capsys.readouterr().err

@@ -76,6 +76,7 @@ def test_no_repair_sees_its_fold_and_the_bound_is_measured_on_the_tune_part(suit
         seen.append(set(fix.ids) | set(keep.ids))
         return real(head, fix, keep, aux, settings, **kwargs)
 
+    # internal: which cases each fold's repair was given is in no result
     monkeypatch.setattr(ladder_module, "repair_head", recording)
     copies = dataclasses.replace(GRID[0], name="copies 4/8", per_case=4, keep_per_case=8, levers=1)
     result = tune(suite, load_adapter(suite), sample, folds=3, grid=(*GRID, copies))

@@ -111,5 +111,6 @@ def record_encoder_batches(monkeypatch) -> list[tuple[int, int, str]]:
         seen.append((len(features), torch.get_num_threads(), self.device))
         return real(self, features)
 
+    # internal: the threads and device an encoder batch runs on show only while it runs
     monkeypatch.setattr(ClassifierAdapter, "forward_batch", forward_batch)
     return seen
