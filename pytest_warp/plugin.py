@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from warp_check import SUITE_FILE, WarpError, check_report_destination, write_report
+from warp_check import WarpError, write_report
+from warp_check.frontend import SUITE_FILE, check_report_destination
 
 from . import record, shutdown
 from .items import REFUSED, RESULT, TRAFFIC_VERDICT, VERDICT, CaseItem, SuiteFile, SuiteItem, TrafficItem
@@ -28,14 +29,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     shutdown.session_opened()
     state = WarpSession(config, read_options(config))
-    if state.options.report is not None:
+    if state.options["report"] is not None:
         try:
-            check_report_destination(state.options.report)
+            check_report_destination(state.options["report"])
         except WarpError as exc:
             raise pytest.UsageError(f"--warp-report: {exc}") from None
     config.stash[STATE] = state
     config.pluginmanager.register(state, "warp-session")  # for pytest_runtest_logreport
-    record.register(config, state.options.record)
+    record.register(config, state.options["record"])
     config.addinivalue_line("markers", "must_fix: a warp-check case the model must be fixed on")
     config.addinivalue_line("markers", "must_keep: a warp-check case the model must keep getting right")
 
@@ -78,7 +79,7 @@ def is_symlink_loop(path: Path) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     options = config.stash[STATE].options
     suites = {item.parent.path for item in items if isinstance(item, CaseItem)}
-    if options.repair and options.out is not None and len(suites) > 1:
+    if options["repair"] and options["out"] is not None and len(suites) > 1:
         raise pytest.UsageError(
             f"--warp-out names one folder but {len(suites)} suites would be repaired into it; "
             "run them one at a time, or leave out --warp-out (each suite then writes <suite>/.warp/repaired)"
@@ -115,13 +116,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if state.refused:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR  # an input the core refused: the command's exit 2
-    if state.options.report is None:
+    if state.options["report"] is None:
         return
     if not state.runs:
         state.report_error = "no warp-check case ran"
         return
     try:
-        state.report_path = write_report(state.options.report, state.report_runs())
+        state.report_path = write_report(state.options["report"], state.report_runs())
     except (OSError, WarpError) as exc:
         state.report_error = str(exc)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR  # asked for and not written: the run did not do its job

@@ -26,27 +26,26 @@ import pytest
 
 from warp_check import (
     Outcome,
-    RunJob,
     RunResult,
     Suite,
     TrafficVerdict,
     Verdict,
     WarpError,
-    collected_notices,
     default_cache_dir,
     load_adapter,
     load_suite,
     load_traffic,
     reraise_interrupt,
-    warm_entry,
     workdir,
 )
+from warp_check.frontend import RunJob, collected_notices, warm_entry
 
 from .options import WarpOptions
 from .terminal import session_progress
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_check import ClassifierAdapter, WarmEntry
+    from warp_check import ClassifierAdapter
+    from warp_check.frontend import WarmEntry
 
 RUNS_DIR = "runs"  # in <suite>/.warp: result files shared by xdist workers
 RUN_FILE_MAX_AGE_S = 24 * 3600
@@ -105,12 +104,12 @@ class WarpSession:
         """
         key = toml.resolve()
         if key not in self.suites:
-            model = self.options.model
-            if model is None and self.options.certificate is not None:
-                model = self.options.certificate.parent  # audit: the certified folder itself
+            model = self.options["model"]
+            if model is None and self.options["certificate"] is not None:
+                model = self.options["certificate"].parent  # audit: the certified folder itself
             with collected_notices() as warned:  # shown with the suite's run, as a run's own notices are
-                suite = load_suite(toml, model=model, revision=self.options.revision).with_compute(
-                    **self.options.compute
+                suite = load_suite(toml, model=model, revision=self.options["revision"]).with_compute(
+                    **self.options.overrides("model")
                 )
                 self.suites[key] = suite
                 entry = warm_entry(suite, self._cache_path(suite)) if self.options.mode.recalls_checks else None
@@ -131,14 +130,14 @@ class WarpSession:
     # -- running --------------------------------------------------------------------------
     def _cache_path(self, suite: Suite) -> Path | None:
         """Where the cache is, without creating anything (for reading it at collection)."""
-        if self.options.no_cache:
+        if self.options["no_cache"]:
             return None
-        return self.options.cache if self.options.cache is not None else default_cache_dir(suite)
+        return self.options["cache"] if self.options["cache"] is not None else default_cache_dir(suite)
 
     def cache_dir(self, suite: Suite) -> Path | None:
         """The cache to use for a run, ``<suite>/.warp`` created if it is the default."""
         path = self._cache_path(suite)
-        if path is None or self.options.cache is not None:
+        if path is None or self.options["cache"] is not None:
             return path
         try:
             workdir(suite)
@@ -181,11 +180,11 @@ class WarpSession:
             cache_dir=self.cache_dir(suite),
             ids=selected,
             warm=self.warm.get(key),
-            out_dir=self.options.out,
-            certificate=self.options.certificate,
-            baseline=self.options.baseline,
-            compute=self.options.compute,
-            overrides=self.options.overrides,
+            out_dir=self.options["out"],
+            certificate=self.options["certificate"],
+            baseline=self.options["baseline"],
+            compute=self.options.overrides("model"),
+            overrides=self.options.overrides("repair"),
             flags=self.options.flags,
             load_traffic=self.load_traffic if mode.measures_traffic else None,
             progress=session_progress(self.config, self.options),
@@ -198,13 +197,11 @@ class WarpSession:
 
     def load_traffic(self, suite: Suite):
         """The suite's traffic with --warp-traffic / --warp-max-change over its [traffic]."""
-        return load_traffic(
-            suite, path=self.options.traffic.get("traffic"), max_change=self.options.traffic.get("max_change")
-        )
+        return load_traffic(suite, **self.options.overrides("traffic"))
 
     def has_traffic(self, suite: Suite) -> bool:
         """Whether the suite's run measures Cert 4 (then it has a ``traffic`` item)."""
-        given = suite.traffic is not None or "traffic" in self.options.traffic
+        given = suite.traffic is not None or "path" in self.options.overrides("traffic")
         return self.options.mode.measures_traffic and given
 
     def _shared(self, suite: Suite, compute: Callable[[], RunResult], selected: Sequence[str]) -> RunResult:

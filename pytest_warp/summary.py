@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from warp_check import REPORT_HTML, Kind, RunDetails, RunMode, RunResult, RunStatus, Verdict, tally
+from warp_check import REPORT_HTML, Kind, RunDetails, RunResult, RunStatus, Verdict
+from warp_check.frontend import RunMode, tally
 
 from .state import WarpSession
 

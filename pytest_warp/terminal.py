@@ -53,4 +53,6 @@ def session_progress(config: pytest.Config, options: WarpOptions) -> Progress:
     if hasattr(config, "workerinput"):
         return Progress.silent()
     quiet = config.getoption("verbose") < 0
-    return Progress.chosen(options.progress, after_s=options.progress_after, quiet=quiet, stream=TerminalStream(config))
+    return Progress.chosen(
+        options["progress"], after_s=options["progress_after"], quiet=quiet, stream=TerminalStream(config)
+    )

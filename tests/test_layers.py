@@ -3,7 +3,7 @@
 Every module of ``warp_check`` and ``pytest_warp`` belongs to one part that the table names; a
 module imports only its own part and the parts on lower floors (imports inside functions
 count: a lazy import is still an arrow); the plugin and the CLI reach the core through its
-public names (``warp_check``'s ``__init__``) only.
+public names (``warp_check``'s ``__init__``) and the plumbing only they may use (``warp_check.frontend``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from testkit.imports import imports_of, modules_under
 
 DESIGN = REPO / "docs" / "design.md"
 PACKAGES = ("warp_check", "pytest_warp")
-# What the plugin and the CLI may import of the core: its public names (the error types among them).
-PUBLIC = {"warp_check"}
+# What the plugin and the CLI may import of the core: its public names (the error types among them), and
+# what only the front ends need (option declarations, the run modes' table, checks made before a run).
+PUBLIC = {"warp_check", "warp_check.frontend"}
+FRONT_ENDS = ("pytest_warp", "warp_check.cli", "warp_check.commands")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +100,15 @@ def test_the_plugin_and_the_cli_reach_the_core_through_its_public_names(parts):
             if not inside and target not in PUBLIC:
                 private.append(f"{module} -> {target}")
     assert private == []
+
+
+def test_only_the_front_ends_import_the_frontend_module():
+    importers = [
+        module
+        for module, path in project_modules().items()
+        if "warp_check.frontend" in project_imports(path) and not module.startswith(FRONT_ENDS)
+    ]
+    assert importers == []
 
 
 def test_the_core_never_imports_pytest():

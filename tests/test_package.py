@@ -1,4 +1,5 @@
-"""The package's public names load their modules on first use (warp_check/__init__.py).
+"""The package's public names load their modules on first use (warp_check/__init__.py), and so do
+the front ends' own names (warp_check/frontend.py).
 
 ``import warp_check`` must stay standard-library only (a warm check is pure Python), every
 public name must still resolve to what its module defines, whatever is imported first.
@@ -18,6 +19,7 @@ import pytest
 from testkit import REPO
 
 import warp_check
+import warp_check.frontend
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,36 +38,49 @@ def test_importing_the_package_the_plugin_and_the_warm_check_import_no_numpy():
     imported = run_python(
         "import json, sys\n"
         "import warp_check, warp_check.runs.check, warp_check.runs.load, warp_check.suite.loader, pytest_warp.plugin\n"
-        "warp_check.MODES, warp_check.OPTIONS  # what pytest --help reads\n"
+        "import warp_check.frontend as front\n"
+        "front.MODES, front.OPTIONS  # what pytest --help reads\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'numpy', 'scipy', 'torch', 'transformers', 'osqp', 'safetensors', 'hypothesis'})))"
     )
     assert imported == []
 
 
-def test_every_public_name_resolves_and_all_lists_them():
-    eager = {"Case", "Kind", "RepairSettings", "SolverSettings", "WarpWarning", "__version__"}
-    eager |= {"KeepChoice", "NeighbourSettings", "SynonymUse"}
-    eager |= {"first_line", "from_interrupt", "reraise_interrupt"}
-    eager |= {name for name in dir(warp_check) if name.endswith("Error")}
-    assert set(warp_check.__all__) == set(warp_check._LAZY) | eager
-    for name in warp_check.__all__:
-        assert getattr(warp_check, name) is not None, name
-    assert set(warp_check.__all__) <= set(dir(warp_check))
+EXPORTERS = {"warp_check": ("_PUBLIC", INIT), "warp_check.frontend": ("_FRONTEND", INIT.parent / "frontend.py")}
+
+
+@pytest.mark.parametrize("module", EXPORTERS)
+def test_every_exported_name_resolves_and_all_is_the_table(module: str):
+    exporter = sys.modules[module]
+    table = getattr(exporter, EXPORTERS[module][0])
+    assert set(exporter.__all__) - {"__version__"} == set(table)
+    for name in exporter.__all__:
+        assert getattr(exporter, name) is not None, name
+    assert set(exporter.__all__) <= set(dir(exporter))
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
-        warp_check.nothing_here  # noqa: B018
+        exporter.nothing_here  # noqa: B018
 
 
-def test_what_type_checkers_see_is_what_loads():
+def test_the_front_ends_names_are_not_public_api():
+    assert set(warp_check.__all__).isdisjoint(warp_check.frontend.__all__)
+    for plumbing in ("check_tune", "write_text", "check_report_destination", "check_recipe_ready", "setting_flags"):
+        assert plumbing in warp_check.frontend.__all__
+        with pytest.raises(AttributeError):
+            getattr(warp_check, plumbing)
+
+
+@pytest.mark.parametrize("module", EXPORTERS)
+def test_what_type_checkers_see_is_what_loads(module: str):
     # The TYPE_CHECKING imports and the run-time table must name the same things.
-    tree = ast.parse(INIT.read_text())
+    table_name, path = EXPORTERS[module]
+    tree = ast.parse(path.read_text())
     guarded = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
     seen = {
         (alias.asname or alias.name, f"{node.module}:{alias.name}" if alias.asname else node.module)
         for node in guarded.body  # type: ignore[attr-defined]
         for alias in node.names  # type: ignore[attr-defined]
     }
-    assert seen == set(warp_check._LAZY.items())
+    assert seen == set(getattr(sys.modules[module], table_name).items())
 
 
 @pytest.mark.parametrize("first", ["layers", "names"])
@@ -76,7 +91,7 @@ def test_public_names_are_what_their_modules_define_whatever_loads_first(first: 
     names = "import warp_check as wc\nwc.verify\n"
     load = layers + "import warp_check as wc\n" if first == "layers" else names + layers
     same = run_python(
-        "import importlib, json\n" + load + "print(json.dumps(sorted(name for name, where in wc._LAZY.items() "
+        "import importlib, json\n" + load + "print(json.dumps(sorted(name for name, where in wc._PUBLIC.items() "
         "if getattr(wc, name) is not getattr(importlib.import_module(where.partition(':')[0]), "
         "where.partition(':')[2] or name))))"
     )

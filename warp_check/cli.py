@@ -29,8 +29,9 @@ after writing the cases found until then.
 Suites and case verdicts come from :mod:`warp_check.runs`, so the words are pytest's.
 
 The commands are a table (:func:`commands`): one for each run mode that names a command
-(``warp_check.MODES``: check, repair), then the others, whose arguments and work live in
-:mod:`warp_check.commands`. Options the plugin shares are declared once (``warp_check.OPTIONS``).
+(``warp_check.frontend.MODES``: check, repair), then the others, whose arguments and work live in
+:mod:`warp_check.commands`. Every argument that is a run option is its declaration in
+``warp_check.options`` (the plugin's too), taken by name; a command declares only its own verbs.
 """
 
 from __future__ import annotations
@@ -47,48 +48,44 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-import warp_check
 from warp_check import (
     CERTIFICATE_NAME,
     REPORT_HTML,
     REPORT_JSON,
-    SUITE_FILE,
     Certificate,
-    RunJob,
-    RunMode,
     SettingsError,
     WarpError,
     WarpWarning,
     __version__,
     check,
-    check_report_destination,
-    from_interrupt,
+    frontend,
     load_adapter,
     load_suite,
-    mode_named,
-    overriding,
     read_report,
     resolve_model,
     run_from_certificate,
-    warm_entry,
     write_report,
-    write_text,
 )
 from warp_check.commands.arguments import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
-    FLAGS,
     PROGRESS_OPTIONS,
     SUITE,
-    SUITE_OPTIONS,
     Command,
     Parser,
+    Use,
     progress_of,
+    setting_flags,
     suite_and_cache,
+    suite_options,
     traffic_loader,
 )
 from warp_check.commands.cases import (
+    ATTACK_OPTIONS,
+    IMPORT_OPTIONS,
+    NEIGHBOURS_OPTIONS,
+    PROMOTE_OPTIONS,
     attack_arguments,
     attack_command,
     import_arguments,
@@ -98,11 +95,22 @@ from warp_check.commands.cases import (
     promote_arguments,
     promote_command,
 )
-from warp_check.commands.certificates import verify_arguments, verify_command
-from warp_check.commands.compare import compare_arguments, compare_command
-from warp_check.commands.init import init_arguments, init_command
+from warp_check.commands.certificates import VERIFY_OPTIONS, verify_arguments, verify_command
+from warp_check.commands.compare import COMPARE_OPTIONS, compare_arguments, compare_command
+from warp_check.commands.init import INIT_OPTIONS, init_command
 from warp_check.commands.results import finish
 from warp_check.commands.tune import tune_arguments, tune_command
+from warp_check.frontend import (
+    SUITE_FILE,
+    RunJob,
+    RunMode,
+    check_report_destination,
+    from_interrupt,
+    mode_named,
+    overriding,
+    warm_entry,
+    write_text,
+)
 
 
 def _mode_command(mode: RunMode) -> Command:
@@ -113,7 +121,7 @@ def _mode_command(mode: RunMode) -> Command:
         run=partial(_run_mode, mode),
         help=mode.command_help,
         positionals=(SUITE,),
-        options=(*SUITE_OPTIONS, *mode.cli_options),
+        options=(*suite_options(), *mode.cli_options),
     )
 
 
@@ -131,13 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def commands() -> tuple[Command, ...]:
     """The commands, in the order --help lists them: a command for each run mode that has one, then the rest."""
-    modes = tuple(_mode_command(mode) for mode in warp_check.MODES if mode.command is not None)
+    modes = tuple(_mode_command(mode) for mode in frontend.MODES if mode.command is not None)
     return modes + (
         Command(
             name="verify",
             run=verify_command,
             help="re-check a repaired model's certificate from scratch",
             positionals=(("model_dir", "MODEL_DIR", "the repaired model: a folder, or a Hub id org/name"),),
+            options=VERIFY_OPTIONS,
             arguments=verify_arguments,
         ),
         Command(
@@ -148,10 +157,10 @@ def commands() -> tuple[Command, ...]:
             "model folder holding one, or a report.json written before (re-rendered).",
             positionals=(("source", "SOURCE", None),),
             options=(
-                ("out", {"required": True, "help": "folder for the report"}),
-                ("model", {"help": "for a suite: model folder or Hub id instead of its [model]"}),
+                Use(name="out", required=True, help="folder for the report"),
+                Use(name="model", help="for a suite: model folder or Hub id instead of its [model]"),
                 "revision",
-                ("cache", {"help": "for a suite: representation cache folder, or 'none'"}),
+                Use(name="cache", help="for a suite: representation cache folder, or 'none'"),
                 *PROGRESS_OPTIONS,
             ),
         ),
@@ -161,7 +170,7 @@ def commands() -> tuple[Command, ...]:
             help="WARP beside same-layer LoRA and all-layers fine-tuning on the suite's cases (paper Table 3)",
             description="Trains the baselines on copies of the model in memory; writes nothing unless --out is given.",
             positionals=(SUITE,),
-            options=("model", "revision"),
+            options=COMPARE_OPTIONS,
             arguments=compare_arguments,
         ),
         Command(
@@ -174,11 +183,11 @@ def commands() -> tuple[Command, ...]:
                 ("suite", "SUITE", None),
             ),
             options=(
-                ("revision", {"help": "revision of NEW where it is a Hub id (default main)"}),
-                ("cache", {"help": "representation cache folder, or 'none' (default <suite>/.warp)"}),
+                Use(name="revision", help="revision of NEW where it is a Hub id (default main)"),
+                Use(name="cache", help="representation cache folder, or 'none' (default <suite>/.warp)"),
                 "no_cache",
                 "json",
-                ("quiet", {"help": "print only the summary, not every regression"}),
+                Use(name="quiet", help="print only the summary, not every regression"),
                 *PROGRESS_OPTIONS,
             ),
         ),
@@ -189,7 +198,7 @@ def commands() -> tuple[Command, ...]:
             description="Writes SUITE/warp.toml (the model, its labels from its id2label, a must_keep and a must_fix "
             "file) and the two empty JSONL files; refuses a folder that holds any of them. Fill it with import.",
             positionals=(("suite", "SUITE", "the new suite's folder (created if needed)"),),
-            arguments=init_arguments,
+            options=INIT_OPTIONS,
         ),
         Command(
             name="import",
@@ -199,6 +208,7 @@ def commands() -> tuple[Command, ...]:
                 ("suite", "SUITE", "the suite whose labels the cases must use"),
                 ("source", "FILE", "the file to read"),
             ),
+            options=IMPORT_OPTIONS,
             arguments=import_arguments,
         ),
         Command(
@@ -206,10 +216,7 @@ def commands() -> tuple[Command, ...]:
             run=neighbours_command,
             help="add perturbed copies of the suite's cases that the model gets wrong, as must_fix cases",
             positionals=(SUITE,),
-            options=(
-                *SUITE_OPTIONS,
-                ("out", {"metavar": "FILE", "help": "JSONL file to append to (default: the must_fix file)"}),
-            ),
+            options=(*suite_options(), *NEIGHBOURS_OPTIONS),
             arguments=neighbours_arguments,
         ),
         Command(
@@ -220,7 +227,7 @@ def commands() -> tuple[Command, ...]:
             "guards) by k-fold over the must_fix cases, each bounded on the traffic's tune part (never the part "
             "Cert 4 uses); exit 1 when none fits the budget.",
             positionals=(SUITE,),
-            options=(*SUITE_OPTIONS, "traffic", "max_change"),
+            options=(*suite_options(), *(option.name for option in overriding("traffic"))),
             arguments=tune_arguments,
         ),
         Command(
@@ -228,7 +235,7 @@ def commands() -> tuple[Command, ...]:
             run=promote_command,
             help="move the must_fix cases a certified repair fixed into the suite's must_keep file",
             positionals=(("suite", "SUITE", None),),
-            options=("cache", *PROGRESS_OPTIONS),
+            options=PROMOTE_OPTIONS,
             arguments=promote_arguments,
         ),
         Command(
@@ -240,6 +247,7 @@ def commands() -> tuple[Command, ...]:
             "come from the text, so a second run adds nothing new. Offline recipes: "
             "DeepWordBugGao2018, Pruthi2019, PWWSRen2019, LEAP2023.",
             positionals=(SUITE,),
+            options=ATTACK_OPTIONS,
             arguments=attack_arguments,
         ),
     )
@@ -373,12 +381,13 @@ def _interrupted() -> int:
 def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
     """``mode``'s command: the suite run by the mode, printed as the mode says."""
     suite, cache = suite_and_cache(args, load=load_suite)
-    overrides = {o.name: getattr(args, o.name) for o in overriding("repair") if o.name in mode.cli_options}
+    overrides = {o.key: getattr(args, o.name) for o in overriding("repair") if o.name in mode.cli_options}
+    flags = setting_flags()
     if overrides:
         try:  # the suite's settings with the flags, checked before anything loads
             suite.settings(**overrides)
         except SettingsError as exc:
-            print(f"warp-check {args.command}: error: {FLAGS.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
+            print(f"warp-check {args.command}: error: {flags.get(exc.field, exc.field)}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     out = getattr(args, "out", None)
     job = RunJob(
@@ -390,7 +399,7 @@ def _run_mode(mode: RunMode, args: argparse.Namespace) -> int:
         out_dir=Path(out) if out else None,
         baseline=Path(args.baseline) if getattr(args, "baseline", None) else None,
         overrides=overrides,
-        flags=FLAGS,
+        flags=flags,
         progress=progress_of(args),
         load_traffic=traffic_loader(args) if mode.measures_traffic else None,
     )

@@ -36,6 +36,7 @@ class ValueKind(enum.Enum):
     TEXT = "text"  # a word checked where it is used
     INTEGER = "integer"
     COUNT = "count"  # an integer >= 1
+    NATURAL = "natural"  # an integer >= 0
     NUMBER = "number"  # a finite float
     SHARE = "share"  # a float in (0, 1]: a share of predictions
     DEVICE = "device"  # auto, cpu, cuda or cuda:N
@@ -130,15 +131,22 @@ class Option:
         """The warp.toml table the option overrides (``model``, ``repair``), or None."""
         return None if self.toml is None else self.toml.split(".")[0]
 
+    @property
+    def key(self) -> str | None:
+        """The key of its table the option overrides (``rank`` for ``repair.rank``), or None: the keyword
+        ``Suite.settings``, ``Suite.with_compute`` and ``Suite.traffic_settings`` take it by."""
+        return None if self.toml is None else self.toml.split(".")[1]
+
     def parse(self, text: str) -> Any:
         """The value ``text`` gives (paths and words as they are); BadValue if it is not one."""
-        if self.kind in (ValueKind.INTEGER, ValueKind.COUNT):
+        if self.kind in (ValueKind.INTEGER, ValueKind.COUNT, ValueKind.NATURAL):
             try:
                 number = int(text)
             except ValueError:
                 raise BadValue(text, Problem.NOT_INTEGER) from None
-            if self.kind is ValueKind.COUNT and number < 1:
-                raise BadValue(text, Problem.TOO_SMALL)
+            minimum = {ValueKind.COUNT: 1, ValueKind.NATURAL: 0}.get(self.kind)
+            if minimum is not None and number < minimum:
+                raise BadValue(text, Problem.TOO_SMALL, minimum=minimum)
             return number
         if self.kind is ValueKind.NUMBER:
             try:
@@ -204,6 +212,8 @@ OPTIONS: tuple[Option, ...] = (
         kind=ValueKind.PATH,
         help="audit: turn this warp_certificate.json's claims into tests on --warp-model "
         "(default: the certificate's folder)",
+        cli=("--certificate",),
+        cli_help="the certificate to check (default: the model's warp_certificate.json)",
     ),
     Option(
         name="report",
@@ -342,6 +352,21 @@ OPTIONS: tuple[Option, ...] = (
         toml="traffic.max_change",
     ),
     Option(
+        name="seed",
+        kind=ValueKind.NATURAL,
+        metavar="N",
+        in_pytest=False,
+        cli=("--seed",),
+        help="seed of the command's random draws",
+    ),
+    Option(
+        name="dry_run",
+        kind=ValueKind.FLAG,
+        in_pytest=False,
+        cli=("--dry-run",),
+        help="say what would be written, write nothing",
+    ),
+    Option(
         name="no_cache",
         kind=ValueKind.FLAG,
         in_pytest=False,
@@ -381,17 +406,17 @@ OPTIONS: tuple[Option, ...] = (
 OPTION: Mapping[str, Option] = {option.name: option for option in OPTIONS}
 
 
-def overriding(section: str, options: Iterable[Option] = OPTIONS) -> tuple[Option, ...]:
-    """The options that override a key of warp.toml's ``section`` (``model``: where the encoder runs,
-    for Suite.with_compute; ``repair``: for Suite.settings)."""
-    return tuple(option for option in options if option.section == section)
+def overriding(section: str, options: Iterable[Option] | None = None) -> tuple[Option, ...]:
+    """The options (default: :data:`OPTIONS`) that override a key of warp.toml's ``section`` (``model``:
+    where the encoder runs, for Suite.with_compute; ``repair``: for Suite.settings; ``traffic``)."""
+    return tuple(option for option in (OPTIONS if options is None else options) if option.section == section)
 
 
 def setting_flags(*, cli: bool) -> dict[str, str]:
-    """How a user changes each repair setting, and names the baseline, by setting: pytest's flags or the
-    command's (for errors, and advice in failure messages)."""
+    """How a user changes each repair setting (by its [repair] key), and names the baseline: pytest's flags
+    or the command's (for errors, and advice in failure messages)."""
     named = (*overriding("repair"), OPTION["baseline"])  # the baseline: where a repair's restored cases come from
-    return {option.name: option.cli[-1] if cli else option.flag for option in named}
+    return {option.key or option.name: option.cli[-1] if cli else option.flag for option in named}
 
 
 def check_traffic_overrides(values: Mapping[str, Any]) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from testkit.suite_builder import exit_code
 
-from warp_check import OPTION, BadValue, Problem, SettingsError, SuiteError, load_suite
+from warp_check import SettingsError, SuiteError, load_suite
+from warp_check.frontend import OPTION, BadValue, Problem
 from warp_check.model.engines.settings import Engine, EngineSettings, RaySettings
 from warp_check.runs.load import load_adapter
 

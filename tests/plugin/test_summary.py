@@ -10,9 +10,10 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_warp.summary import lines
-from warp_check import RepairSettings, mode_named
+from warp_check import RepairSettings
 from warp_check.cases import Kind
 from warp_check.certify.certificate import Summary
+from warp_check.frontend import mode_named
 from warp_check.runs.details import AuditDetails, CheckDetails, RepairDetails, RunDetails
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import Outcome, RunResult, Verdict

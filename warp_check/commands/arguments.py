@@ -1,5 +1,9 @@
 """What every ``warp-check`` command shares: exit codes, the parser, declared options as arguments
-(:func:`add_declared`), the command record (:class:`Command`) and a suite with its cache."""
+(:func:`add_declared`, :class:`Use`), the command record (:class:`Command`) and a suite with its cache.
+
+A command's arguments that are run options are the declarations of ``warp_check.options``, each taken
+by name (its flag, value kind and check are the declaration's; :class:`Use` gives this command's words
+or default); only a command's own verbs (what to import, which recipe) are declared in its module."""
 
 from __future__ import annotations
 
@@ -11,37 +15,53 @@ from pathlib import Path
 from typing import Any
 
 from warp_check import (
-    OPTION,
-    BadValue,
-    Problem,
     Progress,
     ProgressStyle,
     SettingsError,
     Suite,
     TrafficSample,
-    ValueKind,
     WarpError,
-    check_report_destination,
-    check_traffic_overrides,
     default_cache_dir,
+    frontend,
     load_suite,
     load_traffic,
+    workdir,
+)
+from warp_check.frontend import (
+    BadValue,
+    Option,
+    Problem,
+    ValueKind,
+    check_report_destination,
+    check_traffic_overrides,
     model_cache_dir,
     overriding,
-    setting_flags,
-    workdir,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PROGRESS_OPTIONS = ("progress", "progress_after")  # every command that runs a model's
-FLAGS = setting_flags(cli=True)  # how a user changes each repair setting from the command line
-# Every suite command's.
-SUITE_OPTIONS = (
-    "model", "revision", "cache", "no_cache", "json", "quiet", "device", "engine", "batch_size", "threads",
-    *PROGRESS_OPTIONS,
-)  # fmt: skip
+
+
+def suite_options() -> tuple[str, ...]:
+    """Every suite command's options: the model and its cache, how the result is printed, and every option
+    that overrides a key of warp.toml's [model] (where and how the encoder runs)."""
+    model = tuple(option.name for option in overriding("model"))
+    return ("model", "revision", "cache", "no_cache", "json", "quiet", *model, *PROGRESS_OPTIONS)
+
+
+def setting_flags() -> dict[str, str]:
+    """How a user changes each repair setting from the command line (for errors and advice)."""
+    return frontend.setting_flags(cli=True)
+
 
 class Parser(argparse.ArgumentParser):
+    """argparse's parser with the usage exit code, and a record of the arguments made from declarations
+    (``declared``: dest -> Option), so that a test can tell them from a command's own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.declared: dict[str, Option] = {}
+
     def error(self, message: str):  # argparse's own exit code for usage errors is 2 as well
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
@@ -65,9 +85,8 @@ def count_or_all(text: str) -> int | None:
     return None if text == "all" else count(text, minimum=0)
 
 
-def _parsed_by(name: str) -> Callable[[str], Any]:
-    """argparse's type for the declared option ``name``: its value, or the command's words for a bad one."""
-    option = OPTION[name]
+def _parsed_by(option: Option) -> Callable[[str], Any]:
+    """argparse's type for a declared option: its value, or the command's words for a bad one."""
 
     def parse(text: str) -> Any:
         try:
@@ -78,20 +97,35 @@ def _parsed_by(name: str) -> Callable[[str], Any]:
     return parse
 
 
-def add_declared(parser: argparse.ArgumentParser, name: str, **changes: Any) -> None:
-    """The declared option ``name`` as one of the command's arguments (``changes``: this command's help...)."""
-    option = OPTION[name]
-    given: dict[str, Any] = {"dest": name, "help": option.cli_help or option.help}
+@dataclass(frozen=True, kw_only=True)
+class Use:
+    """How one command takes a declared option, where it differs from the declaration: its words for it
+    (``help``, ``metavar``), a ``default`` other than None, or that it is ``required``. The flag, the
+    value's kind and how it is read stay the declaration's."""
+
+    name: str
+    help: str | None = None
+    metavar: str | None = None
+    default: Any = None
+    required: bool = False
+
+
+def add_declared(parser: argparse.ArgumentParser, use: str | Use) -> None:
+    """The declared option ``use`` names as one of the command's arguments."""
+    use = Use(name=use) if isinstance(use, str) else use
+    option = frontend.OPTION[use.name]
+    given: dict[str, Any] = {"dest": option.name, "help": use.help or option.cli_help or option.help}
     if option.kind is ValueKind.FLAG:
         given["action"] = "store_true"
     else:
-        given["metavar"] = option.metavar or "DIR"
+        given["metavar"] = use.metavar or option.metavar or "DIR"
+        given["default"] = use.default
+        given["required"] = use.required
         if option.kind not in (ValueKind.PATH, ValueKind.MODEL, ValueKind.TEXT):
-            given["type"] = _parsed_by(name)
-    parser.add_argument(*option.cli, **(given | changes))
-
-
-Declared = tuple[str, dict[str, Any]]  # a declared option's name and what this command changes of it
+            given["type"] = _parsed_by(option)
+    parser.add_argument(*option.cli, **given)
+    if isinstance(parser, Parser):
+        parser.declared[option.name] = option
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +137,7 @@ class Command:
     help: str
     description: str | None = None
     positionals: tuple[tuple[str, str, str | None], ...] = ()  # (dest, metavar, help)
-    options: tuple[str | Declared, ...] = ()
+    options: tuple[str | Use, ...] = ()
     arguments: Callable[[argparse.ArgumentParser], None] | None = None  # the command's own
 
     def add_to(self, sub: Any) -> None:
@@ -111,8 +145,7 @@ class Command:
         for dest, metavar, help_text in self.positionals:
             parser.add_argument(dest, metavar=metavar, help=help_text)
         for option in self.options:
-            name, changes = (option, {}) if isinstance(option, str) else option
-            add_declared(parser, name, **changes)
+            add_declared(parser, option)
         if self.arguments is not None:
             self.arguments(parser)
         parser.set_defaults(run=self.run)
@@ -124,16 +157,10 @@ SUITE = ("suite", "SUITE", "a suite folder or its warp.toml")
 def traffic_loader(args: argparse.Namespace) -> Callable[[Suite], TrafficSample | None]:
     """The suite's traffic with ``--traffic`` / ``--max-change`` over its [traffic] (checked here, before
     anything loads: a SettingsError names the flag's setting)."""
-    values = {option.name: getattr(args, option.name, None) for option in overriding("traffic")}
+    values = {option.key: getattr(args, option.name, None) for option in overriding("traffic")}
     check_traffic_overrides(values)
-    path = Path(values["traffic"]) if values["traffic"] else None
-    return lambda suite: load_traffic(suite, path=path, max_change=values["max_change"])
-
-
-def add_progress(parser: argparse.ArgumentParser) -> None:
-    """--progress and --progress-after, for a command whose arguments are its own."""
-    for name in PROGRESS_OPTIONS:
-        add_declared(parser, name)
+    values["path"] = Path(values["path"]) if values.get("path") else None
+    return lambda suite: load_traffic(suite, **values)
 
 
 def progress_of(args: argparse.Namespace) -> Progress:
@@ -156,7 +183,7 @@ def suite_and_cache(args: argparse.Namespace, *, load: Callable[..., Suite] = lo
     written is refused first."""
     if getattr(args, "report", None):
         check_report_destination(args.report)  # a report that cannot be written fails before the work
-    compute = {option.name: getattr(args, option.name, None) for option in overriding("model")}
+    compute = {option.key: getattr(args, option.name, None) for option in overriding("model")}
     suite = load(args.suite, model=args.model, revision=getattr(args, "revision", None)).with_compute(**compute)
     return suite, cache_of(args, suite)
 

@@ -9,10 +9,6 @@ import sys
 from pathlib import Path
 
 from warp_check import (
-    ADVGLUE_FIELDS,
-    ATTACK_STATUS_MEANING,
-    ATTACK_STATUSES,
-    IMPORT_FORMATS,
     WITHOUT_SYNONYMS,
     ImportSettings,
     KeepChoice,
@@ -22,17 +18,12 @@ from warp_check import (
     SettingsError,
     SynonymUse,
     add_neighbours,
-    case_file_of,
-    check_attack_out,
-    check_recipe_ready,
     default_cache_dir,
     import_cases,
-    import_format_of,
     import_predicted,
     import_split,
     load_adapter,
     load_suite,
-    must_fix_file,
     promote,
     resolve_model,
     resolve_recipe,
@@ -43,21 +34,57 @@ from warp_check.commands.arguments import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
-    add_declared,
-    add_progress,
+    PROGRESS_OPTIONS,
+    Use,
     cache_of,
     count_or_all,
     count_or_zero,
     progress_of,
     suite_and_cache,
 )
+from warp_check.frontend import (
+    ADVGLUE_FIELDS,
+    ATTACK_STATUS_MEANING,
+    ATTACK_STATUSES,
+    IMPORT_FORMATS,
+    case_file_of,
+    check_attack_out,
+    check_recipe_ready,
+    import_format_of,
+    must_fix_file,
+)
+
+# The declared options each command takes (warp_check.options); their own arguments follow.
+IMPORT_OPTIONS = (
+    Use(name="out", metavar="FILE", help="the JSONL case file to append to (default: the suite's file of --kind)"),
+    *PROGRESS_OPTIONS,
+)
+NEIGHBOURS_OPTIONS = (
+    Use(name="out", metavar="FILE", help="JSONL file to append to (default: the must_fix file)"),
+    Use(name="seed", help="seed of the perturbations drawn (default: the suite's [repair.neighbours] seed)"),
+)
+PROMOTE_OPTIONS = (
+    Use(name="revision", help="revision of REPAIRED where it is a Hub id (default main)"),
+    Use(name="dry_run", help="say what would move, change nothing"),
+    "cache",
+    *PROGRESS_OPTIONS,
+)
+ATTACK_OPTIONS = (
+    Use(
+        name="out", metavar="FILE.jsonl", help="where new cases go (default: the suite's must_fix file, if it has one)"
+    ),
+    Use(name="seed", metavar="S", default=0, help="search seed, per case (default 0)"),
+    Use(name="threads", help="torch CPU threads (1 is fastest on a busy machine)"),
+    "model",
+    "revision",
+    Use(name="dry_run", help="attack and report, write nothing"),
+    "json",
+    Use(name="quiet", help="progress as one line, not a bar; no per-case lists"),
+    *PROGRESS_OPTIONS,
+)
 
 
 def import_arguments(importer: argparse.ArgumentParser) -> None:
-    importer.add_argument(
-        "--out", metavar="FILE", help="the JSONL case file to append to (default: the suite's file of --kind)"
-    )
-    add_progress(importer)
     importer.add_argument("--format", choices=IMPORT_FORMATS, help="default: from the file's name")
     importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
     importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
@@ -122,7 +149,6 @@ def neighbours_arguments(neighbours: argparse.ArgumentParser) -> None:
         default=None,
         help="WordNet synonyms too, or never (default: the suite's; auto: where nltk and WordNet are installed)",
     )
-    neighbours.add_argument("--seed", type=count_or_zero, metavar="N")
 
 
 def promote_arguments(promote: argparse.ArgumentParser) -> None:
@@ -133,8 +159,6 @@ def promote_arguments(promote: argparse.ArgumentParser) -> None:
         required=True,
         help="the repaired model: a folder, or a Hub id read from the local Hugging Face cache",
     )
-    add_declared(promote, "revision", help="revision of REPAIRED where it is a Hub id (default main)")
-    promote.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
 
 
 def attack_arguments(attack: argparse.ArgumentParser) -> None:
@@ -144,19 +168,8 @@ def attack_arguments(attack: argparse.ArgumentParser) -> None:
     attack.add_argument(
         "--from", dest="source_kind", choices=("must_keep", "aux"), default="must_keep", help="clean cases to attack"
     )
-    attack.add_argument(
-        "--out", metavar="FILE.jsonl", help="where new cases go (default: the suite's must_fix file, if it has one)"
-    )
     attack.add_argument("--max", dest="max_cases", type=int, metavar="N", help="only the first N clean cases")
-    attack.add_argument("--seed", type=int, default=0, metavar="S", help="search seed, per case (default 0)")
     attack.add_argument("--query-budget", type=int, metavar="Q", help="model queries per case (default: unbounded)")
-    attack.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (1 is fastest on a busy machine)")
-    add_declared(attack, "model")
-    add_declared(attack, "revision")
-    attack.add_argument("--dry-run", action="store_true", help="attack and report, write nothing")
-    add_declared(attack, "json")
-    add_declared(attack, "quiet", help="progress as one line, not a bar; no per-case lists")
-    add_progress(attack)
 
 
 # -- attack ------------------------------------------------------------------------------------

@@ -13,13 +13,10 @@ from warp_check import (
     Drawdown,
     Link,
     LinkAnswers,
-    RunJob,
     TrafficSettings,
     chain_drawdown,
-    check_traffic_overrides,
     load_adapter,
     load_suite,
-    mode_named,
     read_traffic,
     resolve_model,
     verify,
@@ -28,38 +25,39 @@ from warp_check import (
 from warp_check.commands.arguments import (
     EXIT_FAILED,
     EXIT_OK,
-    add_declared,
-    add_progress,
+    PROGRESS_OPTIONS,
+    Use,
     count_or_zero,
     model_cache,
     progress_of,
     traffic_loader,
 )
 from warp_check.commands.results import finish
+from warp_check.frontend import RunJob, check_traffic_overrides, mode_named
+
+# The declared options verify takes (warp_check.options); its own arguments follow.
+VERIFY_OPTIONS = (
+    Use(name="certificate", metavar="FILE", help="the certificate (default MODEL_DIR/warp_certificate.json)"),
+    Use(
+        name="cache",
+        help="representation cache folder, or 'none' (default: as check caches it: the suite's <suite>/.warp/cache "
+        "with --suite or for a model in a suite's .warp folder, else ~/.cache/warp-check/cache)",
+    ),
+    "no_cache",
+    Use(name="revision", help="revision of MODEL_DIR where it is a Hub id (default main)"),
+    Use(name="json", help="print the checks as JSON"),
+    Use(
+        name="traffic",
+        help="recompute Cert 4 on this traffic file (with --suite: overrides its [traffic]; alone: column 'text'); "
+        "it must be the sample the repair measured",
+    ),
+    Use(name="max_change", help="also hold Cert 4's bound to this budget (a share: 0.01 is one percent)"),
+    *PROGRESS_OPTIONS,
+)
 
 
 def verify_arguments(verify: argparse.ArgumentParser) -> None:
-    verify.add_argument(
-        "--certificate", metavar="FILE", help="the certificate (default MODEL_DIR/warp_certificate.json)"
-    )
     verify.add_argument("--suite", metavar="SUITE", help="also check that the certificate covers this suite's cases")
-    add_declared(
-        verify,
-        "cache",
-        help="representation cache folder, or 'none' (default: as check caches it: the suite's <suite>/.warp/cache "
-        "with --suite or for a model in a suite's .warp folder, else ~/.cache/warp-check/cache)",
-    )
-    add_declared(verify, "no_cache")
-    add_declared(verify, "revision", help="revision of MODEL_DIR where it is a Hub id (default main)")
-    add_declared(verify, "json", help="print the checks as JSON")
-    add_declared(
-        verify,
-        "traffic",
-        help="recompute Cert 4 on this traffic file (with --suite: overrides its [traffic]; alone: column 'text'); "
-        "it must be the sample the repair measured",
-    )
-    add_declared(verify, "max_change", help="also hold Cert 4's bound to this budget (a share: 0.01 is one percent)")
-    add_progress(verify)
     verify.add_argument(
         "--chain",
         action="store_true",

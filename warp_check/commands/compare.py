@@ -6,24 +6,30 @@ import argparse
 import json
 import sys
 
-from warp_check import (
-    COMPARE_METHODS,
-    CompareSettings,
-    SettingsError,
-    TrainSettings,
-    check_comparison_out,
-    compare_suite,
-    load_suite,
-    write_comparison,
-)
+from warp_check import CompareSettings, SettingsError, TrainSettings, compare_suite, load_suite, write_comparison
 from warp_check.commands.arguments import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    add_declared,
-    add_progress,
+    PROGRESS_OPTIONS,
+    Use,
     model_cache,
     progress_of,
+)
+from warp_check.frontend import COMPARE_METHODS, check_comparison_out
+
+# The declared options compare takes (warp_check.options); its own arguments follow.
+COMPARE_OPTIONS = (
+    "model",
+    "revision",
+    Use(name="seed", default=0, help="subsampling and training seed (default 0)"),
+    Use(name="threads", help="torch CPU threads for the run"),
+    Use(name="cache", help="representation cache folder, or 'none' (default <suite>/.warp/cache)"),
+    "no_cache",
+    Use(name="json", help="print the comparison as JSON"),
+    Use(name="out", metavar="FILE.md", help="also write the Markdown here and the JSON beside it"),
+    Use(name="quiet", help="no stage lines on stderr; encoding progress as one line, not a bar"),
+    *PROGRESS_OPTIONS,
 )
 
 
@@ -42,14 +48,6 @@ def compare_arguments(compare: argparse.ArgumentParser) -> None:
         action="store_true",
         help="baselines keep the weights of their lowest-loss epoch (default: the last epoch's, as the paper)",
     )
-    compare.add_argument("--seed", type=int, default=0, metavar="N", help="subsampling and training seed (default 0)")
-    compare.add_argument("--threads", type=int, metavar="N", help="torch CPU threads for the run")
-    add_declared(compare, "cache", help="representation cache folder, or 'none' (default <suite>/.warp/cache)")
-    add_declared(compare, "no_cache")
-    add_declared(compare, "json", help="print the comparison as JSON")
-    compare.add_argument("--out", metavar="FILE.md", help="also write the Markdown here and the JSON beside it")
-    add_declared(compare, "quiet", help="no stage lines on stderr; encoding progress as one line, not a bar")
-    add_progress(compare)
 
 
 # -- compare ----------------------------------------------------------------------------------

@@ -7,18 +7,18 @@ import os
 from pathlib import Path
 
 from warp_check import init_suite
-from warp_check.commands.arguments import EXIT_OK, add_declared
+from warp_check.commands.arguments import EXIT_OK, Use
 
-
-def init_arguments(init: argparse.ArgumentParser) -> None:
-    add_declared(
-        init,
-        "model",
+# The declared options init takes (warp_check.options); it has no arguments of its own.
+INIT_OPTIONS = (
+    Use(
+        name="model",
         required=True,
         help="the model the suite tests: a folder (written relative to the suite), or a Hub id org/name read from "
         "the local Hugging Face cache (pinned to the commit it holds)",
-    )
-    add_declared(init, "revision", help="revision of a Hub id (default main): the commit it names is written")
+    ),
+    Use(name="revision", help="revision of a Hub id (default main): the commit it names is written"),
+)
 
 
 def init_command(args: argparse.Namespace) -> int:

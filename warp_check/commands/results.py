@@ -5,14 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from warp_check import (
-    REPORT_HTML,
-    Kind,
-    RunMode,
-    RunResult,
-    write_report,
-)
+from warp_check import REPORT_HTML, Kind, RunResult, write_report
 from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK
+from warp_check.frontend import RunMode
 
 
 def finish(args: argparse.Namespace, mode: RunMode, result: RunResult) -> int:

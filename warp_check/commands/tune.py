@@ -7,16 +7,7 @@ import argparse
 import json
 import sys
 
-from warp_check import (
-    TUNE_FOLDS,
-    SettingsError,
-    SuiteError,
-    TuneResult,
-    check_tune,
-    load_adapter,
-    tune,
-    write_choice,
-)
+from warp_check import SettingsError, SuiteError, TuneResult, load_adapter, tune, write_choice
 from warp_check.commands.arguments import (
     EXIT_FAILED,
     EXIT_OK,
@@ -26,6 +17,7 @@ from warp_check.commands.arguments import (
     suite_and_cache,
     traffic_loader,
 )
+from warp_check.frontend import TUNE_FOLDS, check_tune
 
 
 def tune_arguments(parser: argparse.ArgumentParser) -> None:

@@ -135,24 +135,14 @@ class Suite:
         """A SuiteError about a warp.toml field, pointing at the line of its key."""
         return SuiteError(message, path=self.toml, line=self.key_lines.get(field_name), field=field_name)
 
-    def settings(
-        self,
-        *,
-        rank: int | None = None,
-        gamma_s: float | None = None,
-        gamma_h: float | None = None,
-        neighbours: str | None = None,
-    ) -> RepairSettings:
-        """The suite's repair settings with the given overrides (None: keep the suite's; ``neighbours``
-        as :meth:`NeighbourSettings.overridden` reads a command line's word)."""
-        changes: dict[str, Any] = {
-            k: v for k, v in (("rank", rank), ("gamma_s", gamma_s), ("gamma_h", gamma_h)) if v is not None
-        }
-        if neighbours is not None:
-            changes["neighbours"] = self.repair.neighbours.overridden(neighbours)
+    def settings(self, **overrides: Any) -> RepairSettings:
+        """The suite's repair settings with ``overrides``, by their [repair] key (None: keep the suite's;
+        ``neighbours`` as :meth:`NeighbourSettings.overridden` reads a command line's word). The front ends
+        give every option that overrides a [repair] key (``warp_check.options``) by that key."""
+        changes = _replaced(self.repair, "repair", overrides, words={"neighbours": self.repair.neighbours.overridden})
         settings = dataclasses.replace(self.repair, **changes) if changes else self.repair
         if settings.gamma_h > settings.gamma_s:
-            name = "gamma_h" if gamma_h is not None or gamma_s is None else "gamma_s"
+            name = "gamma_h" if "gamma_h" in changes or "gamma_s" not in changes else "gamma_s"
             raise SettingsError(name, getattr(settings, name), advice.margins_out_of_order(settings))
         return settings
 
@@ -161,20 +151,11 @@ class Suite:
         suite's); None where there is none."""
         return traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
 
-    def with_compute(
-        self,
-        *,
-        device: str | None = None,
-        batch_size: int | None = None,
-        threads: int | None = None,
-        engine: str | None = None,
-    ) -> Suite:
-        """This suite with where and how its encoder runs overridden (None: keep the suite's); an engine
-        whose package is not installed is a SettingsError (before any work)."""
-        given = (("device", device), ("batch_size", batch_size), ("threads", threads))
-        changes: dict[str, Any] = {k: v for k, v in given if v is not None}
-        if engine is not None:
-            changes["engine"] = self.model.engine.using(engine)
+    def with_compute(self, **overrides: Any) -> Suite:
+        """This suite with where and how its encoder runs overridden, by their [model] key (None: keep the
+        suite's); an engine whose package is not installed is a SettingsError (before any work)."""
+        changes = _replaced(self.model, "model", overrides, words={"engine": self.model.engine.using})
+        if "engine" in changes:
             require_engine(changes["engine"].kind)
         return dataclasses.replace(self, model=dataclasses.replace(self.model, **changes)) if changes else self
 
@@ -186,6 +167,17 @@ class Suite:
         for case in self.cases:
             h.update(json.dumps(dataclasses.asdict(case), sort_keys=True, default=str).encode())
         return h.hexdigest()
+
+
+def _replaced(record: Any, table: str, overrides: dict[str, Any], *, words: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``record`` (a warp.toml table's settings) that ``overrides`` change, None left out;
+    a key in ``words`` is a command line's word its function reads into the field's value."""
+    fields = {f.name for f in dataclasses.fields(record)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise SettingsError(unknown[0], overrides[unknown[0]], f"is not a key of [{table}]")
+    given = {key: value for key, value in overrides.items() if value is not None}
+    return {key: words[key](value) if key in words else value for key, value in given.items()}
 
 
 # -- where keys are in the TOML text --------------------------------------------------------
