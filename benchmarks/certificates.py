@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from warp_check.model.head import DenseHead, gaps_from_logits
+from warp_check.model.head import DenseHead
 from warp_check.repair.records import CaseSet
 
 BLOCK = 8192  # must_keep rows at a time
@@ -25,8 +25,9 @@ def recomputed_certificates(
     for lo in range(0, len(keep), BLOCK):
         V, labels = keep.V[lo : lo + BLOCK], keep.labels[lo : lo + BLOCK]
         logits = head_after.logits(V)
-        gap, _ = gaps_from_logits(logits, labels)
-        keep_ok += int(np.sum((gap >= gamma_h) & (np.argmax(logits, axis=1) == labels)))
+        decision = head_after.decision
+        gap = decision.margins(logits, labels).gap
+        keep_ok += int(np.sum((gap >= gamma_h) & decision.right(decision.predict(logits), labels)))
         min_keep = min(min_keep, float(gap.min()))
     return {
         "cert1": f"{int(np.sum(gap_fix >= gamma_s))}/{len(fix)}",

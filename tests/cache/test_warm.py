@@ -23,7 +23,7 @@ from testkit.suite_builder import write_suite
 
 from warp_check.cache import fingerprint, warm
 from warp_check.cache.fingerprint import FileDigests, folder_sha256
-from warp_check.model.head import answers_from_logits
+from warp_check.decisions import SINGLE_LABEL
 from warp_check.runs import check as check_run
 from warp_check.runs.load import load_adapter
 from warp_check.suite.loader import load_suite
@@ -276,8 +276,8 @@ def test_a_warm_answer_is_numpys_answer_bit_for_bit(case):
     # Ties, infinities and NaN included: numpy.argmax takes the first largest and NaN as largest.
     logits, label = case
     with np.errstate(invalid="ignore", over="ignore"):  # inf − inf is NaN in both
-        predictions, gaps = answers_from_logits(np.array([logits], dtype=np.float64), np.array([label]))
-    predicted, gap = warm.answer(logits, label)
+        predictions, gaps = SINGLE_LABEL.answers_from_logits(np.array([logits], dtype=np.float64), np.array([label]))
+    predicted, gap = SINGLE_LABEL.answer_of(logits, label)
     assert predicted == int(predictions[0])
     assert np.array_equal(np.float64(gap), gaps[0], equal_nan=True)
     assert math.isnan(gap) or gap == float(gaps[0])

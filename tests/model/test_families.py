@@ -19,9 +19,9 @@ from testkit.families import FAMILIES, build, suite
 from testkit.suite_builder import exit_code
 
 from warp_check.certify.verify import GAP_TOLERANCE, gap_tolerances, verify
+from warp_check.decisions import SINGLE_LABEL
 from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter
-from warp_check.model.head import gaps_from_logits
 from warp_check.model.specs import HeadForm
 
 FINAL_LINEAR = frozenset({"modernbert", "gpt2", "llama", "qwen2"})
@@ -147,7 +147,7 @@ def test_half_precision_checkpoints_load_repair_and_save_in_their_dtype(model_ty
     features = repaired.tokenize([c["text"] for c in claims], [c["text_pair"] for c in claims])
     logits = np.vstack([repaired.forward_batch([f])[1] for f in features]).astype(np.float64)
     labels = np.array([c["label"] for c in claims])
-    gaps = gaps_from_logits(logits, labels)[0]
+    gaps = SINGLE_LABEL.margins(logits, labels).gap
     margins = np.array([1.0 if c["kind"] == "must_fix" else 0.3 for c in claims])
     assert (gaps >= margins).all(), [(c["id"], g) for c, g, m in zip(claims, gaps, margins, strict=True) if g < m]
     assert all(min(c["gap_after"], c["gap_as_saved"]) >= m for c, m in zip(claims, margins, strict=True))

@@ -7,8 +7,8 @@ loaded the model, a *warm entry* remembers the float64 logits of every case it c
 a key made of all of those but the text (each case is found by the digest of its text). A
 later check of the same suite finds the entry from the folder's content digest
 (:mod:`warp_check.cache.fingerprint`, a stat memo: unchanged files are not read again) and answers
-with the arithmetic of :func:`warp_check.model.head.answers_from_logits`, repeated here in plain
-Python, so a warm check's numbers are bit-identical to a cold one's and it imports neither
+with the decision's own plain-Python arithmetic (:meth:`warp_check.decisions.DecisionKind.answer_of`,
+the twin of its numpy one), so a warm check's numbers are bit-identical to a cold one's and it imports neither
 torch nor numpy. Any change to any of those, or a case the entry does not know, is a miss,
 and the check loads the model as before.
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from warp_check.cache.fingerprint import FileDigests, folder_sha256
 from warp_check.cases import Case
+from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.files import write_text_atomically
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,25 +58,6 @@ def case_sha256(case: Case) -> str:
     return hashlib.sha256(json.dumps([case.text, case.text_pair]).encode()).hexdigest()
 
 
-def answer(logits: Sequence[float], label: int) -> tuple[int, float]:
-    """(prediction, gap) for one case, exactly as ``head.answers_from_logits`` computes them:
-    the first largest logit (NaN counts as largest, as in ``numpy.argmax``), and the label's
-    logit minus the largest other one (NaN if any of them is NaN)."""
-    values = [float(z) for z in logits]
-
-    def first_largest(indices: Sequence[int]) -> int:
-        best = indices[0]
-        for i in indices:
-            if math.isnan(values[i]):
-                return i
-            if values[i] > values[best]:
-                best = i
-        return best
-
-    competitor = first_largest([i for i in range(len(values)) if i != label])
-    return first_largest(range(len(values))), values[label] - values[competitor]
-
-
 @dataclass(frozen=True)
 class WarmEntry:
     """What checks on a model folder's exact content answered, case by case."""
@@ -86,15 +67,15 @@ class WarmEntry:
     num_classes: int
     logits: Mapping[str, Sequence[float]]  # case_sha256 → the model's logits on that case
 
-    def answers(self, cases: Sequence[Case]) -> list[tuple[int, float]] | None:
-        """(prediction, gap) of every case, or None if any case is not in the entry."""
+    def answers(self, cases: Sequence[Case], decision: DecisionKind = SINGLE_LABEL) -> list[tuple[int, float]] | None:
+        """(prediction, gap) of every case as ``decision`` makes them, or None if any case is not in the entry."""
         if self.num_classes < 2:
             return None
         found = [self.logits.get(case_sha256(c)) for c in cases]
         try:
             if any(not isinstance(z, list) or len(z) != self.num_classes for z in found):
                 return None
-            return [answer(z, c.label) for z, c in zip(found, cases, strict=True)]  # type: ignore[arg-type]
+            return [decision.answer_of(z, c.label) for z, c in zip(found, cases, strict=True)]  # type: ignore[arg-type]
         except (TypeError, ValueError):
             return None  # a damaged entry (a logit that is not a number) is only a miss
 

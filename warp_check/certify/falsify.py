@@ -38,10 +38,7 @@ def _torch_gap(head: DenseHead):
     act = torch_activation(head.activation.torch_name)
 
     def gap(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        logits = act(X @ W.T + b) @ Wc.T + bc
-        own = logits.gather(1, y[:, None])[:, 0]
-        masked = logits.scatter(1, y[:, None], float("-inf"))
-        return own - masked.max(dim=1).values
+        return head.decision.torch_margin(act(X @ W.T + b) @ Wc.T + bc, y)
 
     return gap
 
@@ -155,7 +152,7 @@ def monte_carlo_flip_multiplier(
             direction /= np.linalg.norm(direction, axis=1, keepdims=True)
             lengths = k * radius[i] * rng.random(samples) ** (1.0 / d)
             points = V[i] + direction * lengths[:, None]
-            gaps, _ = head.gaps(points, np.full(samples, labels[i]))
+            gaps, _ = head.gaps(points, np.repeat(labels[i : i + 1], samples, axis=0))
             if np.any(gaps < 0):
                 out[i] = k
                 break

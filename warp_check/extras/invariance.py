@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from warp_check.cases import Kind, label_id
+from warp_check.decisions import SINGLE_LABEL, DecisionKind
 
 if TYPE_CHECKING:
     from warp_check.model.adapter import ClassifierAdapter
@@ -68,8 +70,12 @@ class _Predictor:
     def labels(self) -> dict[str, int]:
         return self.adapter.labels
 
+    @cached_property
+    def decision(self) -> DecisionKind:
+        return self.adapter.head().decision
+
     def __call__(self, texts: list[str]) -> list[int]:
-        return [int(k) for k in _logits(self.adapter, list(texts), self.batch_size).argmax(axis=1)]
+        return [int(k) for k in self.decision.predict(_logits(self.adapter, list(texts), self.batch_size))]
 
 
 @dataclass(frozen=True)
@@ -176,7 +182,7 @@ def assert_moves_toward(
         raise ValueError(f"label={label!r}: out of range for {before.shape[-1]} classes")
     drop = float(before[label] - after[label])
     if drop > tolerance:
-        top = int(before.argmax())
+        top = int(SINGLE_LABEL.predict(before[None, :])[0])  # a label's scores: one class decides
         found = None
         why = f"\n  not a must_fix case: the original's top class is {top}, not {label}"
         if top == label:

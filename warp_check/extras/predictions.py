@@ -29,7 +29,6 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError
 from warp_check.extras.importer import ImportSettings, UnlabelledRow, check_id, read_unlabelled, row_error
 from warp_check.model.encode import input_keys
-from warp_check.model.head import gaps_from_logits
 from warp_check.progress import Progress
 from warp_check.runs.evaluation import evaluate
 from warp_check.runs.load import load_adapter
@@ -96,8 +95,8 @@ def import_predicted(
                 adapter, labelled, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
             )
         logits = evaluation.logits  # float64, from the head's own weights
-    predicted = np.argmax(logits, axis=1)
-    clear = gaps_from_logits(logits, predicted)[0] >= suite.repair.gamma_h
+    predicted, margin = adapter.head().decision.prediction_margins(logits)
+    clear = margin >= suite.repair.gamma_h
     new = [
         NewCase(
             text=row.text,

@@ -1,7 +1,9 @@
-"""The repairable head as plain float64 arrays: logits = W_c σ(W v + b) + b_c.
+"""The repairable head as plain float64 arrays: logits = W_c σ(W v + b) + b_c, and its kind of
+decision (what a prediction and a margin are: :mod:`warp_check.decisions`).
 
 Everything that repair and certification compute (gaps, linearisation, GSN κ) is a function
-of this object and the cached representations v; no model forward is needed.
+of this object and the cached representations v; no model forward is needed. "Labels" here are the
+kind's answers, one row per case.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from warp_check.decisions import SINGLE_LABEL, DecisionKind, Margins
 from warp_check.model.activations import Activation, torch_activation
 
 # Unit roundoff per dtype, and how many of them a recomputation may differ by (an audit's v on
@@ -35,6 +38,7 @@ class DenseHead:
     storage_dtype: str = "float32"  # the model's dtype: repaired weights are rounded to it
     # Only W may change (a bias is missing, or the classifier is the identity of the final-linear form).
     fixed_head: bool = False
+    decision: DecisionKind = SINGLE_LABEL  # what the logits decide, and the margins of an answer
 
     def __post_init__(self) -> None:
         for name in ("W", "b", "Wc", "bc"):
@@ -91,13 +95,13 @@ class DenseHead:
         of it times ‖∇_v gap ⊙ v‖₂. Another device's kernels sum in another order and round each
         entry of v apart by about a unit, independently; float16 moves a gap of 1 by ~1e-3."""
         V = np.asarray(V, dtype=np.float64)
-        labels = np.asarray(labels, dtype=np.int64)
+        labels = np.asarray(labels)
         norms = np.zeros(len(labels))
         for start in range(0, len(labels), ROWS_AT_ONCE):  # the gradient is as large as V: in blocks
             rows = slice(start, start + ROWS_AT_ONCE)
-            _, rival = self.gaps(V[rows], labels[rows])
+            margins = self.margins(V[rows], labels[rows])
             slope = self.activation.slope(self.pre_activation(V[rows]))
-            gradient = (slope * (self.Wc[labels[rows]] - self.Wc[rival])) @ self.W
+            gradient = (slope * (self.Wc[margins.held] - self.Wc[margins.rival])) @ self.W
             norms[rows] = np.linalg.norm(gradient * V[rows], axis=1)
         return ROUNDING_ULPS * self.unit_roundoff * norms
 
@@ -105,13 +109,18 @@ class DenseHead:
     def unit_roundoff(self) -> float:
         return unit_roundoff(self.storage_dtype)
 
+    def margins(self, V: np.ndarray, labels: np.ndarray) -> Margins:
+        """The decision's margin of every row: gap = s_held − s_rival (single label: s_y − max_{c≠y} s_c)."""
+        return self.decision.margins(self.logits(V), labels)
+
     def gaps(self, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """gap = s_y − max_{c≠y} s_c and the strongest competing class ĉ, per row."""
-        return gaps_from_logits(self.logits(V), labels)
+        """The gap and the strongest rival class ĉ, per row."""
+        margins = self.margins(V, labels)
+        return margins.gap, margins.rival
 
     def gaps_from_pre_activation(self, Z: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Gaps given Z = V Wᵀ + b (the loop updates Z by a low-rank term, not a full product)."""
-        return gaps_from_logits(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)[0]
+        return self.decision.margins(self.activation.fn(Z) @ self.Wc.T + self.bc, labels).gap
 
     def logits_in(self, V: np.ndarray, dtype: np.dtype) -> np.ndarray:
         """The logits with v, the weights and every product and sum in ``dtype`` (numpy's float32 or
@@ -140,44 +149,30 @@ class DenseHead:
         return logits.double().numpy()
 
     def gaps_as_stored(self, V: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        return gaps_from_logits(self.logits_as_stored(V), labels)[0]
+        return self.decision.margins(self.logits_as_stored(V), labels).gap
 
     def predict(self, V: np.ndarray) -> np.ndarray:
-        return np.argmax(self.logits(V), axis=1)
+        return self.decision.predict(self.logits(V))
 
     def linearise(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Gap, competitor and c_i = Uᵀ J_i (w_y − w_ĉ) (paper eq. 10) for every row."""
+        """Gap, rival and c_i = Uᵀ J_i (w_held − w_ĉ) (paper eq. 10) for every row."""
         Z = self.pre_activation(V)
         S = self.activation.slope(Z)
-        gap, competitor = gaps_from_logits(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)
-        direction = self.Wc[labels] - self.Wc[competitor]
-        return gap, competitor, (S * direction) @ U
+        margins = self.decision.margins(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)
+        direction = self.Wc[margins.held] - self.Wc[margins.rival]
+        return margins.gap, margins.rival, (S * direction) @ U
 
     def gsn_kappa(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """κ(v) = ‖[q^(1)…q^(r)]‖_F over every competing class k ≠ y (paper eq. 3–4)."""
-        S = self.activation.slope(self.pre_activation(V))  # (n, d_out)
+        """κ(v) = ‖[q^(1)…q^(r)]‖_F over every rival class k of the held one (paper eq. 3–4)."""
+        Z = self.pre_activation(V)
+        S = self.activation.slope(Z)  # (n, d_out)
+        held = self.decision.margins(self.activation.fn(Z) @ self.Wc.T + self.bc, labels).held
+        rivals = self.decision.rivals(labels, self.num_classes)
         total = np.zeros(V.shape[0])
         for k in range(self.num_classes):
-            q = (S * (self.Wc[labels] - self.Wc[k])) @ U  # (n, r); zero where k == y
-            total += np.sum(q * q, axis=1)
+            q = (S * (self.Wc[held] - self.Wc[k])) @ U  # (n, r); zero where k is the held class
+            total += np.where(rivals[:, k], np.sum(q * q, axis=1), 0.0)
         return np.sqrt(total)
-
-
-def answers_from_logits(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(prediction, gap) per row: what a check reports of each case. warp_check.cache.warm repeats
-    this arithmetic in pure Python on stored logits, so a warm check's numbers are these."""
-    if len(labels) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    return np.argmax(logits, axis=1), gaps_from_logits(logits, labels)[0]
-
-
-def gaps_from_logits(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    labels = np.asarray(labels, dtype=np.int64)
-    rows = np.arange(logits.shape[0])
-    others = logits.copy()
-    others[rows, labels] = -np.inf
-    competitor = np.argmax(others, axis=1)
-    return logits[rows, labels] - others[rows, competitor], competitor
 
 
 def top_left_singular_vectors(W: np.ndarray, rank: int) -> np.ndarray:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from warp_check.decisions import deciding
 from warp_check.errors import ModelError, exception_chain, first_line, reraise_interrupt
 
 
@@ -102,8 +103,8 @@ def read_config(path: str | Path) -> dict[str, Any]:
     """``config.json`` of a model folder, checked for what WARP can repair.
 
     Raises ModelError (naming the folder) when it is not a JSON object, or when the head is a
-    regression head or a multi-label head: WARP's gap is the margin of an argmax over ≥ 2
-    classes, which says nothing of a regression value or of independent sigmoid decisions.
+    regression head or one no registered kind of decision decides (warp_check.decisions: a
+    multi-label head's independent sigmoid decisions have none yet).
     """
     path = Path(path)
     where = f"model folder {str(path)!r}: config.json"
@@ -123,7 +124,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
             "WARP repairs classifiers, whose prediction is the argmax of ≥ 2 logits; a regression value has no "
             "margin to certify"
         )
-    if problem == "multi_label_classification":
+    if problem == "multi_label_classification" and deciding(problem) is None:
         raise ModelError(
             f"{where}: a multi-label head (problem_type multi_label_classification): each label is its own "
             "sigmoid decision, and WARP's certificates are about an argmax over the classes; repairing it as one "

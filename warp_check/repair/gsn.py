@@ -37,6 +37,7 @@ def gsn_finetune(
             head.round_to_storage(bc),
             head.activation,
             head.storage_dtype,
+            decision=head.decision,
         )
 
     def mean_kappa(candidate: DenseHead) -> float:
@@ -49,7 +50,7 @@ def gsn_finetune(
         batch = torch.randperm(len(aux), generator=generator)[: settings.gsn_ft_batch_size]
         W, b, Wc, bc = params
         logits = act(Va[batch] @ W.T + b) @ Wc.T + bc
-        loss = torch.nn.functional.cross_entropy(logits, ya[batch])
+        loss = head.decision.training_loss(logits, ya[batch])
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from warp_check.model.head import DenseHead, gaps_from_logits
+from warp_check.model.head import DenseHead
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.repair.blocks import blocks
 from warp_check.repair.state import LoopState, Stacked
@@ -123,13 +123,13 @@ def linearised_problem(
     for rows in blocks(n):
         hidden, slope = head.activation.value_and_slope(Z[rows])
         logits = hidden @ head.Wc.T + head.bc
-        y = labels[rows]
-        competitor = gaps_from_logits(logits, y)[1]
+        decided = head.decision.margins(logits, labels[rows])
+        y, competitor = decided.held, decided.rival
         local = np.arange(logits.shape[0])
         per_class = logits[local, y][:, None] - logits  # (block, C)
         near = per_class < (np.inf if exact else (targets[rows] + settings.aim_above + COMPETITOR_WINDOW)[:, None])
         near[local, competitor] = True
-        near[local, y] = False
+        near &= head.decision.rivals(labels[rows], C_classes)
         at, cls = np.nonzero(near)
         block_c = np.empty((at.size, U.shape[1]))
         block_margin = per_class[at, cls]

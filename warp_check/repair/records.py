@@ -46,10 +46,11 @@ class CaseSet:
         object.__setattr__(self, "ids", tuple(self.ids))
         V = self.V if isinstance(self.V, np.ndarray) and self.V.dtype == np.float32 else np.asarray(self.V, np.float64)
         object.__setattr__(self, "V", V)
-        object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64))
+        labels = np.asarray(self.labels)  # the decision's answers, a row per case (single label: class ids)
+        object.__setattr__(self, "labels", labels.astype(np.int64) if labels.ndim == 1 else labels)
         copies = np.ones(len(self.ids), dtype=np.int64) if self.copies is None else np.asarray(self.copies, np.int64)
         object.__setattr__(self, "copies", copies)
-        if self.V.ndim != 2 or self.V.shape[0] != len(self.ids) or self.labels.shape != (len(self.ids),):
+        if self.V.ndim != 2 or self.V.shape[0] != len(self.ids) or self.labels.shape[:1] != (len(self.ids),):
             raise ValueError(
                 f"CaseSet shapes disagree: {len(self.ids)} ids, V {self.V.shape}, labels {self.labels.shape}"
             )
@@ -92,7 +93,7 @@ class CaseSet:
             block = np.ascontiguousarray(self.V[lo : lo + MERGE_BLOCK])
             for offset, row in enumerate(block):
                 i = lo + offset
-                key = hashlib.blake2b(row.tobytes(), digest_size=16, salt=labels[i].to_bytes(8, "little", signed=True))
+                key = hashlib.blake2b(self.labels[i].tobytes() + row.tobytes(), digest_size=16)
                 j = first.setdefault(key.digest(), i)
                 if j != i and not (np.array_equal(self.V[j], row) and labels[j] == labels[i]):
                     j = i  # a digest collision (2⁻¹²⁸): two different rows, both kept

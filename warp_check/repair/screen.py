@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warp_check.model.head import DenseHead, gaps_from_logits
+from warp_check.model.head import DenseHead
 from warp_check.repair.blocks import blocks
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, Miss
@@ -129,7 +129,7 @@ def short(head: DenseHead, keep: CaseSet, outside: np.ndarray, settings: RepairS
     found = [outside[:0]]
     for rows in blocks(outside.size):
         index = outside[rows]
-        gap = gaps_from_logits(head.logits_in(keep.V[index], np.dtype(np.float32)), keep.labels[index])[0]
+        gap = head.decision.margins(head.logits_in(keep.V[index], np.dtype(np.float32)), keep.labels[index]).gap
         found.append(index[gap < settings.gamma_h])
     return np.concatenate(found)
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from warp_check.cases import Case, Kind
 from warp_check.certify.binomial import change_bound
-from warp_check.certify.changes import predictions, traffic_inputs
+from warp_check.certify.changes import traffic_inputs
 from warp_check.certify.traffic import Part, TrafficSample
 from warp_check.model.head import DenseHead
 from warp_check.progress import Progress, as_progress
@@ -131,20 +131,21 @@ def fit_to_budget(
             f"keep within max_change = {budget:.3%}: give more traffic"
         )
         return ended(0, False, why)
-    was = predictions(ladder.adapter.head(), inputs.V)
+    start = ladder.adapter.head()
+    was, decision = start.predict(inputs.V), start.decision
 
     def predicted(out: set[str]) -> np.ndarray | str:
         """The tune part's classes after the repair without ``out`` (a message: it did not converge)."""
         nonlocal repairs
         if not out and repaired is not None:
-            return predictions(repaired, inputs.V)
+            return repaired.predict(inputs.V)
         repairs += 1
         climbed = climb(_without(ladder, out))
         if climbed.result.status is RepairStatus.NOTHING_TO_REPAIR:
             return was
         if not climbed.result.repaired:
             return f"the repair without {len(out)} must_fix case(s) did not converge ({climbed.result.message})"
-        return predictions(climbed.result.head_after, inputs.V)
+        return climbed.result.head_after.predict(inputs.V)
 
     everything = {evaluation.cases[i].id for i in fix_rows}
     units = _unit_rows(inputs.V)
@@ -155,7 +156,7 @@ def fit_to_budget(
         floor = predicted(everything)
         if isinstance(floor, str):
             return ended(0, False, floor)
-        floor = floor != was
+        floor = decision.changed(was, floor)
         step.advance(note=f"no must_fix case: {int(floor.sum())} of {n} changed (aim: at most {aim})")
         if floor.sum() > aim:
             left[:] = [_left_out(evaluation.cases[i], 0) for i in fix_rows]
@@ -171,7 +172,7 @@ def fit_to_budget(
                 now = predicted({c.id for c in left[: kept_out + middle]})
                 if isinstance(now, str):
                     break
-                count = int(np.sum(now != was))
+                count = int(np.sum(decision.changed(was, now)))
                 step.advance(note=f"{kept_out + middle} left out: {count} of {n} changed (aim: at most {aim})")
                 if count <= aim:
                     fewest, changed = middle, count
@@ -186,7 +187,7 @@ def fit_to_budget(
             now = predicted(out)
             if isinstance(now, str):
                 return ended(changed, False, now)
-            moved = now != was
+            moved = decision.changed(was, now)
             if promised:  # the cases still in absorb part of what those left out stood for: cover more next time
                 efficiency = min(1.0, max(EFFICIENCY_AT_LEAST, (changed - int(moved.sum())) / promised))
             changed = int(moved.sum())

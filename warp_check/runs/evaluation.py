@@ -17,7 +17,6 @@ from warp_check.cases import Case, Kind
 from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import Encoded, encode_cases
-from warp_check.model.head import answers_from_logits
 from warp_check.progress import Progress
 from warp_check.repair.records import CaseSet
 
@@ -106,6 +105,7 @@ def evaluate(
             f"({shown}): the model overflows on these inputs; nothing can be checked or repaired on them"
         )
     labels = np.array([c.label for c in cases], dtype=np.int64)
-    logits = adapter.head().logits(encoded.V.astype(np.float64))
-    predictions, gaps = answers_from_logits(logits, labels)
+    head = adapter.head()
+    logits = head.logits(encoded.V.astype(np.float64))
+    predictions, gaps = head.decision.answers_from_logits(logits, labels)
     return Evaluation(tuple(cases), encoded, predictions, gaps, logits, time.perf_counter() - start)

@@ -38,12 +38,11 @@ import numpy as np
 
 from warp_check.cases import Case, Kind
 from warp_check.certify.binomial import change_bound
-from warp_check.certify.changes import predictions
 from warp_check.certify.traffic import TrafficSample, TrafficText
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
-from warp_check.model.head import DenseHead, gaps_from_logits
+from warp_check.model.head import DenseHead
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.linearise import gaps
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
@@ -371,8 +370,7 @@ def _tune_part(fixed: _Fixed, sample: TrafficSample, folds: int) -> _Traffic:
         return _Traffic(texts, None, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
     measured = evaluate(adapter, [probes[i] for i in rows], batch_size=fixed.batch_size, cache_dir=fixed.cache_dir,
                         progress=False)  # fmt: skip
-    predicted = np.argmax(measured.logits, axis=1)
-    margin = gaps_from_logits(measured.logits, predicted)[0]
+    predicted, margin = adapter.head().decision.prediction_margins(measured.logits)
     labelled = tuple(
         Case(id=f"guard-{t.key[:16]}", text=t.text, text_pair=t.text_pair, label=int(label), kind=Kind.MUST_KEEP,
              source=GUARD_SOURCE, origin=t.where)
@@ -421,7 +419,8 @@ def _score(
         if traffic.evaluation is not None:
             rows = np.flatnonzero(traffic.folds == f)
             Vt = traffic.evaluation.encoded.V[rows].astype(np.float64)
-            changed += int(np.sum(predictions(repair.head_before, Vt) != predictions(repair.head_after, Vt)))
+            after = repair.head_after
+            changed += int(np.sum(after.decision.changed(repair.head_before.predict(Vt), after.predict(Vt))))
             measured += len(rows)
     bound = change_bound(changed, measured, confidence) if measured else 1.0
     return CandidateScore(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Case, Kind, text_problem
+from warp_check.decisions import SINGLE_LABEL, DecisionKind, LabelSpace
 from warp_check.errors import SuiteError
 from warp_check.suite.toml_lines import SuiteToml
 
@@ -44,16 +45,17 @@ class _DuplicateKey(ValueError):
 class CaseReader:
     """Reads JSONL case files into Cases; ids are unique across the whole suite."""
 
-    def __init__(self, loader: SuiteToml, labels: dict[str, int], num_classes: int | None) -> None:
+    def __init__(
+        self, loader: SuiteToml, labels: dict[str, int], num_classes: int | None, decision: DecisionKind = SINGLE_LABEL
+    ) -> None:
         self.loader = loader
         self.labels = labels
         self.num_classes = num_classes
         self.cases: list[Case] = []
         self.locations: dict[str, Location] = {}
         self.texts: dict[tuple[str, str | None], Case] = {}  # (text, text_pair) -> first must_fix/keep case
-        names = ", ".join(repr(n) for n in labels)
-        ids = f"a class id 0..{num_classes - 1}" if num_classes else "a class id"
-        self.label_help = f"one of {names} or {ids}" if labels else ids
+        self.space = LabelSpace(names=labels, num_classes=num_classes)
+        self.decision = decision  # what a case's answer is
 
     def read(self, case_file: CaseFile) -> None:
         root = self.loader.toml.parent
@@ -166,21 +168,10 @@ class CaseReader:
         return text
 
     def _label(self, label: Any, error: Any) -> int:
-        if isinstance(label, str):
-            if label not in self.labels:
-                close = difflib.get_close_matches(label, list(self.labels), n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise error("label", f"unknown label {label!r}{hint}; use {self.label_help}")
-            return self.labels[label]
-        if isinstance(label, int) and not isinstance(label, bool):
-            if self.num_classes:
-                ok = 0 <= label < self.num_classes
-            else:
-                ok = label in set(self.labels.values()) if self.labels else label >= 0
-            if not ok:
-                raise error("label", f"class id {label} is not a class of the model; use {self.label_help}")
-            return label
-        raise error("label", f"must be a label name or a class id, got {label!r}; use {self.label_help}")
+        try:
+            return self.decision.parse_answer(label, self.space)
+        except ValueError as exc:
+            raise error("label", str(exc)) from None
 
 
 def read_cases(

@@ -1,0 +1,35 @@
+"""The kinds of decision, by name: each is registered here with one call (:func:`register`)."""
+
+from __future__ import annotations
+
+from warp_check.decisions.base import DecisionKind
+from warp_check.decisions.single_label import SingleLabel
+
+DECISIONS: dict[str, DecisionKind] = {}
+
+
+def register(kind: DecisionKind) -> DecisionKind:
+    """Make ``kind`` known by its name; a name already taken by another kind is a ValueError."""
+    known = DECISIONS.get(kind.name)
+    if known is not None and type(known) is not type(kind):
+        raise ValueError(f"decision={kind.name!r}: already the name of {type(known).__name__}")
+    DECISIONS[kind.name] = kind
+    return kind
+
+
+def decision(name: str) -> DecisionKind:
+    """The kind registered as ``name``; ValueError naming the known ones."""
+    try:
+        return DECISIONS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"decision={name!r}: not a kind of decision; use one of {', '.join(map(repr, DECISIONS))}"
+        ) from None
+
+
+def deciding(problem_type: str | None) -> DecisionKind | None:
+    """The first registered kind that decides heads of a Hugging Face ``problem_type``, or None."""
+    return next((kind for kind in DECISIONS.values() if problem_type in kind.problem_types), None)
+
+
+register(SingleLabel())
