@@ -165,9 +165,9 @@ def test_every_patch_of_the_products_own_code_says_why_no_outside_test_reaches_i
         ("monkeypatch.setattr(type(problem), 'cross_gram', spy)\n", True),  # a local: the product's
         ("from warp_check import q\nwith monkeypatch.context() as p:\n    p.setattr(q, 'MAX', 1)\n", True),
         ("nltk = pytest.importorskip('nltk')\nmonkeypatch.setattr(nltk.data, 'find', missing)\n", False),
-        ("import warp_check\nmonkeypatch.setattr(warp_check, 'MODES', ())\n", False),  # a public table
+        ("import warp_check\nmonkeypatch.setattr(warp_check, 'HEAD_SPECS', ())\n", False),  # a public table
         ("import warp_check\nmonkeypatch.setattr(warp_check, '_lazy', ())\n", True),
-        ("monkeypatch.setattr('warp_check.MODES', ())\n", False),
+        ("monkeypatch.setattr('warp_check.HEAD_SPECS', ())\n", False),
         ("import os\nmonkeypatch.setattr(os, 'fsync', full)\n", False),
         ("import torch\nmonkeypatch.setattr(torch.cuda, 'is_available', lambda: False)\n", False),
         ("from transformers import PreTrainedModel as M\nmonkeypatch.setattr(M, 'save_pretrained', f)\n", False),

@@ -167,7 +167,8 @@ class ToyMode(RunMode):
 
 @pytest.fixture
 def toy_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(warp_check.modes, "MODES", (*warp_check.modes.MODES, ToyMode()))  # the table's one line
+    # internal: the table's one line, for this test alone
+    monkeypatch.setattr(warp_check.modes, "MODES", (*warp_check.modes.MODES, ToyMode()))
 
 
 def test_a_mode_added_to_the_table_is_a_pytest_option_and_a_command(toy_table, pytester, tiny_suite, capsys):
@@ -246,12 +247,14 @@ TOY_SETTING = Option(
 @pytest.fixture
 def toy_options(monkeypatch: pytest.MonkeyPatch) -> None:
     options = (*warp_check.options.OPTIONS, TOY_OPTION, TOY_SETTING)
-    monkeypatch.setattr(warp_check.options, "OPTIONS", options)  # the declarations' new lines
+    # internal: the declarations' new lines, for this test alone
+    monkeypatch.setattr(warp_check.options, "OPTIONS", options)
+    # internal: the index by name the declarations keep beside the table
     monkeypatch.setattr(warp_check.options, "OPTION", {option.name: option for option in options})
     repair = warp_check.modes.mode_named("repair")
     listed = dataclasses.replace(repair, cli_options=(*repair.cli_options, "mu"))  # the repair mode's list
     modes = tuple(listed if mode is repair else mode for mode in warp_check.modes.MODES)
-    monkeypatch.setattr(warp_check.modes, "MODES", modes)
+    monkeypatch.setattr(warp_check.modes, "MODES", modes)  # internal: the repair mode's list, for this test alone
 
 
 def test_an_option_added_to_the_declarations_reaches_pytest_the_commands_and_the_suite(
