@@ -194,6 +194,17 @@ class Lipschitz(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FurtherClaim(Record):
+    """A certificate's verdict on one case beyond Cert 1–3 (one registered in
+    :data:`warp_check.certificates.CERTIFICATES`), as the file keeps it: its name, whether it holds
+    (None: not claimed for the case), and its figures by name."""
+
+    name: str
+    holds: bool | None
+    figures: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CaseCertificate:
     """Cert 1–3 of one case, recomputed from the repaired weights."""
 
@@ -216,6 +227,12 @@ class CaseCertificate:
     # must_keep case the original model got wrong and the baseline right: repaired back, certified as a
     # must_fix case is (Cert 1 and 3).
     restored: bool = field(default=False, metadata=on_disk(since=True))
+    # The further certificates' verdicts on the case; not written where there are none.
+    further: tuple[FurtherClaim, ...] = field(default=(), metadata=on_disk(omit_default=True))
+
+    def claim(self, name: str) -> FurtherClaim | None:
+        """The further certificate ``name``'s verdict on the case, where it gave one."""
+        return next((c for c in self.further if c.name == name), None)
 
     @property
     def held_gap(self) -> float:
@@ -241,6 +258,7 @@ class CaseRecord(CaseCertificate, Record):
     JSON_FIELDS: ClassVar[tuple[str, ...]] = (
         "id", "kind", "label", "text", "text_pair", "source", "gap_before", "gap_after", "gap_as_saved", "cert1",
         "cert2", "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded", "restored",
+        "further",
     )  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -252,11 +270,6 @@ class CaseRecord(CaseCertificate, Record):
         values = {f.name: getattr(record, f.name) for f in dataclasses.fields(CaseCertificate)}
         texts = {"text": case.text, "text_pair": case.text_pair, "source": case.source}
         return cls(**values | {r: finite(values[r]) for r in radii} | texts)
-
-    @property
-    def radius(self) -> float | None:
-        """The largest radius the certificate claims (ε* or the local radius), None if it claims none."""
-        return max([r for r in (self.eps_star, self.eps_local) if r is not None], default=None)
 
     def case(self) -> Case:
         return Case(
@@ -271,17 +284,29 @@ class Summary(Record):
     cert1: str
     cert2: str
     cert3: str
+    # The further certificates', by name; not written where there are none.
+    further: dict[str, str] | None = field(default=None, metadata=on_disk(omit_none=True))
 
     @classmethod
     def of(cls, records: Sequence[CaseCertificate]) -> Summary:
-        def count(name: str) -> str:
-            values = [getattr(r, name) for r in records if getattr(r, name) is not None]
+        def count(values: list[bool]) -> str:
             return f"{sum(values)}/{len(values)}"
 
-        return cls(cert1=count("cert1"), cert2=count("cert2"), cert3=count("cert3"))
+        def held(name: str) -> list[bool]:
+            return [getattr(r, name) for r in records if getattr(r, name) is not None]
+
+        names = list(dict.fromkeys(c.name for r in records for c in r.further))
+        further = {
+            name: count([c.holds for r in records if (c := r.claim(name)) is not None and c.holds is not None])
+            for name in names
+        }
+        return cls(
+            cert1=count(held("cert1")), cert2=count(held("cert2")), cert3=count(held("cert3")), further=further or None
+        )
 
     def __str__(self) -> str:
-        return f"Cert 1 {self.cert1}, Cert 2 {self.cert2}, Cert 3 {self.cert3}"
+        further = "".join(f", {name} {count}" for name, count in (self.further or {}).items())
+        return f"Cert 1 {self.cert1}, Cert 2 {self.cert2}, Cert 3 {self.cert3}{further}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -431,6 +456,7 @@ __all__ = [
     "CaseCertificate",
     "CaseRecord",
     "Certificate",
+    "FurtherClaim",
     "GsnFtSummary",
     "HistoryRow",
     "ParentRecord",

@@ -8,6 +8,7 @@ in float64, and every claimed certificate must hold on what is there now.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from warp_check.model.hashing import parameter_hashes
 from warp_check.model.head import DenseHead
 from warp_check.model.specs import HeadSpec
 from warp_check.progress import Progress
+from warp_check.repair.settings import RepairSettings
 
 # How far a recomputed gap may sit from the certificate's: v encoded on another device (a GPU's
 # differs from the CPU's by ~1e-6 relative) or in another process moves gaps by up to ~1e-4; the
@@ -48,6 +50,10 @@ from warp_check.progress import Progress
 # there a gap may move by more (gap_tolerances).
 GAP_TOLERANCE = 1e-3
 REL_TOLERANCE = 1e-6
+
+
+# The further certificates' verdicts added to recomputed cases (warp_check.certificates.judged).
+Judge = Callable[[Sequence[CaseCertificate], RepairSettings], list[CaseCertificate]]
 
 
 @dataclass(frozen=True)
@@ -88,10 +94,13 @@ def verify(
     attack: AttackSettings | None = None,
     progress: bool | Progress = False,
     traffic: TrafficSample | None = None,
+    judge: Judge | None = None,
 ) -> Verification:
     """Every claim of the certificate recomputed on ``model_dir``; with ``traffic``, Cert 4 too: the
     sample must be the one the repair measured (by digest: another is a SuiteError), and the
-    repaired model's predictions on it must change exactly the texts the certificate says."""
+    repaired model's predictions on it must change exactly the texts the certificate says.
+    ``judge`` gives the recomputed cases the further certificates' verdicts
+    (:func:`warp_check.certificates.judged`); without it a further claim is not re-checked, and fails."""
     model_dir = Path(model_dir)
     cert_path = Path(certificate) if certificate is not None else model_dir / CERTIFICATE_NAME
     data = read_json(cert_path)
@@ -125,6 +134,8 @@ def verify(
         restored=frozenset(claim.id for claim in claimed.cases if claim.restored),
         attack=attack,
     )
+    if judge is not None:
+        records = judge(records, claimed.settings)
     claimed_L = claimed.lipschitz.L
     checks.append(
         Check(
@@ -302,6 +313,17 @@ def _case_checks(
                     cid,
                 )
             )
+    for further in claim.further:
+        again = record.claim(further.name)
+        said = "holds" if further.holds else "fails"
+        found = "was not re-checked (no judge for it)" if again is None else "holds" if again.holds else "FAILS"
+        same = again is not None and again.holds == further.holds
+        detail = (
+            f"{further.name}: {found}, as the certificate says"
+            if same
+            else f"{further.name}: {found}; the certificate says it {said}"
+        )
+        checks.append(Check(further.name, same, detail, cid))
     if claim.eps_star is not None and record.eps_star is not None:
         # ε* = gap / (2L): it may fall short of the claim by what the gap tolerance allows.
         slack = tolerance / (2 * claimed.lipschitz.L)
@@ -324,4 +346,4 @@ def _groups(cases: list[Case]) -> list[list[int]]:
     return [rows for rows in (own, drawn) if rows]
 
 
-__all__ = ["Check", "Verification", "gap_tolerances", "verify", "lipschitz"]
+__all__ = ["Check", "Judge", "Verification", "gap_tolerances", "verify", "lipschitz"]

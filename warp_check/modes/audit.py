@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from warp_check.errors import SettingsError
 from warp_check.modes.base import RunJob, RunMode
-from warp_check.modes.repair import CERTIFIED, traffic_lines
+from warp_check.modes.repair import traffic_lines
 from warp_check.options import OPTION, Option
 from warp_check.runs.details import AuditDetails
 from warp_check.runs.modes import Mode
@@ -19,7 +19,7 @@ class AuditMode(RunMode):
     records: Mode = Mode.AUDIT
     selected_by: Option | None = OPTION["certificate"]
     command: str | None = None  # `warp-check verify MODEL_DIR --suite SUITE` runs it
-    junit_properties: tuple[str, ...] = CERTIFIED
+    junit_properties: tuple[str, ...] | None = None  # a certified case's
     measures_traffic: bool = True
 
     def run(self, job: RunJob) -> RunResult:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from warp_check.certificates.numbers import certified_junit
 from warp_check.options import Option
 from warp_check.progress import Progress
 from warp_check.runs.details import RunDetails
@@ -57,7 +58,8 @@ class RunMode(abc.ABC):
     ``records`` the :class:`Mode` its results carry; ``selected_by`` the pytest option that
     chooses it (None: the mode when nothing else is chosen); ``command`` the ``warp-check``
     command that runs it on a suite (None: none does), with ``cli_options`` beside the common
-    ones; ``junit_properties`` what each case's JUnit record carries, in this order."""
+    ones; ``junit_properties`` what each case's JUnit record carries, in this order (None: a certified
+    case's, which the table of certificates gives: :func:`~warp_check.certificates.numbers.certified_junit`)."""
 
     name: str
     records: Mode
@@ -65,7 +67,7 @@ class RunMode(abc.ABC):
     command: str | None = None
     command_help: str = ""
     cli_options: tuple[str, ...] = ()
-    junit_properties: tuple[str, ...] = ("kind", "label", "predicted", "gap")
+    junit_properties: tuple[str, ...] | None = ("kind", "label", "predicted", "gap")
     recalls_checks: bool = False  # True: an earlier check of the model folder may answer, the model unloaded
     # True: a suite with traffic gets a ``traffic`` item, Cert 4's verdict (a repair measures it, an audit
     # recomputes it); a check changes nothing, so it has none.
@@ -103,4 +105,5 @@ class RunMode(abc.ABC):
 
     def junit(self, properties: Mapping[str, Any]) -> list[tuple[str, Any]]:
         """The JUnit properties of a verdict (its kind and properties), those given, in order."""
-        return [(name, properties[name]) for name in self.junit_properties if properties.get(name) is not None]
+        names = certified_junit() if self.junit_properties is None else self.junit_properties
+        return [(name, properties[name]) for name in names if properties.get(name) is not None]

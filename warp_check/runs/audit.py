@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from warp_check.cases import NEIGHBOUR, Case, Kind
+from warp_check.certificates import judged
+from warp_check.certificates import traffic as cert4
+from warp_check.certificates.numbers import CaseNumbers
 from warp_check.certify.certificate import CaseRecord
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
@@ -15,7 +18,6 @@ from warp_check.runs.details import AuditDetails
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
-from warp_check.runs.traffic import properties, traffic_note
 from warp_check.suite.loader import Suite
 
 
@@ -39,6 +41,7 @@ def audit(
         attack=attack,
         progress=progress,
         traffic=traffic,
+        judge=judged,
     )
     claims = {c.id: c for c in verification.certificate.cases}
     failures = [c.detail for c in verification.checks if c.case_id is None and not c.ok]  # the whole model's
@@ -71,13 +74,10 @@ def audit(
 
 def _traffic_verdict(verification: Verification, traffic: TrafficSample) -> TrafficVerdict:
     """Cert 4 on the audited model: every traffic check held, or what did not."""
-    failed = [c.detail for c in verification.traffic if not c.ok]
     record = verification.traffic_record
-    figures = {} if record is None else properties(traffic_note(record, traffic))
-    if failed:
-        return TrafficVerdict(passed=False, message="Cert 4 does not hold: " + "; ".join(failed), properties=figures)
-    assert record is not None
-    return TrafficVerdict(passed=True, message=f"Cert 4 holds: the repair {record.sentence()}", properties=figures)
+    figures = {} if record is None else cert4.properties(cert4.traffic_note(record, traffic))
+    passed, words = cert4.audited([c.detail for c in verification.traffic if not c.ok], record)
+    return TrafficVerdict(passed=passed, message=words, properties=figures)
 
 
 def _details(
@@ -100,7 +100,9 @@ def _details(
         neighbours=sum(c.source == NEIGHBOUR for c in certified.cases),
         gamma_s=certified.settings.gamma_s,
         gamma_h=certified.settings.gamma_h,
-        traffic=traffic_note(record, traffic, suite.labels) if record is not None and traffic is not None else None,
+        traffic=cert4.traffic_note(record, traffic, suite.labels)
+        if record is not None and traffic is not None
+        else None,
     )
 
 
@@ -116,17 +118,7 @@ def _verdict(
     if claim is None:
         message = f"case {case.id!r} is not in the certificate {certificate_name}: nothing certifies it"
         return Verdict.of(case, passed=False, message=message)
-    properties = {
-        "label": suite.label_name(case.label),
-        "gap_before": claim.gap_before,
-        "gap_after": claim.gap_after,
-        "gap": claim.gap_after,
-        "eps_star": claim.eps_star,
-        "eps_local": claim.eps_local,
-        "radius": claim.radius,
-    }
-    if claim.restored:
-        properties["restored"] = True
+    properties = CaseNumbers.of(claim, label=suite.label_name(case.label)).properties()
     problems = [*failures, *_differences(case, claim), *(c.detail for c in checks if not c.ok)]
     if claim.excluded:
         problems.append("the certificate left this must_keep case out (the original model got it wrong)")

@@ -37,13 +37,13 @@ from dataclasses import replace
 import numpy as np
 
 from warp_check.cases import Case, Kind
+from warp_check.certificates.traffic import BudgetFit, LeftOut
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.changes import traffic_inputs
 from warp_check.certify.traffic import Part, TrafficSample
 from warp_check.model.head import DenseHead
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.records import RepairStatus
-from warp_check.runs.details import BudgetFit, LeftOut
 from warp_check.runs.ladder import Ladder, climb
 from warp_check.runs.neighbourhood import drawn_from
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Kind
-from warp_check.certify.certificate import Certificate, HistoryRow, Summary, TrafficChange, change_sentence, percent
+from warp_check.certificates.traffic import TrafficNote
+from warp_check.certify.certificate import Certificate, HistoryRow, Summary
 from warp_check.repair.records import IterationRecord
 from warp_check.repair.settings import RepairSettings, SynonymUse
 from warp_check.runs.modes import Mode, RunStatus
@@ -118,131 +119,6 @@ class NeighbourhoodNote(Record):
         if self.dropped:
             certified += f", {self.dropped} the repair could not meet beside the suite's cases dropped"
         return f"{found}: {certified} ({self.seconds:.1f} s{missing})"
-
-
-NAMED_IN_MESSAGE = 10  # must_fix cases a failure message names (the costliest); the report and JUnit list all
-
-
-@dataclass(frozen=True, kw_only=True)
-class LeftOut(Record):
-    """A must_fix case a traffic budget cannot buy, and the changes that name it."""
-
-    id: str
-    where: str  # the case file and line
-    nearest: int  # changed tune-part texts nearest it among the cases pulling towards their new label
-
-
-@dataclass(frozen=True, kw_only=True)
-class BudgetFit(Record):
-    """Which must_fix cases a repair over its traffic budget cannot buy within it: the suite repaired
-    again, the costliest must_fix cases left out, until the changes on the traffic's *tune* part keep
-    within the budget (an estimate: Cert 4's bound part is never used). Greedy: at most these cases,
-    not the fewest."""
-
-    budget: float
-    confidence: float
-    left_out: tuple[LeftOut, ...]  # in the order they were left out, costliest first (all of them: ``floor``)
-    kept: int  # must_fix cases the last repair fixed
-    n: int  # tune-part texts measured
-    changed: int  # of them, changed by the last repair
-    bound: float  # the Clopper–Pearson bound on that share
-    within: bool  # whether the last repair keeps within the budget on the tune part
-    repairs: int
-    seconds: float
-    why: str | None = field(default=None, metadata=on_disk(omit_none=True))  # why it stopped short of an answer
-    # Even with no must_fix case the repair is over: the must_keep margins (γ_h) alone change too much.
-    floor: bool = field(default=False, metadata=on_disk(omit_default=True))
-
-    def sentence(self) -> str:
-        """The finding, as sentences of Cert 4's failure message."""
-        if self.why is not None:
-            return f"Which must_fix cases the budget cannot buy is not known: {self.why}."
-        if self.floor:
-            return (
-                f"No must_fix case can be fixed within max_change = {percent(self.budget)}: even with none, the "
-                f"repair of the must_keep cases short of their margin (gamma_h) changes {self.changed} of {self.n} "
-                f"predictions on the traffic's tune part (at most {percent(self.bound)}). A larger max_change or a "
-                "smaller gamma_h."
-            )
-        costliest = sorted(self.left_out, key=lambda c: -c.nearest)[:NAMED_IN_MESSAGE]
-        named = ", ".join(f"'{c.id}' ({c.where}; {c.nearest} change(s) nearest it)" for c in costliest)
-        if len(self.left_out) > len(costliest):
-            named += f" and {len(self.left_out) - len(costliest)} more (the report lists them all)"
-        estimate = (
-            f"changes {self.changed} of {self.n} predictions on the traffic's tune part (at most "
-            f"{percent(self.bound)}, {percent(self.confidence, digits=3)}; {self.repairs} repair(s), "
-            f"{self.seconds:.1f} s)"
-        )
-        if not self.within:
-            return (
-                f"After leaving out {len(self.left_out)} must_fix case(s) ({named}) the repair still "
-                f"{estimate}, over max_change = {percent(self.budget)}."
-            )
-        if not self.left_out:  # the tune part is within where Cert 4's sample is not
-            return (
-                f"On the traffic's tune part the repair of every must_fix case {estimate}, within max_change = "
-                f"{percent(self.budget)} where Cert 4's sample is not: more traffic (both parts grow) may show it."
-            )
-        if self.kept == 0:
-            return (
-                f"No must_fix case can be fixed within max_change = {percent(self.budget)}: only with all "
-                f"{len(self.left_out)} left out does the repair keep within it (it {estimate}); the costliest: {named}."
-            )
-        return (
-            f"Within max_change = {percent(self.budget)}, a repair of the other {self.kept} must_fix case(s) "
-            f"{estimate}; these {len(self.left_out)} cannot be fixed within it: {named}. Move them out of this "
-            "release's must_fix files, or raise max_change."
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrafficNote(Record):
-    """Cert 4 as a run reports it: the sample's counts, the changes measured and the bound on their share."""
-
-    source: str  # the traffic file
-    rows: int  # rows read
-    duplicates: int  # rows that repeated an earlier text
-    in_suite: int  # texts that are suite cases: left out
-    tune: int  # texts of the tune part (never measured here)
-    no_text: int  # texts of the bound part the model sees as no text: left out
-    sample_sha256: str
-    n: int  # texts measured
-    changed: int
-    bound: float
-    confidence: float
-    max_change: float | None
-    by_pair: dict[str, int]
-    changes: tuple[TrafficChange, ...]
-    seconds: float
-    labels: dict[str, int] = field(default_factory=dict)  # the suite's label names, for the changes' classes
-    # Over the budget: which must_fix cases it cannot buy (None: within it, or no budget).
-    fit: BudgetFit | None = field(default=None, metadata=on_disk(omit_none=True))
-
-    @property
-    def within_budget(self) -> bool:
-        return self.max_change is None or self.bound <= self.max_change
-
-    def label_name(self, label: int) -> str:
-        return next((name for name, index in self.labels.items() if index == label), str(label))
-
-    def __str__(self) -> str:
-        budget = ""
-        if self.max_change is not None:
-            verdict = "within" if self.within_budget else "OVER"
-            budget = f"; {verdict} the budget max_change = {percent(self.max_change)}"
-        pairs = ", ".join(f"{pair}: {count}" for pair, count in self.by_pair.items())
-        return f"{change_sentence(self.bound, self.changed, self.n, self.confidence)}{budget}" + (
-            f" [{pairs}]" if pairs else ""
-        )
-
-    def sample_line(self) -> str:
-        """How the file became the sample: rows, duplicates and suite cases left out, the two parts."""
-        left = f", {self.no_text:,} the model sees as no text" if self.no_text else ""
-        return (
-            f"{self.source}: {self.rows:,} rows, {self.duplicates:,} duplicate(s) merged, {self.in_suite:,} suite "
-            f"case(s) left out; {self.n:,} texts measured (bound part{left}), {self.tune:,} kept for tuning; "
-            f"{self.seconds:.2f} s"
-        )
 
 
 def _repair_settings(data: Reader) -> RepairSettings:

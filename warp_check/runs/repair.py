@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
+from warp_check.certificates import traffic as cert4
+from warp_check.certificates.numbers import CaseNumbers
 from warp_check.certify.artefact import Destination, claim_destination
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
@@ -26,7 +28,6 @@ from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
 from warp_check.runs.restore import Reference, wrong_keep
 from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
-from warp_check.runs.traffic import no_model_verdict, repaired_verdict, traffic_note, unchanged_verdict
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -137,7 +138,7 @@ def repair(
         if case.kind is not Kind.AUX
     )
     note = (
-        traffic_note(outcome.traffic, traffic, suite.labels, outcome.budget_fit)
+        cert4.traffic_note(outcome.traffic, traffic, suite.labels, outcome.budget_fit)
         if outcome.traffic is not None and traffic is not None
         else None
     )
@@ -158,15 +159,17 @@ def repair(
 
 
 def _traffic_verdict(
-    traffic: TrafficSample | None, outcome: RepairOutcome, note: Any, message: str
+    traffic: TrafficSample | None, outcome: RepairOutcome, note: cert4.TrafficNote | None, message: str
 ) -> TrafficVerdict | None:
     if traffic is None:
         return None
     if note is not None:
-        return repaired_verdict(note)
+        passed, words = cert4.repaired(note)
+        return TrafficVerdict(passed=passed, message=words, properties=cert4.properties(note))
     if outcome.result.status is RepairStatus.NOTHING_TO_REPAIR:
-        return unchanged_verdict(traffic)
-    return no_model_verdict(message)
+        words, figures = cert4.unchanged(traffic)
+        return TrafficVerdict(passed=True, message=words, properties=figures)
+    return TrafficVerdict(passed=False, message=cert4.not_measured(message))
 
 
 def _where_given(suite: Suite, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:
@@ -274,27 +277,11 @@ def _verdict(
 
 
 def _properties(suite: Suite, case: Case, result: RepairResult, record: CaseCertificate | None) -> dict[str, Any]:
-    """The case's numbers for reports and JUnit: the repair's gaps, or its certificate's."""
-    gap_after = result.gaps_after.get(case.id)
-    properties: dict[str, Any] = {
-        "label": suite.label_name(case.label),
-        "gap_before": result.gaps_before.get(case.id),
-        "gap_after": gap_after,
-        "gap": gap_after,
-    }
-    if record is not None:
-        properties |= {
-            "gap_after": record.gap_after,
-            "gap": record.gap_after,
-            "eps_star": record.eps_star,
-            "eps_local": record.eps_local,
-            "radius": record.certified_radius,
-            "attack_min_gap": record.attack_min_gap,
-            "flip_radius": record.flip_radius,
-        }
-        if record.restored:
-            properties["restored"] = True
-    return properties
+    """The case's numbers for reports and JUnit: its certificate's, or the repair's gaps where it has none."""
+    label, gap_before = suite.label_name(case.label), result.gaps_before.get(case.id)
+    if record is None:
+        return CaseNumbers(label=label, gap_before=gap_before, gap_after=result.gaps_after.get(case.id)).properties()
+    return CaseNumbers.of(record, label=label, gap_before=gap_before).properties()
 
 
 def _excluded(suite: Suite, case: Case, result: RepairResult, reference: Reference | None) -> str:

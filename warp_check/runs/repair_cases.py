@@ -15,6 +15,8 @@ import numpy as np
 
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
+from warp_check.certificates import judged
+from warp_check.certificates.traffic import BudgetFit
 from warp_check.certify.artefact import Destination, claim_destination, folder_hashes, write_artefact
 from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import (
@@ -41,7 +43,6 @@ from warp_check.progress import Progress
 from warp_check.repair.records import RepairResult
 from warp_check.repair.settings import RepairSettings, SynonymUse, check_rank
 from warp_check.runs.budget_fit import fit_to_budget
-from warp_check.runs.details import BudgetFit
 from warp_check.runs.evaluation import Evaluation, evaluate
 from warp_check.runs.ladder import Climb, Ladder, climb
 from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
@@ -260,9 +261,10 @@ def certify_result(
     restored: frozenset[str] = frozenset(),
 ) -> tuple[list[CaseCertificate], Lipschitz]:
     """Cert 1–3 for ``cases`` (no aux, their suite's kinds) on ``result.head_after``, from the
-    evaluation's cached v; ``restored`` must_keep cases certified as must_fix cases are."""
+    evaluation's cached v, and every further certificate's verdict; ``restored`` must_keep cases
+    certified as must_fix cases are."""
     V = evaluation.encoded.rows([c.id for c in cases])  # float32: read in float64 a block at a time
-    return certify_cases(
+    records, lip = certify_cases(
         result.head_after,
         ids=tuple(c.id for c in cases),
         kinds=tuple(c.kind for c in cases),
@@ -275,6 +277,7 @@ def certify_result(
         restored=restored,
         attack=attack,
     )
+    return judged(records, result.settings), lip  # and the further certificates' verdicts
 
 
 def build_certificate(

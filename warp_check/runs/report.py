@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Kind
+from warp_check.certificates import CERTIFICATES
+from warp_check.certificates.numbers import CaseNumbers
 from warp_check.certify.certificate import Certificate
 from warp_check.errors import WarpError
 from warp_check.files import replaced_atomically, write_json_atomic, write_text_atomically
@@ -30,7 +32,7 @@ from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetai
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.report_html import REPORT_HTML, render_html
-from warp_check.runs.report_summary import CAPTIONS, headline
+from warp_check.runs.report_summary import CAPTIONS, certificate_facts, headline
 from warp_check.runs.result import Outcome, RunResult, Verdict, tally
 from warp_check.version import __version__
 
@@ -76,7 +78,7 @@ def run_from_certificate(certificate: Certificate, *, source: str = "") -> RunRe
     """A repair-mode run from a ``warp_certificate.json``: what it claims, per case."""
     verdicts = []
     for c in certificate.cases:
-        held = [v for v in (c.cert1, c.cert2, c.cert3) if v is not None]
+        held = [h for cert in CERTIFICATES if (h := cert.holds(c)) is not None]
         verdicts.append(
             Verdict(
                 case_id=c.id,
@@ -85,15 +87,7 @@ def run_from_certificate(certificate: Certificate, *, source: str = "") -> RunRe
                 message="excluded: wrong before repair" if c.excluded else "",
                 text=c.text,
                 text_pair=c.text_pair,
-                properties={
-                    "label": c.label,
-                    "gap_before": c.gap_before,
-                    "gap_after": c.gap_after,
-                    "gap": c.gap_after,
-                    "eps_star": c.eps_star,
-                    "eps_local": c.eps_local,
-                    "radius": c.radius,
-                },
+                properties=CaseNumbers.of(c, label=c.label).properties(),
             )
         )
     return RunResult(
@@ -305,6 +299,7 @@ def _facts_markdown(run: RunResult) -> list[str]:
             out.append(f"- {kind.value}: {row.total} case(s), {row}")
     if details.counts.get(Kind.AUX):
         out.append(f"- aux: {details.counts[Kind.AUX]} case(s) (GSN-FT data, not tests)")
+    out += [f"- {fact.name}: {fact.value}" for fact in certificate_facts(run)]
     facts = _repair_facts(details)
     if facts is None:
         return out

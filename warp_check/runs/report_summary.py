@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warp_check.cases import Kind
+from warp_check.certificates import CERTIFICATES
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails, traffic_of
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import Outcome, RunResult, Verdict
@@ -259,8 +260,21 @@ def _repair_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
     return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
 
 
+def certificate_facts(run: RunResult) -> list[Fact]:
+    """A line per certificate of the table that has one to say of the run's cases (Cert 1–3 are the
+    repair's own figures: held / claimed)."""
+    cases = [v.properties for v in run.verdicts]
+    facts = []
+    for cert in CERTIFICATES:
+        line = cert.report_line(cases)
+        if line is not None:
+            value, held = line
+            facts.append(Fact(name=cert.title, value=value, detail=cert.claim, good=held))
+    return facts
+
+
 def _repair_facts(run: RunResult) -> list[Fact]:
-    details, facts = run.details, []
+    details, facts = run.details, certificate_facts(run)
     traffic = traffic_fact(run)
     if traffic is not None:
         facts.append(traffic)
@@ -298,6 +312,7 @@ def _audit_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
             )
         )
         facts.append(Fact(name="certificate", value=details.certificate))
+    facts += certificate_facts(run)
     traffic = traffic_fact(run)
     if traffic is not None:
         facts.append(traffic)

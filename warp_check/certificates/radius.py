@@ -1,0 +1,50 @@
+"""Cert 3: no perturbation of v within a must_fix case's certified radius changes its prediction
+(ε* = gap / 2L, paper Thm 3, or the tighter local radius), and the v-space attack finds no flip
+inside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from warp_check.cases import Kind
+from warp_check.certificates.base import Cert, CertNumbers
+from warp_check.certify.certificate import CaseCertificate
+
+
+@dataclass(frozen=True, kw_only=True)
+class RadiusNumbers(CertNumbers):
+    """A fixed case's radii: how far in v its fix holds, and what the attacks found."""
+
+    JUNIT: ClassVar[tuple[str, ...]] = ("radius", "eps_star", "eps_local")
+
+    eps_star: float | None
+    eps_local: float | None
+    radius: float | None  # the certified one: the larger of ε* and the local radius
+    attack_min_gap: float | None  # the smallest gap the attack found inside the certified ball
+    flip_radius: float | None  # the smallest flipping radius the min-norm attack found
+
+
+class RobustnessRadius(Cert):
+    name = "cert3"
+    title = "Cert 3"
+    claim = "no perturbation of v within a must_fix case's certified radius changes its prediction"
+    further = False
+    kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.MUST_FIX})
+    numbers_type = RadiusNumbers
+
+    def numbers(self, record: CaseCertificate) -> RadiusNumbers | None:
+        if record.eps_star is None and record.eps_local is None:
+            return None
+        return RadiusNumbers(
+            eps_star=record.eps_star,
+            eps_local=record.eps_local,
+            radius=record.certified_radius,
+            attack_min_gap=record.attack_min_gap,
+            flip_radius=record.flip_radius,
+        )
+
+
+CERT3 = RobustnessRadius()
+
+__all__ = ["CERT3", "RadiusNumbers", "RobustnessRadius"]

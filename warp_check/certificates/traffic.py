@@ -1,0 +1,251 @@
+"""Cert 4: the share of predictions the repair changes on traffic like the suite's sample, bounded
+exactly (Clopper–Pearson) from the changes counted on it. It is measured on the run as a whole (the
+suite's ``traffic`` item), so it claims no case; its record in the certificate file is the
+certificate's ``traffic`` (:class:`~warp_check.certify.certificate.TrafficRecord`).
+
+This module owns what a run says of it: the run's record (:class:`TrafficNote`, with :class:`BudgetFit`
+over a budget), the verdict's words (passed or not, and why) and its JUnit properties. The
+sample and the counting of changes are :mod:`warp_check.certify.traffic` and
+:mod:`warp_check.certify.changes` (the audit recomputes them there); the ``[traffic]`` table is
+:mod:`warp_check.suite.traffic`; the file is read by :mod:`warp_check.extras.traffic`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from warp_check.certificates.base import Cert
+from warp_check.certify.certificate import TrafficChange, TrafficRecord, change_sentence, percent
+from warp_check.certify.traffic import TrafficSample
+from warp_check.serial import Record, on_disk
+
+
+class TrafficBound(Cert):
+    name = "traffic"
+    title = "Cert 4"
+    claim = "the repair changes at most the bounded share of predictions on traffic like the sample"
+    further = False
+
+
+CERT4 = TrafficBound()
+
+
+# -- the run's record ----------------------------------------------------------------------------
+
+
+NAMED_IN_MESSAGE = 10  # must_fix cases a failure message names (the costliest); the report and JUnit list all
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeftOut(Record):
+    """A must_fix case a traffic budget cannot buy, and the changes that name it."""
+
+    id: str
+    where: str  # the case file and line
+    nearest: int  # changed tune-part texts nearest it among the cases pulling towards their new label
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetFit(Record):
+    """Which must_fix cases a repair over its traffic budget cannot buy within it: the suite repaired
+    again, the costliest must_fix cases left out, until the changes on the traffic's *tune* part keep
+    within the budget (an estimate: Cert 4's bound part is never used). Greedy: at most these cases,
+    not the fewest."""
+
+    budget: float
+    confidence: float
+    left_out: tuple[LeftOut, ...]  # in the order they were left out, costliest first (all of them: ``floor``)
+    kept: int  # must_fix cases the last repair fixed
+    n: int  # tune-part texts measured
+    changed: int  # of them, changed by the last repair
+    bound: float  # the Clopper–Pearson bound on that share
+    within: bool  # whether the last repair keeps within the budget on the tune part
+    repairs: int
+    seconds: float
+    why: str | None = field(default=None, metadata=on_disk(omit_none=True))  # why it stopped short of an answer
+    # Even with no must_fix case the repair is over: the must_keep margins (γ_h) alone change too much.
+    floor: bool = field(default=False, metadata=on_disk(omit_default=True))
+
+    def sentence(self) -> str:
+        """The finding, as sentences of Cert 4's failure message."""
+        if self.why is not None:
+            return f"Which must_fix cases the budget cannot buy is not known: {self.why}."
+        if self.floor:
+            return (
+                f"No must_fix case can be fixed within max_change = {percent(self.budget)}: even with none, the "
+                f"repair of the must_keep cases short of their margin (gamma_h) changes {self.changed} of {self.n} "
+                f"predictions on the traffic's tune part (at most {percent(self.bound)}). A larger max_change or a "
+                "smaller gamma_h."
+            )
+        costliest = sorted(self.left_out, key=lambda c: -c.nearest)[:NAMED_IN_MESSAGE]
+        named = ", ".join(f"'{c.id}' ({c.where}; {c.nearest} change(s) nearest it)" for c in costliest)
+        if len(self.left_out) > len(costliest):
+            named += f" and {len(self.left_out) - len(costliest)} more (the report lists them all)"
+        estimate = (
+            f"changes {self.changed} of {self.n} predictions on the traffic's tune part (at most "
+            f"{percent(self.bound)}, {percent(self.confidence, digits=3)}; {self.repairs} repair(s), "
+            f"{self.seconds:.1f} s)"
+        )
+        if not self.within:
+            return (
+                f"After leaving out {len(self.left_out)} must_fix case(s) ({named}) the repair still "
+                f"{estimate}, over max_change = {percent(self.budget)}."
+            )
+        if not self.left_out:  # the tune part is within where Cert 4's sample is not
+            return (
+                f"On the traffic's tune part the repair of every must_fix case {estimate}, within max_change = "
+                f"{percent(self.budget)} where Cert 4's sample is not: more traffic (both parts grow) may show it."
+            )
+        if self.kept == 0:
+            return (
+                f"No must_fix case can be fixed within max_change = {percent(self.budget)}: only with all "
+                f"{len(self.left_out)} left out does the repair keep within it (it {estimate}); the costliest: {named}."
+            )
+        return (
+            f"Within max_change = {percent(self.budget)}, a repair of the other {self.kept} must_fix case(s) "
+            f"{estimate}; these {len(self.left_out)} cannot be fixed within it: {named}. Move them out of this "
+            "release's must_fix files, or raise max_change."
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficNote(Record):
+    """Cert 4 as a run reports it: the sample's counts, the changes measured and the bound on their share."""
+
+    source: str  # the traffic file
+    rows: int  # rows read
+    duplicates: int  # rows that repeated an earlier text
+    in_suite: int  # texts that are suite cases: left out
+    tune: int  # texts of the tune part (never measured here)
+    no_text: int  # texts of the bound part the model sees as no text: left out
+    sample_sha256: str
+    n: int  # texts measured
+    changed: int
+    bound: float
+    confidence: float
+    max_change: float | None
+    by_pair: dict[str, int]
+    changes: tuple[TrafficChange, ...]
+    seconds: float
+    labels: dict[str, int] = field(default_factory=dict)  # the suite's label names, for the changes' classes
+    # Over the budget: which must_fix cases it cannot buy (None: within it, or no budget).
+    fit: BudgetFit | None = field(default=None, metadata=on_disk(omit_none=True))
+
+    @property
+    def within_budget(self) -> bool:
+        return self.max_change is None or self.bound <= self.max_change
+
+    def label_name(self, label: int) -> str:
+        return next((name for name, index in self.labels.items() if index == label), str(label))
+
+    def __str__(self) -> str:
+        budget = ""
+        if self.max_change is not None:
+            verdict = "within" if self.within_budget else "OVER"
+            budget = f"; {verdict} the budget max_change = {percent(self.max_change)}"
+        pairs = ", ".join(f"{pair}: {count}" for pair, count in self.by_pair.items())
+        return f"{change_sentence(self.bound, self.changed, self.n, self.confidence)}{budget}" + (
+            f" [{pairs}]" if pairs else ""
+        )
+
+    def sample_line(self) -> str:
+        """How the file became the sample: rows, duplicates and suite cases left out, the two parts."""
+        left = f", {self.no_text:,} the model sees as no text" if self.no_text else ""
+        return (
+            f"{self.source}: {self.rows:,} rows, {self.duplicates:,} duplicate(s) merged, {self.in_suite:,} suite "
+            f"case(s) left out; {self.n:,} texts measured (bound part{left}), {self.tune:,} kept for tuning; "
+            f"{self.seconds:.2f} s"
+        )
+
+
+def traffic_note(
+    record: TrafficRecord,
+    sample: TrafficSample,
+    labels: dict[str, int] | None = None,
+    fit: BudgetFit | None = None,
+) -> TrafficNote:
+    """The run's record of Cert 4 (``labels``: the suite's names of the classes; ``fit``: over the
+    budget, the must_fix cases it cannot buy)."""
+    return TrafficNote(
+        source=sample.source,
+        rows=sample.rows,
+        duplicates=sample.duplicates,
+        in_suite=sample.in_suite,
+        tune=len(sample.tune),
+        no_text=record.no_text,
+        sample_sha256=record.sample_sha256,
+        n=record.n,
+        changed=record.changed,
+        bound=record.bound,
+        confidence=record.confidence,
+        max_change=record.max_change,
+        by_pair=dict(record.by_pair),
+        changes=record.changes,
+        seconds=record.seconds,
+        labels=dict(labels or {}),
+        fit=fit,
+    )
+
+
+def properties(note: TrafficNote) -> dict[str, Any]:
+    """Cert 4's figures, for JUnit and reports."""
+    return {
+        "n": note.n,
+        "changed": note.changed,
+        "bound": note.bound,
+        "confidence": note.confidence,
+        "max_change": note.max_change,
+        "sample_sha256": note.sample_sha256,
+        **{f"changed {pair}": count for pair, count in note.by_pair.items()},
+        **({"cannot buy": " ".join(c.id for c in note.fit.left_out)} if note.fit and note.fit.left_out else {}),
+    }
+
+
+# What moves a repair along the curve of fixes against changes (the README's "What keeps general accuracy").
+ADVICE = (
+    "fewer or looser must_fix cases (a smaller gamma_s), a larger mu (the price of moving the layer on kept "
+    "inputs), more must_keep cases (`warp-check import --predicted` labels traffic by the model), or more "
+    "traffic texts (a larger sample brings the bound down towards the share measured)"
+)
+
+
+def repaired(note: TrafficNote) -> tuple[bool, str]:
+    """The verdict of a repair that converged, Cert 4 measured: whether it passes, and why."""
+    figures = str(note)
+    if note.within_budget:
+        return True, f"Cert 4: the repair {figures}"
+    assert note.max_change is not None
+    pairs = ", ".join(f"{pair}: {count}" for pair, count in note.by_pair.items())
+    message = (
+        f"Cert 4 fails the budget: the repair {change_sentence(note.bound, note.changed, note.n, note.confidence)}, "
+        f"over max_change = {percent(note.max_change)} by {100 * (note.bound - note.max_change):.2g} points "
+        f"({pairs}); nothing was written. "
+    )
+    message += f"Try {ADVICE}" if note.fit is None else f"{note.fit.sentence()} Other levers: {ADVICE}"
+    return False, message
+
+
+def unchanged(sample: TrafficSample) -> tuple[str, dict[str, Any]]:
+    """Nothing needed repair: the model is unchanged, so are its predictions (the words, the figures)."""
+    message = f"Cert 4: nothing was repaired, so no prediction changed on the {len(sample.bound):,} texts of the sample"
+    return message, {"n": len(sample.bound), "changed": 0}
+
+
+def not_measured(why: str) -> str:
+    """The repair failed: there is no repaired model to measure."""
+    return f"Cert 4 not measured: {why}"
+
+
+def audited(failed: list[str], record: TrafficRecord | None) -> tuple[bool, str]:
+    """Cert 4 on an audited model: every check of it held (``failed``: the details of those that did not)."""
+    if failed:
+        return False, "Cert 4 does not hold: " + "; ".join(failed)
+    assert record is not None
+    return True, f"Cert 4 holds: the repair {record.sentence()}"
+
+
+__all__ = [
+    "ADVICE", "CERT4", "NAMED_IN_MESSAGE", "BudgetFit", "LeftOut", "TrafficBound", "TrafficNote", "audited",
+    "not_measured", "properties", "repaired", "traffic_note", "unchanged",
+]  # fmt: skip
