@@ -275,21 +275,7 @@ def run_budgets(task: str, name: str, split, args, work: Path, split_key: str, l
                 "seconds": round(result.seconds, 1),
                 "tune_texts": result.tune_texts,
                 "guard_pool": len(result.guard_pool),
-                "candidates": [
-                    {
-                        "name": s.candidate.name,
-                        "fix_rate": s.fix_rate,
-                        "fixed": s.fixed,
-                        "scored": s.scored,
-                        "changed": s.changed,
-                        "measured": s.measured,
-                        "bound": s.bound,
-                        "guards": s.guards,
-                        "failed": s.failed,
-                        "seconds": round(s.seconds, 1),
-                    }
-                    for s in result.scores
-                ],
+                "candidates": [s.as_json(None) for s in result.scores],
             }
         )
         log(

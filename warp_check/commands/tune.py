@@ -104,26 +104,7 @@ def _as_json(result: TuneResult, written) -> dict:
         "must_fix": result.must_fix,
         "tune_texts": result.tune_texts,
         "seconds": round(result.seconds, 3),
-        "candidates": [
-            {
-                "name": s.candidate.name,
-                "gamma_s": s.candidate.gamma_s,
-                "mu": s.candidate.mu,
-                "per_case": s.candidate.per_case,
-                "keep_per_case": s.candidate.keep_per_case,
-                "guards": s.candidate.guards,
-                "fix_rate": s.fix_rate,
-                "fixed": s.fixed,
-                "scored": s.scored,
-                "changed": s.changed,
-                "measured": s.measured,
-                "bound": s.bound,
-                "within_budget": s.within(result.budget),
-                "failed": s.failed,
-                "seconds": round(s.seconds, 3),
-            }
-            for s in result.scores
-        ],
+        "candidates": [s.as_json(result.budget) for s in result.scores],
         "chosen": result.chosen.candidate.name if result.chosen else None,
         "message": result.message,
         "written": [str(p) for p in written if p is not None] if written else [],

@@ -33,6 +33,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,6 +118,28 @@ class CandidateScore:
 
     def within(self, budget: float | None) -> bool:
         return self.failed is None and (budget is None or self.bound <= budget)
+
+    def as_json(self, budget: float | None) -> dict[str, Any]:
+        """The score as ``warp-check tune --json`` writes it (the budget benchmark's results too)."""
+        c = self.candidate
+        return {
+            "name": c.name,
+            "gamma_s": c.gamma_s,
+            "mu": c.mu,
+            "per_case": c.per_case,
+            "keep_per_case": c.keep_per_case,
+            "guards": c.guards,
+            "guards_joined": self.guards,
+            "fix_rate": self.fix_rate,
+            "fixed": self.fixed,
+            "scored": self.scored,
+            "changed": self.changed,
+            "measured": self.measured,
+            "bound": self.bound,
+            "within_budget": self.within(budget),
+            "failed": self.failed,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
