@@ -46,7 +46,8 @@ def test_only_the_outermost_session_of_a_pytest_command_ignores_a_late_ctrl_c(mo
 
 
 def test_ctrl_c_to_pytest_at_any_moment_is_pytests_own_exit_never_a_traceback(tiny_suite: Path, tmp_path: Path):
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tiny_suite), "--warp-cache", "none"]
+    command = [sys.executable, "-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tiny_suite)]
+    command += ["--warp-cache", "none"]
     start = time.monotonic()
     whole = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     duration = time.monotonic() - start
@@ -55,7 +56,12 @@ def test_ctrl_c_to_pytest_at_any_moment_is_pytests_own_exit_never_a_traceback(ti
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
         time.sleep(fraction * duration)
         process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=120)
+        try:
+            out, _ = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)  # -X faulthandler: every thread's stack, to say where it hung
+            out, _ = process.communicate(timeout=30)
+            pytest.fail(f"a Ctrl-C at {fraction:.0%} of the run left pytest running after 120 s:\n{out[-6000:]}")
         if PYTESTS_OWN_CRASH in out:
             continue  # pytest's KeyboardInterrupt report itself failed on a frame with no line: not ours
         assert "Traceback" not in out, out[-3000:]
