@@ -150,7 +150,7 @@ def test_the_missing_extra_says_how_to_install_it(suite, monkeypatch, capsys):
     [
         (["--max", "0"], "--max: max_cases=0: must be an integer >= 1"),
         (["--query-budget", "0"], "--query-budget: query_budget=0: must be an integer >= 1"),
-        (["--threads", "0"], "--threads: threads=0: must be an integer >= 1"),
+        (["--threads", "0"], "argument --threads: '0': must be an integer >= 1"),  # the declared option's words
     ],
 )
 def test_bad_numbers_are_usage_errors_naming_the_flag(argv, message, suite, capsys):
