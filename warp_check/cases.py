@@ -28,11 +28,13 @@ NEIGHBOUR = "neighbour"
 
 @dataclass(frozen=True, kw_only=True)
 class Case:
-    """One labelled input. ``label`` is the class id; ``origin`` is 'file:line' when loaded."""
+    """One labelled input. ``label`` is the answer its suite's kind of decision asks for (single
+    label: the class id; another kind: a tuple of class ids, as the kind parses its case
+    file's ``label``); ``origin`` is 'file:line' when loaded."""
 
     id: str
     text: str
-    label: int
+    label: int | tuple[int, ...]
     kind: Kind
     text_pair: str | None = None
     source: str | None = None
@@ -53,7 +55,11 @@ class Case:
                 f"label={self.label!r}: a Case holds the class id; for a label name, build it with "
                 "Case.labelled(labels, ...), labels being a suite's suite.labels or a model's adapter.labels"
             )
-        if isinstance(self.label, bool) or not isinstance(self.label, int) or self.label < 0:
+        if isinstance(self.label, (list, tuple)):  # a certificate's JSON reads a tuple back as a list
+            object.__setattr__(self, "label", tuple(self.label))
+            if not self.label or not all(_is_class_id(c) for c in self.label):
+                raise ValueError(f"label={self.label!r}: a kind of decision's answer holds class ids (ints >= 0)")
+        elif not _is_class_id(self.label):
             raise ValueError(f"label={self.label!r}: must be a class id (int >= 0)")
         object.__setattr__(self, "kind", Kind(self.kind))
 
@@ -83,6 +89,10 @@ class Case:
             source=source,
             origin=origin,
         )
+
+
+def _is_class_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def label_id(label: str | int, labels: Mapping[str, int]) -> int:

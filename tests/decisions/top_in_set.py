@@ -23,13 +23,16 @@ class TopInSet(DecisionKind):
 
     name = "top_in_set"
 
-    def parse_answer(self, value: Any, space: LabelSpace) -> frozenset[int]:
+    def parse_answer(self, value: Any, space: LabelSpace) -> tuple[int, ...]:
         if not isinstance(value, list) or not value:
             raise ValueError(f"must be a non-empty list of labels, got {value!r}")
-        allowed = frozenset(space.class_id(label) for label in value)
+        allowed = tuple(sorted({space.class_id(label) for label in value}))
         if space.num_classes is not None and len(allowed) >= space.num_classes:
-            raise ValueError(f"allows every class ({sorted(allowed)}): no prediction could be wrong")
+            raise ValueError(f"allows every class ({list(allowed)}): no prediction could be wrong")
         return allowed
+
+    def answer(self, answers: np.ndarray, row: int) -> tuple[int, ...]:
+        return tuple(int(c) for c in np.flatnonzero(answers[row]))
 
     def answers(self, stated: Sequence[Any], num_classes: int) -> np.ndarray:
         mask = np.zeros((len(stated), num_classes), dtype=bool)

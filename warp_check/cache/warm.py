@@ -80,8 +80,11 @@ class WarmEntry:
             return None  # a damaged entry (a logit that is not a number) is only a miss
 
 
-def entry_key(model_dir: str | Path, layer: Any, max_length: int, digests: FileDigests) -> str:
-    """The entry's name: the folder's content, the suite's layer and max_length, the libraries.
+def entry_key(
+    model_dir: str | Path, layer: Any, max_length: int, digests: FileDigests, decision: str = SINGLE_LABEL.name
+) -> str:
+    """The entry's name: the folder's content, the suite's layer and max_length, the libraries, and
+    the kind of decision its checks answered as (another kind's check is another entry).
 
     Raises OSError if the folder cannot be read.
     """
@@ -91,29 +94,35 @@ def entry_key(model_dir: str | Path, layer: Any, max_length: int, digests: FileD
         "layer": repr(layer),
         "max_length": int(max_length),
         "versions": _versions(),
+        "decision": decision,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def _entry_path(model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | Path) -> Path | None:
+def _entry_path(
+    model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | Path, decision: str
+) -> Path | None:
     """Where the entry for the folder as it is now lives (None: the folder cannot be read)."""
     digests = FileDigests(Path(cache_dir) / WARM_DIR / "digests.json")
     try:
-        return Path(cache_dir) / WARM_DIR / f"{entry_key(model_dir, layer, max_length, digests)}{ENTRY_SUFFIX}"
+        key = entry_key(model_dir, layer, max_length, digests, decision)
+        return Path(cache_dir) / WARM_DIR / f"{key}{ENTRY_SUFFIX}"
     except OSError:
         return None
     finally:
         digests.save()
 
 
-def lookup(model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | Path) -> WarmEntry | None:
+def lookup(
+    model_dir: str | Path, layer: Any, max_length: int, cache_dir: str | Path, *, decision: str = SINGLE_LABEL.name
+) -> WarmEntry | None:
     """The warm entry for this model folder as it is now, or None (then load the model).
 
     Reads only: with no entry at all in the cache, nothing is hashed and nothing written.
     """
     if not any((Path(cache_dir) / WARM_DIR).glob(f"[!.]*{ENTRY_SUFFIX}")):
         return None
-    path = _entry_path(model_dir, layer, max_length, cache_dir)
+    path = _entry_path(model_dir, layer, max_length, cache_dir, decision)
     return None if path is None else _read(path)
 
 
@@ -142,6 +151,7 @@ def record(
     *,
     layer: Any,
     max_length: int,
+    decision: str = SINGLE_LABEL.name,
 ) -> Path | None:
     """Remember, for the model folder a check loaded, the logits of every case it checked.
 
@@ -153,7 +163,7 @@ def record(
     """
     if model_dir is None or not Path(model_dir).is_dir():
         return None
-    path = _entry_path(model_dir, layer, max_length, cache_dir)
+    path = _entry_path(model_dir, layer, max_length, cache_dir, decision)
     if path is None or len(logits) != len(cases):
         return None
     answers = {case_sha256(c): [float(z) for z in row] for c, row in zip(cases, logits, strict=True)}

@@ -40,19 +40,19 @@ def local_radius(head: DenseHead, V: np.ndarray, labels: np.ndarray, *, bisectio
     radius is shrunk by ``RADIUS_SAFETY`` to keep float64 rounding off the boundary.
     """
     V = np.asarray(V, dtype=np.float64)
-    labels = np.asarray(labels, dtype=np.int64)
     n = V.shape[0]
     Z = head.pre_activation(V)
     slope = head.activation.slope(Z)
     logits = head.activation.fn(Z) @ head.Wc.T + head.bc
     row_norms = np.linalg.norm(head.W, axis=1)
-    # Per class c: gap_c, first-order coefficient A_c and |Δw_c| (zero rows where c == y).
-    gap_c = logits[np.arange(n), labels][:, None] - logits  # (n, C)
-    delta_w = head.Wc[labels][:, None, :] - head.Wc[None, :, :]  # (n, C, d_out)
+    # Per class c: gap_c against the class the answer holds (single label: y), first-order coefficient
+    # A_c and |Δw_c| (zero rows where c is the held class); the kind's rivals are the classes it must beat.
+    held = head.decision.margins(logits, labels).held
+    gap_c = logits[np.arange(n), held][:, None] - logits  # (n, C)
+    delta_w = head.Wc[held][:, None, :] - head.Wc[None, :, :]  # (n, C, d_out)
     A = np.linalg.norm(np.einsum("ncd,de->nce", delta_w * slope[:, None, :], head.W), axis=2)  # (n, C)
     abs_dw_norm = np.abs(delta_w) * row_norms  # (n, C, d_out)
-    is_other = np.ones((n, head.num_classes), dtype=bool)
-    is_other[np.arange(n), labels] = False
+    is_other = head.decision.rivals(labels, head.num_classes)
 
     def holds(eps: np.ndarray) -> np.ndarray:
         r = head.activation.slope_change_bound(Z, eps[:, None] * row_norms)  # (n, d_out)

@@ -37,7 +37,7 @@ def certify_cases(
 ) -> tuple[list[CaseCertificate], Lipschitz]:
     """Cert 1–3 for every case from ``head`` (the repaired weights) in float64; ``restored`` must_keep
     cases are certified as must_fix cases (Cert 1 and 3), their kind kept."""
-    labels = np.asarray(labels, dtype=np.int64)
+    labels = np.asarray(labels)  # the answers, a row per case, as head.decision holds them
     kinds = tuple(Kind(k) for k in kinds)
     gaps, stored = gaps_in_both(head, V, labels)
     lip = lipschitz(head)
@@ -59,7 +59,7 @@ def certify_cases(
         common = dict(
             id=case_id,
             kind=kind,
-            label=int(labels[i]),
+            label=head.decision.answer(labels, i),
             gap_before=float(gaps_before[i]),
             gap_after=float(gaps[i]),
             gap_as_saved=float(stored[i]),

@@ -86,6 +86,8 @@ class ModelRecord(Record):
     # Of the saved files, filled in by write_artefact; None until then (a certificate on disk has both).
     sha256_repair_layer: str | None = field(default=None, metadata=on_disk(not_null=True))
     sha256_frozen: str | None = field(default=None, metadata=on_disk(not_null=True))
+    # The kind of decision the cases' labels and gaps are of (warp_check.decisions); single label is not written.
+    decision: str = field(default="single_label", metadata=on_disk(omit_default=True))
 
     def __post_init__(self) -> None:
         shape = HeadForm.FINAL_LINEAR if self.classifier is None else HeadForm.DENSE
@@ -210,7 +212,7 @@ class CaseCertificate:
 
     id: str
     kind: Kind
-    label: int
+    label: int | tuple[int, ...]  # the case's answer as its kind of decision states it (single label: a class id)
     gap_before: float
     gap_after: float
     # The gap in the saved model's own arithmetic (its dtype); Cert 1 and 2 need both. None in
@@ -262,6 +264,10 @@ class CaseRecord(CaseCertificate, Record):
     )  # fmt: skip
 
     def __post_init__(self) -> None:
+        if isinstance(self.label, list):  # a kind's answer of several class ids, as JSON holds it
+            object.__setattr__(self, "label", tuple(self.label))
+        if isinstance(self.label, bool) or not isinstance(self.label, (int, tuple)):
+            raise FieldError("label", "is missing or not an integer (or a list of them)")
         self.case()  # a case the encoder can run: an id, a text, a class id
 
     @classmethod

@@ -21,6 +21,7 @@ import numpy as np
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.certificate import TrafficChange, TrafficRecord
 from warp_check.certify.traffic import Part, TrafficSample, TrafficText
+from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.errors import SuiteError
 from warp_check.model.encode import encode_cases, input_keys
 from warp_check.model.head import DenseHead
@@ -76,10 +77,11 @@ def traffic_inputs(
 
 
 def predictions(head: DenseHead, V: np.ndarray) -> np.ndarray:
-    """The class ``head`` predicts for each row of V, in float64 (the lowest class id on a tie)."""
+    """What ``head`` predicts for each row of V as its kind of decision decides, in float64 (single
+    label: the lowest class id on a tie)."""
     if len(V) == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.argmax(head.logits(np.asarray(V, dtype=np.float64)), axis=1)
+    return head.predict(np.asarray(V, dtype=np.float64))
 
 
 def measure_changes(
@@ -93,9 +95,8 @@ def measure_changes(
     """Cert 4 of the repair from ``before`` to ``after`` on the sample's measured texts."""
     started = time.perf_counter()
     was, now = predictions(before, inputs.V), predictions(after, inputs.V)
-    return changes_record(
-        sample, inputs, was, now, label_name=label_name, seconds=inputs.seconds + time.perf_counter() - started
-    )
+    seconds = inputs.seconds + time.perf_counter() - started
+    return changes_record(sample, inputs, was, now, label_name=label_name, seconds=seconds, decision=after.decision)
 
 
 def changes_record(
@@ -106,9 +107,11 @@ def changes_record(
     *,
     label_name: Callable[[int], str] = str,
     seconds: float = 0.0,
+    decision: DecisionKind = SINGLE_LABEL,
 ) -> TrafficRecord:
-    """The record of predictions ``was`` → ``now`` on ``inputs`` (an audit builds it again from its own)."""
-    changed = [i for i in range(len(was)) if was[i] != now[i]]
+    """The record of predictions ``was`` → ``now`` on ``inputs`` (an audit builds it again from its own);
+    what counts as a change is ``decision``'s."""
+    changed = [int(i) for i in np.flatnonzero(decision.changed(was, now))]
     by_pair: dict[str, int] = {}
     for i in changed:
         pair = f"{label_name(int(was[i]))}{ARROW}{label_name(int(now[i]))}"

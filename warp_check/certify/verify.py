@@ -33,7 +33,8 @@ from warp_check.certify.certificate import (
 from warp_check.certify.changes import changes_record, predictions, traffic_inputs
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
-from warp_check.errors import SuiteError
+from warp_check.decisions import DecisionKind, decision
+from warp_check.errors import CertificateError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
 from warp_check.model.hashing import parameter_hashes
@@ -110,9 +111,11 @@ def verify(
     m = claimed.model
     checks = _hash_checks(weights, m)
     spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
-    adapter = ClassifierAdapter.from_pretrained(model_dir, layer=spec, max_length=m.max_length)
+    adapter = ClassifierAdapter.from_pretrained(
+        model_dir, layer=spec, max_length=m.max_length, decision=_decision_of(m.decision, cert_path)
+    )
     cases = [claim.case() for claim in claimed.cases]
-    labels = np.array([c.label for c in cases])
+    labels = adapter.decision.answers([c.label for c in cases], adapter.num_classes)
     # Encoded as the repair encoded them: the suite's cases, then its neighbourhood's apart.
     V = np.zeros((len(cases), adapter.repair_layer.in_features), dtype=np.float32)
     for rows in _groups(cases):
@@ -167,6 +170,14 @@ def verify(
     return Verification(model_dir, claimed, tuple(checks), traffic_checks, recomputed)
 
 
+def _decision_of(name: str, cert_path: Path) -> DecisionKind:
+    """The kind of decision a certificate's claims are of; one this process has not registered is refused."""
+    try:
+        return decision(name)
+    except ValueError as exc:
+        raise CertificateError(f"{cert_path}: model.{exc}: register it before the audit") from None
+
+
 def _traffic_checks(
     adapter: ClassifierAdapter,
     head: DenseHead,
@@ -208,6 +219,7 @@ def _traffic_checks(
         predictions(head, inputs.V),
         label_name=adapter.label_name,
         seconds=inputs.seconds,
+        decision=head.decision,
     )
     claimed_changed = [c.index for c in claim.changes]
     found_changed = [c.index for c in recomputed.changes]

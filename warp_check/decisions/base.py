@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import abc
 import difflib
-from collections.abc import Mapping, Sequence
+import numbers
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -87,13 +88,18 @@ class DecisionKind(abc.ABC):
     # What a case file states.
     @abc.abstractmethod
     def parse_answer(self, value: Any, space: LabelSpace) -> Any:
-        """The answer a case file's ``label`` field states, as this kind's answer of one case;
-        ValueError (its message without the field's name) if it states none."""
+        """The answer a case file's ``label`` field states, as this kind's answer of one case (a class
+        id, or a tuple of class ids: what a :class:`~warp_check.cases.Case` holds and a certificate
+        writes); ValueError (its message without the field's name) if it states none."""
 
     @abc.abstractmethod
     def answers(self, stated: Sequence[Any], num_classes: int) -> np.ndarray:
         """The answers of cases (as :meth:`parse_answer` gives them) as one array, a row per case:
         what the loop slices, stacks and hands back to :meth:`margins`."""
+
+    @abc.abstractmethod
+    def answer(self, answers: np.ndarray, row: int) -> Any:
+        """Row ``row`` of ``answers`` as a case holds its answer (what :meth:`parse_answer` gives)."""
 
     @abc.abstractmethod
     def answers_of(self, predictions: np.ndarray, num_classes: int) -> np.ndarray:
@@ -143,6 +149,19 @@ class DecisionKind(abc.ABC):
         the model decides (a pseudo-label, a traffic guard)."""
         predictions = self.predict(logits)
         return predictions, self.margins(logits, self.answers_of(predictions, logits.shape[1])).gap
+
+    # How an answer and a prediction read.
+    def classes_of(self, answer: Any) -> tuple[int, ...]:
+        """The class ids a case's answer names (a model must have them all)."""
+        return (int(answer),) if isinstance(answer, numbers.Integral) else tuple(sorted(answer))
+
+    def stated(self, answer: Any, name: Callable[[int], str]) -> str:
+        """A case's answer in words, ``name`` naming one class (single label: the class's name)."""
+        return " or ".join(name(c) for c in self.classes_of(answer))
+
+    def said(self, prediction: Any, name: Callable[[int], str]) -> str:
+        """A prediction in words (a class id unless a kind predicts otherwise)."""
+        return name(int(prediction))
 
     def changed(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
         """Per row, whether two predictions differ (Cert 4 counts these)."""

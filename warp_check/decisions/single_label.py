@@ -28,6 +28,9 @@ class SingleLabel(DecisionKind):
 
         return np.array(stated, dtype=np.int64)
 
+    def answer(self, answers: np.ndarray, row: int) -> int:
+        return int(answers[row])
+
     def answers_of(self, predictions: np.ndarray, num_classes: int) -> np.ndarray:
         import numpy as np
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from warp_check.decisions import SINGLE_LABEL, DecisionKind, deciding
 from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
@@ -170,9 +171,13 @@ class ClassifierAdapter:
         threads: int | None = None,
         hub: HubModel | None = None,
         engine: EngineSettings = LOCAL,
+        decision: DecisionKind | None = None,
     ) -> None:
         self.device = resolve_device(device)
         self.engine = engine  # where encode_cases runs the encoder pass
+        # what the logits decide (None: the kind the config's problem_type names, else single label)
+        config = getattr(model, "config", None)
+        self.decision = decision or deciding(getattr(config, "problem_type", None)) or SINGLE_LABEL
         # torch CPU threads while encoding; None: model.threads.default_threads()
         self.threads = None if threads is None else capped_threads(threads)
         self.model = model.eval().to(self.device)
@@ -223,6 +228,7 @@ class ClassifierAdapter:
         revision: str | None = None,
         hub: HubModel | None = None,
         engine: EngineSettings = LOCAL,
+        decision: DecisionKind | None = None,
     ) -> ClassifierAdapter:
         """Load a model offline (never running remote code) onto ``device``: a local Hugging Face folder,
         or a Hub id (``org/name``, at ``revision``, default main) read from the local Hugging Face cache,
@@ -243,6 +249,7 @@ class ClassifierAdapter:
             "threads": threads,
             "hub": hub,
             "engine": engine,
+            "decision": decision,
         }
         if isinstance(layer, str) and layer in ("auto", "final"):
             return cls.found(model, tokenizer, layer, **where)
@@ -262,6 +269,7 @@ class ClassifierAdapter:
         threads: int | None = None,
         hub: HubModel | None = None,
         engine: EngineSettings = LOCAL,
+        decision: DecisionKind | None = None,
     ) -> ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
         head traced from the model itself (dense → σ → linear, or the final linear layer); a dense head
@@ -282,6 +290,7 @@ class ClassifierAdapter:
                     threads=threads,
                     hub=hub,
                     engine=engine,
+                    decision=decision,
                 )
             except ModelError:
                 adapter = None  # an architecture variant the table does not describe: trace it
@@ -312,6 +321,7 @@ class ClassifierAdapter:
             threads=threads,
             hub=hub,
             engine=engine,
+            decision=decision,
         )
 
     def with_spec(self, spec: HeadSpec) -> ClassifierAdapter:
@@ -329,6 +339,7 @@ class ClassifierAdapter:
             threads=self.threads,
             hub=self.hub,
             engine=self.engine,
+            decision=self.decision,
         )
 
     @property
@@ -365,7 +376,9 @@ class ClassifierAdapter:
             Wc, bc = arr(self.classifier.weight), bias(self.classifier)
         # GSN-FT tunes b, W_c and b_c: not where a bias is missing or the classifier is the identity.
         fixed = self.classifier is None or self.repair_layer.bias is None or self.classifier.bias is None
-        return DenseHead(W, b, Wc, bc, self.activation, storage_dtype=self.dtype, fixed_head=fixed)
+        return DenseHead(
+            W, b, Wc, bc, self.activation, storage_dtype=self.dtype, fixed_head=fixed, decision=self.decision
+        )
 
     def with_head(self, head: DenseHead) -> ClassifierAdapter:
         """A new adapter over a deep copy of the model carrying ``head``'s weights.
@@ -386,6 +399,7 @@ class ClassifierAdapter:
             threads=self.threads,
             hub=self.hub,
             engine=self.engine,
+            decision=self.decision,
         )
         layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
         if new.classifier is not None:

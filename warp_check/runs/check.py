@@ -59,6 +59,7 @@ def check(
             cache_dir,
             layer=suite.layer,
             max_length=suite.model.max_length,
+            decision=suite.decision.name,
         )
     details = CheckDetails.of(
         suite,
@@ -90,7 +91,7 @@ def warm_entry(suite: Suite, cache_dir: str | Path | None) -> WarmEntry | None:
     """What an earlier check recorded for the suite's model folder as it is now (None: nothing)."""
     if cache_dir is None:
         return None
-    return warm.lookup(suite.model_dir, suite.layer, suite.model.max_length, cache_dir)
+    return warm.lookup(suite.model_dir, suite.layer, suite.model.max_length, cache_dir, decision=suite.decision.name)
 
 
 def check_warm(
@@ -101,10 +102,10 @@ def check_warm(
     if entry is None or cache_dir is None:
         return None
     cases = _checked_cases(suite, ids)
-    if any(c.label >= entry.num_classes for c in cases):
+    if any(max(suite.decision.classes_of(c.label)) >= entry.num_classes for c in cases):
         return None  # check() says what is wrong with the label
     start = time.perf_counter()
-    answers = entry.answers(cases)
+    answers = entry.answers(cases, suite.decision)
     if answers is None:
         return None
     details = CheckDetails.of(
@@ -125,11 +126,12 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
     verdicts = []
     for i, case in enumerate(cases):
         gap = float(gaps[i])
-        predicted = int(predictions[i])
+        predicted = predictions[i]
         right = gap > 0
-        said = f"predicted {labelled(suite, predicted)}, labelled {labelled(suite, case.label)}"
+        label = labelled(suite, case.label)
+        said = f"predicted {suite.decision.said(predicted, lambda c: repr(suite.label_name(c)))}, labelled {label}"
         if right:
-            message = f"predicts its label {labelled(suite, case.label)} (gap {num(gap)})"
+            message = f"predicts its label {label} (gap {num(gap)})"
         elif case.kind is Kind.MUST_FIX:
             message = (
                 f"must_fix case not fixed yet: {said} (gap {num(gap)}, short of a correct prediction by "
@@ -142,8 +144,8 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
                 "right: check the label, or move the case to a must_fix file to have it repaired"
             )
         properties = {
-            "label": suite.label_name(case.label),
-            "predicted": suite.label_name(predicted),
+            "label": suite.answer_name(case.label),
+            "predicted": suite.decision.said(predicted, suite.label_name),
             "gap": gap,
         }
         verdicts.append(Verdict.of(case, passed=right, message=message, properties=properties))

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from warp_check.cases import Case, Kind
+from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import Encoded, encode_cases
@@ -31,6 +32,7 @@ class Evaluation:
     gaps: np.ndarray
     logits: np.ndarray  # float64, (cases, classes): what a warm entry remembers (warp_check.cache.warm)
     seconds: float = 0.0  # encoding and the head's answers
+    decision: DecisionKind = SINGLE_LABEL  # what the logits decide, and what a case's label states
 
     def subset(self, rows: Sequence[int]) -> Evaluation:
         """These rows of the evaluation, in this order."""
@@ -48,6 +50,7 @@ class Evaluation:
             self.gaps[rows],
             self.logits[rows],
             self.seconds,
+            self.decision,
         )
 
     def joined(self, other: Evaluation | None) -> Evaluation:
@@ -70,17 +73,19 @@ class Evaluation:
             np.concatenate([self.gaps, other.gaps]),
             np.concatenate([self.logits, other.logits]),
             self.seconds + other.seconds,
+            self.decision,
         )
 
     def case_set(self, kind: Kind) -> CaseSet:
         """The cases of ``kind`` as the repair loop takes them; v as encoded (float32: exact, and half
         the memory of a float64 copy; the loop computes in float64)."""
         rows = [i for i, c in enumerate(self.cases) if c.kind is kind]
-        return CaseSet(
-            tuple(self.cases[i].id for i in rows),
-            self.encoded.V[rows],
-            np.array([self.cases[i].label for i in rows], dtype=np.int64),
-        )
+        chosen = [self.cases[i] for i in rows]
+        return CaseSet(tuple(c.id for c in chosen), self.encoded.V[rows], self.answers(chosen))
+
+    def answers(self, cases: Sequence[Case]) -> np.ndarray:
+        """The answers ``cases`` ask for, as the model's kind of decision holds them (a row per case)."""
+        return self.decision.answers([c.label for c in cases], self.logits.shape[1])
 
 
 def evaluate(
@@ -92,9 +97,9 @@ def evaluate(
     progress: bool | Progress = True,
 ) -> Evaluation:
     start = time.perf_counter()
-    num_classes = adapter.num_classes
+    num_classes, decision = adapter.num_classes, adapter.decision
     for case in cases:
-        if case.label >= num_classes:
+        if max(decision.classes_of(case.label)) >= num_classes:
             raise ValueError(f"case {case.id!r}: label {case.label} out of range for {num_classes} classes")
     encoded = encode_cases(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
     bad = [case.id for case, row in zip(cases, encoded.V, strict=True) if not np.isfinite(row).all()]
@@ -104,8 +109,8 @@ def evaluate(
             f"the encoder gives NaN/Inf representations at '{adapter.spec.repair_layer}' for {len(bad)} case(s) "
             f"({shown}): the model overflows on these inputs; nothing can be checked or repaired on them"
         )
-    labels = np.array([c.label for c in cases], dtype=np.int64)
+    answers = decision.answers([c.label for c in cases], num_classes)
     head = adapter.head()
     logits = head.logits(encoded.V.astype(np.float64))
-    predictions, gaps = head.decision.answers_from_logits(logits, labels)
-    return Evaluation(tuple(cases), encoded, predictions, gaps, logits, time.perf_counter() - start)
+    predictions, gaps = decision.answers_from_logits(logits, answers)
+    return Evaluation(tuple(cases), encoded, predictions, gaps, logits, time.perf_counter() - start, decision)

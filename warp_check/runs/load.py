@@ -24,6 +24,7 @@ def load_adapter(suite: Suite) -> ClassifierAdapter:
             threads=suite.model.threads,
             hub=suite.hub,
             engine=suite.model.engine,
+            decision=suite.decision,
         )
     except ModelError as exc:
         text = str(exc)

@@ -15,5 +15,6 @@ def num(value: float | None, *, missing: str = "n/a", show_inf: bool = True) -> 
     return f"{value:.4g}"
 
 
-def labelled(suite: Suite, label: int) -> str:
-    return repr(suite.label_name(int(label)))
+def labelled(suite: Suite, label: object) -> str:
+    """A case's answer as the suite's kind of decision states it, each class's name quoted."""
+    return suite.decision.stated(label, lambda c: repr(suite.label_name(int(c))))

@@ -149,7 +149,10 @@ class CaseReader:
         root = self.loader.toml.parent
         return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
-    def _name(self, label: int) -> str:
+    def _name(self, label: Any) -> str:
+        return self.decision.stated(label, self._class_name)
+
+    def _class_name(self, label: int) -> str:
         names = [name for name, index in self.labels.items() if index == label]
         return repr(names[0]) if names else str(label)
 
@@ -167,7 +170,7 @@ class CaseReader:
             raise error(key, f"is {len(text):,} characters long (limit {MAX_TEXT_CHARS:,}): is this a case?")
         return text
 
-    def _label(self, label: Any, error: Any) -> int:
+    def _label(self, label: Any, error: Any) -> Any:
         try:
             return self.decision.parse_answer(label, self.space)
         except ValueError as exc:
@@ -180,11 +183,12 @@ def read_cases(
     labels: dict[str, int],
     num_classes: int | None,
     *,
+    decision: DecisionKind = SINGLE_LABEL,
     empty: bool = False,
 ) -> tuple[tuple[Case, ...], dict[str, Location]]:
-    """The cases of ``files``; ``empty``: a suite being filled (``warp-check import``), whose listed
-    files may not exist yet and which may hold no case."""
-    reader = CaseReader(loader, labels, num_classes)
+    """The cases of ``files``, each ``label`` read as ``decision``'s answer; ``empty``: a suite being
+    filled (``warp-check import``), whose listed files may not exist yet and which may hold no case."""
+    reader = CaseReader(loader, labels, num_classes, decision)
     for case_file in files:
         if not (empty and not case_file.path.exists()):
             reader.read(case_file)

@@ -194,7 +194,7 @@ def loader_check(suite: Suite, case_file: CaseFile, *, after: Sequence[CaseFile]
     their lines."""
 
     def check(path: Path) -> CaseReader:
-        reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes)
+        reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes, suite.decision)
         for earlier in after:
             if earlier.path.exists():  # a suite being filled lists files not written yet
                 reader.read(earlier)

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Case, Kind
+from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.errors import ModelError, SettingsError, SuiteError
 from warp_check.model.engines.settings import require_engine
 from warp_check.model.hub_cache import HUB_ID, HubModel, ModelSource, resolve_model
@@ -57,6 +58,7 @@ from warp_check.suite.case_files import STARTS_WITH_BOM, CaseFile, Location, rea
 from warp_check.suite.model_source import (
     ModelSettings,
     check_model_dir,
+    decision_of,
     hub_folder,
     labels_of,
     read_model_table,
@@ -96,6 +98,7 @@ class Suite:
     repair: RepairSettings
     key_lines: dict[str, int] = field(default_factory=dict)  # "model.layer" -> line in warp.toml
     traffic: TrafficSettings | None = None  # [traffic]: unlabelled text a repair's changes are bounded on
+    decision: DecisionKind = SINGLE_LABEL  # what the model decides and a case's label states ([model] decision)
 
     @property
     def root(self) -> Path:
@@ -121,6 +124,10 @@ class Suite:
             if index == label:
                 return name
         return str(label)
+
+    def answer_name(self, answer: Any) -> str:
+        """A case's answer in words, as its kind of decision states it with the suite's label names."""
+        return self.decision.stated(answer, self.label_name)
 
     def case(self, case_id: str) -> Case:
         for case in self.cases:
@@ -254,7 +261,8 @@ def load_suite(
     model_dir, hub = _model_folder(loader, model_settings, model, revision)
     labels, num_classes = labels_of(loader, data, model_dir)
     case_files = read_case_tables(loader, data, empty=empty)
-    cases, locations = read_cases(loader, case_files, labels, num_classes, empty=empty)
+    kind = decision_of(loader, model_settings, model_dir)
+    cases, locations = read_cases(loader, case_files, labels, num_classes, decision=kind, empty=empty)
     repair = _repair_settings(loader, data)
     traffic = read_traffic_table(loader, data)
     return Suite(
@@ -273,6 +281,7 @@ def load_suite(
         repair=repair,
         key_lines=dict(loader.keys.lines),
         traffic=traffic,
+        decision=kind,
     )
 
 

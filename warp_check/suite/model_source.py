@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from warp_check.decisions import DECISIONS, DecisionKind, deciding
 from warp_check.errors import ModelError, SettingsError, SuiteError, reraise_interrupt
 from warp_check.model.activation_names import exact_name
 from warp_check.model.engines.settings import ENGINE_NAMES, LOCAL, Engine, EngineSettings, RaySettings, require_engine
@@ -36,6 +37,7 @@ _MODEL_KEYS = (
     "threads",
     "engine",
     "ray",
+    "decision",
 )
 _RAY_KEYS = ("address", "num_workers", "num_cpus", "num_gpus", "batch_size", "max_restarts")
 
@@ -61,6 +63,7 @@ class ModelSettings:
     device: str = "auto"  # where the encoder runs: auto (CUDA when torch sees it), cpu, cuda, cuda:N
     threads: int | None = None  # torch CPU threads while encoding; None: the cores, shared among xdist workers
     engine: EngineSettings = LOCAL  # where the encoder pass runs: engine = "local" | "ray", and [model.ray]
+    decision: str | None = None  # a registered kind of decision's name; None: the one the config's problem_type names
 
 
 def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: bool) -> ModelSettings:
@@ -125,8 +128,13 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
     threads = table.get("threads")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise loader.error("model.threads", f"must be an integer >= 1, got {threads!r}")
+    decision = table.get("decision")
+    if decision is not None and decision not in DECISIONS:
+        known = ", ".join(map(repr, DECISIONS))
+        raise loader.error("model.decision", f"{decision!r} is not a registered kind of decision; use one of {known}")
     return ModelSettings(
         path=path,
+        decision=decision,
         device=device,
         threads=threads,
         engine=_engine(loader, table),
@@ -273,6 +281,23 @@ def labels_of(loader: SuiteToml, data: dict[str, Any], model_dir: Path) -> tuple
             raise loader.error(f"labels.{name}", f"class id {index} is already the label '{seen[index]}'")
         seen[index] = name
     return dict(table), num_classes
+
+
+def decision_of(loader: SuiteToml, settings: ModelSettings, model_dir: Path) -> DecisionKind:
+    """The suite's kind of decision: ``[model] decision``, else the one the model's config
+    ``problem_type`` names (single label where it names none)."""
+    if settings.decision is not None:
+        return DECISIONS[settings.decision]
+    try:
+        problem_type = read_config(model_dir).get("problem_type")
+    except ModelError as exc:
+        raise loader.error("model.path", str(exc)) from None
+    kind = deciding(problem_type)
+    if kind is None:
+        known = ", ".join(map(repr, DECISIONS))
+        why = f"no registered kind of decision decides problem_type {problem_type!r}; name one of {known}"
+        raise loader.error("model.decision", why)
+    return kind
 
 
 def model_labels(loader: SuiteToml, model_dir: Path) -> tuple[dict[int, str], int | None]:
