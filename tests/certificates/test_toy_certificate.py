@@ -1,6 +1,6 @@
 """A certificate is one module and one line of the table: a toy Cert 5 (cert5_half_gap.py), once
-registered, is measured by the repair and written in its certificate, recomputed by the audit, and
-shown in the JUnit XML and the report page; unregistered, the certificate is as before."""
+registered, is measured by the repair and written in its certificate, recomputed by the audit and by
+``warp-check verify``, and shown in the JUnit XML and the report page; unregistered, the certificate is as before."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from testkit.suite_builder import split_cases, write_suite
 
 from warp_check.certificates import CERTIFICATES, register, unregister
 from warp_check.certify.certificate import CERTIFICATE_NAME
+from warp_check.cli import main
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest", "-p", "no:cacheprovider")
@@ -41,7 +42,7 @@ def _junit(xml: Path) -> dict[str, dict[str, str]]:
     }
 
 
-def test_a_registered_certificate_is_in_the_certificate_the_audit_junit_and_the_report(cert5, pytester, suite):
+def test_a_registered_certificate_is_in_the_certificate_the_audit_junit_and_the_report(cert5, pytester, suite, capsys):
     folder, wrong, right = suite
     repair = pytester.runpytest(*INNER, "--warp-repair", "--junitxml=repair.xml", "--warp-report", "rep")
     repair.assert_outcomes(passed=len(wrong) + len(right))
@@ -88,6 +89,14 @@ def test_a_registered_certificate_is_in_the_certificate_the_audit_junit_and_the_
     caught = pytester.runpytest(*INNER, *model, "--warp-certificate", str(forged), "-k", lied)
     caught.assert_outcomes(failed=1)
     caught.stdout.fnmatch_lines(["*half_gap: * the certificate says it *"])
+
+    # The command re-checks it too: the genuine certificate holds, the forged one is caught on that case.
+    assert main(["verify", str(certificate.parent)]) == 0
+    assert "certificate holds" in capsys.readouterr().out
+    assert main(["verify", str(certificate.parent), "--certificate", str(forged)]) == 1
+    said = capsys.readouterr().out
+    assert f"FAILED half_gap [{lied}]: half_gap: " in said and "the certificate says it" in said
+    assert "certificate does NOT hold" in said
 
 
 def test_unregistered_the_certificate_file_is_as_before(pytester, suite):

@@ -165,11 +165,12 @@ def test_a_rank_larger_than_the_layer_is_refused_before_any_encoding(suite, tmp_
     assert not out.exists()
     # The default, given nowhere: said to be the default, and where to set it.
     from warp_check.errors import SettingsError
-    from warp_check.runs.repair import _where_given
+    from warp_check.runs.repair import SuiteFacts, _where_given
     from warp_check.suite.loader import load_suite
 
     toml.write_text(toml.read_text().replace("\n[repair]\nrank = 40\n", ""))
-    error = _where_given(load_suite(suite), SettingsError("rank", 2, "exceeds a 1-wide layer"), {"rank": "--rank"})
+    facts = SuiteFacts.of(load_suite(suite))
+    error = _where_given(facts, SettingsError("rank", 2, "exceeds a 1-wide layer"), {"rank": "--rank"})
     assert str(error) == "rank=2: exceeds a 1-wide layer (the default: set [repair] rank in warp.toml)"
 
 

@@ -6,6 +6,9 @@ from typing import ClassVar
 
 from warp_check.cases import Kind
 from warp_check.certificates.base import Cert
+from warp_check.certificates.words import num
+from warp_check.certify.certificate import CaseCertificate
+from warp_check.repair.settings import RepairSettings
 
 
 class MustFixMargins(Cert):
@@ -14,6 +17,16 @@ class MustFixMargins(Cert):
     claim = "every must_fix case's gap is at least γ_s on the saved weights"
     further = False
     kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.MUST_FIX})
+
+    def verdict(self, record: CaseCertificate, settings: RepairSettings) -> tuple[bool, str]:
+        """Whether it holds for the must_fix case, and its words."""
+        if not record.cert1:
+            return False, (
+                f"Cert 1 fails: gap {num(record.held_gap)} < γ_s = {num(settings.gamma_s)} "
+                f"(short by {num(settings.gamma_s - record.held_gap)}; float64 {num(record.gap_after)}, "
+                f"as saved {num(record.gap_as_saved)})"
+            )
+        return True, f"Cert 1: gap {num(record.gap_after)} ≥ γ_s = {num(settings.gamma_s)}"
 
 
 CERT1 = MustFixMargins()

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from warp_check.cases import Kind
 from warp_check.certificates.base import Cert, CertNumbers
+from warp_check.certificates.words import num
 from warp_check.certify.certificate import CaseCertificate
 
 
@@ -42,6 +43,20 @@ class RobustnessRadius(Cert):
             radius=record.certified_radius,
             attack_min_gap=record.attack_min_gap,
             flip_radius=record.flip_radius,
+        )
+
+    def verdict(self, record: CaseCertificate) -> tuple[bool, str]:
+        """Whether it holds for the must_fix case, and its words."""
+        if record.cert3:
+            return True, (
+                f"Cert 3: no flip within radius {num(record.certified_radius)} (ε* {num(record.eps_star)}, "
+                f"local {num(record.eps_local)}; attack's smallest gap {num(record.attack_min_gap)})"
+            )
+        if not (record.eps_star or 0) > 0:
+            return False, f"Cert 3 fails: the certified radius ε* = {num(record.eps_star)} is not positive"
+        return False, (
+            f"Cert 3 fails: the v-space attack found gap {num(record.attack_min_gap)} ≤ 0 inside the "
+            f"certified ball of radius {num(record.certified_radius)}"
         )
 
 

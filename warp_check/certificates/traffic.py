@@ -232,6 +232,38 @@ def unchanged(sample: TrafficSample) -> tuple[str, dict[str, Any]]:
     return message, {"n": len(sample.bound), "changed": 0}
 
 
+@dataclass(frozen=True, kw_only=True)
+class RepairTraffic:
+    """Cert 4 on a repair run: its record for the run's details (None: not measured), and its
+    verdict (whether it passes, its words, its figures for reports and JUnit)."""
+
+    note: TrafficNote | None
+    passed: bool
+    words: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def on_repair(
+    record: TrafficRecord | None,
+    sample: TrafficSample,
+    *,
+    labels: dict[str, int],
+    fit: BudgetFit | None,
+    nothing_repaired: bool,
+    why: str,
+) -> RepairTraffic:
+    """Cert 4's verdict on a repair given ``sample``: measured (``record``, on the repaired model), or
+    no prediction changed (``nothing_repaired``), or not measured (``why``: how the repair ended)."""
+    if record is not None:
+        note = traffic_note(record, sample, labels, fit)
+        passed, words = repaired(note)
+        return RepairTraffic(note=note, passed=passed, words=words, figures=properties(note))
+    if nothing_repaired:
+        words, figures = unchanged(sample)
+        return RepairTraffic(note=None, passed=True, words=words, figures=figures)
+    return RepairTraffic(note=None, passed=False, words=not_measured(why))
+
+
 def not_measured(why: str) -> str:
     """The repair failed: there is no repaired model to measure."""
     return f"Cert 4 not measured: {why}"
@@ -246,6 +278,6 @@ def audited(failed: list[str], record: TrafficRecord | None) -> tuple[bool, str]
 
 
 __all__ = [
-    "ADVICE", "CERT4", "NAMED_IN_MESSAGE", "BudgetFit", "LeftOut", "TrafficBound", "TrafficNote", "audited",
-    "not_measured", "properties", "repaired", "traffic_note", "unchanged",
+    "ADVICE", "CERT4", "NAMED_IN_MESSAGE", "BudgetFit", "LeftOut", "RepairTraffic", "TrafficBound", "TrafficNote",
+    "audited", "not_measured", "on_repair", "properties", "repaired", "traffic_note", "unchanged",
 ]  # fmt: skip

@@ -45,6 +45,12 @@ class RunDetails(Record):
         common = {"model": model, "suite_sha256": suite.digest(), "counts": _suite_counts(suite)}
         return cls(**common | fields)
 
+    @classmethod
+    def beside(cls, run: RunDetails, **fields: Any) -> Any:
+        """This kind of details for the suite ``run`` describes (its model, digest and counts), then ``fields``."""
+        common = {"model": run.model, "suite_sha256": run.suite_sha256, "counts": run.counts}
+        return cls(**common | fields)
+
 
 def _suite_counts(suite: Suite) -> dict[Kind, int]:
     return {kind: suite.count(kind) for kind in Kind}

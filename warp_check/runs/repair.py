@@ -4,26 +4,29 @@ its certificate's verdict, recomputed from the repaired weights.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
 from warp_check.certificates import traffic as cert4
+from warp_check.certificates.kept import CERT2
+from warp_check.certificates.margins import CERT1
 from warp_check.certificates.numbers import CaseNumbers
+from warp_check.certificates.radius import CERT3
+from warp_check.certificates.words import named, num
 from warp_check.certify.artefact import Destination, claim_destination
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
-from warp_check.errors import SettingsError, WarpError
+from warp_check.errors import SettingsError, SuiteError, WarpError
 from warp_check.progress import Progress
 from warp_check.repair import advice
 from warp_check.repair.records import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings, check_rank
-from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails
+from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails, RunDetails
 from warp_check.runs.evaluation import Evaluation, evaluate
-from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
 from warp_check.runs.restore import Reference, wrong_keep
@@ -39,6 +42,39 @@ HOW_TO_RESTORE = (
     "(pytest --warp-baseline DIR, warp-check repair --baseline DIR), or repair a model whose certificate chain "
     "starts from it"
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteFacts:
+    """What a repair takes from its suite, once, before its work: the cases, the names of the
+    classes, the batch size, where its [repair] settings are written (for errors naming them) and
+    what the run's details say of the suite. Below :func:`repair`, nothing reads the suite."""
+
+    toml: Path
+    name: str
+    cases: tuple[Case, ...]
+    labels: Mapping[str, int]  # name -> class, as warp.toml gives them
+    batch_size: int
+    settings: RepairSettings  # the suite's own [repair] values
+    key_lines: Mapping[str, int]  # "repair.rank" -> its line in warp.toml
+    about: RunDetails  # the suite's model, digest and counts
+
+    @classmethod
+    def of(cls, suite: Suite) -> SuiteFacts:
+        return cls(
+            toml=suite.toml,
+            name=suite.name,
+            cases=tuple(suite.cases),
+            labels=dict(suite.labels),
+            batch_size=suite.model.batch_size,
+            settings=suite.repair,
+            key_lines=dict(suite.key_lines),
+            about=RunDetails.of(suite),
+        )
+
+    def label_name(self, label: int) -> str:
+        """A class's name in the suite (its number where the suite names none)."""
+        return next((name for name, index in self.labels.items() if index == label), str(label))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +110,7 @@ def model_answers(
         layer = adapter.repair_layer
         check_rank(settings.rank, (layer.out_features, layer.in_features), adapter.spec.repair_layer)
     except SettingsError as exc:
-        raise _where_given(suite, exc, flags) from None
+        raise _where_given(SuiteFacts.of(suite), exc, flags) from None
     destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluate(
         adapter, suite.cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
@@ -108,89 +144,89 @@ def repair(
     (:mod:`warp_check.runs.restore`). Raises ArtefactError when ``out_dir`` may not be written
     (before any work is done).
     """
+    facts = SuiteFacts.of(suite)
     reference = restoring.reference if restoring is not None else None
     try:
         outcome = repair_cases(
             adapter,
-            suite.cases,
+            facts.cases,
             settings,
+            batch_size=facts.batch_size,
             out_dir=out_dir,
-            batch_size=suite.model.batch_size,
             cache_dir=cache_dir,
             attack=attack,
             progress=progress,
-            traffic=traffic,
-            label_name=suite.label_name,
             evaluation=restoring.evaluation if restoring is not None else None,
             destination=restoring.destination if restoring is not None else None,
+            traffic=traffic,
+            label_name=facts.label_name,
             reference=reference,
         )
     except SettingsError as exc:  # a value this model cannot take (a rank past its layer's)
-        raise _where_given(suite, exc, flags) from None
+        raise _where_given(facts, exc, flags) from None
     result = outcome.result
     status = RunStatus.of_repair(result.status)
-    records, lip = _certified(suite, outcome, attack)
+    records, lip = _certified(facts.cases, outcome, attack)
     by_id = {r.id: r for r in records}
     misses = {m.id: m for m in result.misses}
     verdicts = tuple(
-        _verdict(suite, case, result, by_id.get(case.id), misses.get(case.id), dict(flags or {}), reference)
-        for case in suite.cases
+        _verdict(facts, case, result, by_id.get(case.id), misses.get(case.id), dict(flags or {}), reference)
+        for case in facts.cases
         if case.kind is not Kind.AUX
     )
-    note = (
-        cert4.traffic_note(outcome.traffic, traffic, suite.labels, outcome.budget_fit)
-        if outcome.traffic is not None and traffic is not None
+    details = _details(facts.about, outcome, records, lip, reference)
+    message = _run_message(result, status)
+    cert4_run = (
+        cert4.on_repair(
+            outcome.traffic,
+            traffic,
+            labels=dict(facts.labels),
+            fit=outcome.budget_fit,
+            nothing_repaired=result.status is RepairStatus.NOTHING_TO_REPAIR,
+            why=message,
+        )
+        if traffic is not None
         else None
     )
-    message = _run_message(result, status)
+    note = cert4_run.note if cert4_run is not None else None
     if note is not None and not note.within_budget:
         message += f"; but it {note}: nothing was written"
     return RunResult(
-        suite=str(suite.toml),
-        name=suite.name,
+        suite=str(facts.toml),
+        name=facts.name,
         mode=Mode.REPAIR,
         ok=status.settled,
         status=status,
         message=message,
         verdicts=verdicts,
-        details=replace(_details(suite, outcome, records, lip, reference), traffic=note),
-        traffic=_traffic_verdict(traffic, outcome, note, message),
+        details=replace(details, traffic=note),
+        traffic=None
+        if cert4_run is None
+        else TrafficVerdict(passed=cert4_run.passed, message=cert4_run.words, properties=cert4_run.figures),
     )
 
 
-def _traffic_verdict(
-    traffic: TrafficSample | None, outcome: RepairOutcome, note: cert4.TrafficNote | None, message: str
-) -> TrafficVerdict | None:
-    if traffic is None:
-        return None
-    if note is not None:
-        passed, words = cert4.repaired(note)
-        return TrafficVerdict(passed=passed, message=words, properties=cert4.properties(note))
-    if outcome.result.status is RepairStatus.NOTHING_TO_REPAIR:
-        words, figures = cert4.unchanged(traffic)
-        return TrafficVerdict(passed=True, message=words, properties=figures)
-    return TrafficVerdict(passed=False, message=cert4.not_measured(message))
-
-
-def _where_given(suite: Suite, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:
+def _where_given(suite: SuiteFacts, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:
     """A setting the model cannot take, named where the user gave it: the flag that overrode the
     suite's value, or else the suite's warp.toml line."""
     flag = (flags or {}).get(exc.field)
-    if flag is not None and getattr(suite.repair, exc.field, None) != exc.value:
+    if flag is not None and getattr(suite.settings, exc.field, None) != exc.value:
         return SettingsError(flag, exc.value, exc.why)
-    if suite.key_lines.get(f"repair.{exc.field}") is None:  # the default: written nowhere
+    key = f"repair.{exc.field}"
+    line = suite.key_lines.get(key)
+    if line is None:  # the default: written nowhere
         return SettingsError(exc.field, exc.value, f"{exc.why} (the default: set [repair] {exc.field} in warp.toml)")
-    return suite.error(f"repair.{exc.field}", exc.of_key)
+    return SuiteError(exc.of_key, path=suite.toml, line=line, field=key)
 
 
 def _certified(
-    suite: Suite, outcome: RepairOutcome, attack: AttackSettings | None
+    cases: Sequence[Case], outcome: RepairOutcome, attack: AttackSettings | None
 ) -> tuple[list[CaseCertificate], Lipschitz | None]:
     """Cert 1–3 per case: of the repaired model, or of the unchanged one when nothing needed
     repair (so the items still assert)."""
     if outcome.result.status is RepairStatus.NOTHING_TO_REPAIR:
-        cases = [c for c in suite.cases if c.kind is not Kind.AUX]
-        return certify_result(cases, outcome.evaluation, outcome.result, attack)
+        own = [c for c in cases if c.kind is not Kind.AUX]
+        return certify_result(own, outcome.evaluation, outcome.result, attack)
     return list(outcome.certificates), outcome.lipschitz
 
 
@@ -203,15 +239,15 @@ def _run_message(result: RepairResult, status: RunStatus) -> str:
 
 
 def _details(
-    suite: Suite,
+    about: RunDetails,
     outcome: RepairOutcome,
     records: list[CaseCertificate],
     lip: Lipschitz | None,
     reference: Reference | None,
 ) -> RepairDetails:
     result, encoded = outcome.result, outcome.evaluation.encoded
-    return RepairDetails.of(
-        suite,
+    return RepairDetails.beside(
+        about,
         head=outcome.spec.chain,
         found_by=outcome.spec.found_by,
         encoded=encoded.encoded,
@@ -244,7 +280,7 @@ def _details(
 
 
 def _verdict(
-    suite: Suite,
+    suite: SuiteFacts,
     case: Case,
     result: RepairResult,
     record: CaseCertificate | None,
@@ -273,10 +309,13 @@ def _verdict(
         assert reference is not None  # a case is restored only against a baseline
         was = f"gap {num(result.gaps_before.get(case.id))} before repair"
         return verdict(passed, f"restored: a regression against the baseline {reference.model_dir} ({was}); {message}")
-    return verdict(*_kept(suite, case, record, result, unchanged))
+    passed, message = CERT2.verdict(
+        record, result.settings, label=suite.label_name(case.label), gap_before=result.gaps_before.get(case.id)
+    )
+    return verdict(passed, message + unchanged)
 
 
-def _properties(suite: Suite, case: Case, result: RepairResult, record: CaseCertificate | None) -> dict[str, Any]:
+def _properties(suite: SuiteFacts, case: Case, result: RepairResult, record: CaseCertificate | None) -> dict[str, Any]:
     """The case's numbers for reports and JUnit: its certificate's, or the repair's gaps where it has none."""
     label, gap_before = suite.label_name(case.label), result.gaps_before.get(case.id)
     if record is None:
@@ -284,11 +323,11 @@ def _properties(suite: Suite, case: Case, result: RepairResult, record: CaseCert
     return CaseNumbers.of(record, label=label, gap_before=gap_before).properties()
 
 
-def _excluded(suite: Suite, case: Case, result: RepairResult, reference: Reference | None) -> str:
+def _excluded(suite: SuiteFacts, case: Case, result: RepairResult, reference: Reference | None) -> str:
     after = f"; after repair its gap is {num(result.gaps_after.get(case.id))}" if result.repaired else ""
     wrong = (
         f"the original model already got this must_keep case wrong (gap {num(result.gaps_before.get(case.id))} "
-        f"before repair, labelled {labelled(suite, case.label)})"
+        f"before repair, labelled {named(suite.label_name(case.label))})"
     )
     if not result.settings.restore_regressions:
         return (
@@ -323,44 +362,9 @@ def _not_repaired(case: Case, result: RepairResult, miss: Miss | None, flags: Ma
 
 
 def _fixed(record: CaseCertificate, settings: RepairSettings, unchanged: str) -> tuple[bool, str]:
-    """Cert 1 and Cert 3 of a must_fix case."""
-    problems = []
-    if not record.cert1:
-        problems.append(
-            f"Cert 1 fails: gap {num(record.held_gap)} < γ_s = {num(settings.gamma_s)} "
-            f"(short by {num(settings.gamma_s - record.held_gap)}; float64 {num(record.gap_after)}, "
-            f"as saved {num(record.gap_as_saved)})"
-        )
-    if not record.cert3:
-        if not (record.eps_star or 0) > 0:
-            problems.append(f"Cert 3 fails: the certified radius ε* = {num(record.eps_star)} is not positive")
-        else:
-            problems.append(
-                f"Cert 3 fails: the v-space attack found gap {num(record.attack_min_gap)} ≤ 0 inside the "
-                f"certified ball of radius {num(record.certified_radius)}"
-            )
+    """Cert 1 and Cert 3 of a must_fix case: the words of those that fail, or of both."""
+    said = (CERT1.verdict(record, settings), CERT3.verdict(record))
+    problems = [words for holds, words in said if not holds]
     if problems:
         return False, "; ".join(problems) + unchanged
-    return True, (
-        f"Cert 1: gap {num(record.gap_after)} ≥ γ_s = {num(settings.gamma_s)}; Cert 3: no flip within radius "
-        f"{num(record.certified_radius)} (ε* {num(record.eps_star)}, local {num(record.eps_local)}; "
-        f"attack's smallest gap {num(record.attack_min_gap)}){unchanged}"
-    )
-
-
-def _kept(suite: Suite, case: Case, record: CaseCertificate, result: RepairResult, unchanged: str) -> tuple[bool, str]:
-    """Cert 2 of a must_keep case."""
-    settings, gap_before = result.settings, result.gaps_before.get(case.id)
-    if not record.cert2:
-        if record.held_gap <= 0:
-            what = f"the label changed: gap {num(record.held_gap)} ≤ 0 after repair (was {num(gap_before)})"
-        else:
-            what = (
-                f"gap {num(record.held_gap)} < γ_h = {num(settings.gamma_h)} "
-                f"(short by {num(settings.gamma_h - record.held_gap)}; as saved {num(record.gap_as_saved)})"
-            )
-        return False, f"Cert 2 fails: {what}{unchanged}"
-    return True, (
-        f"Cert 2: label {labelled(suite, case.label)} kept with gap {num(record.gap_after)} ≥ γ_h = "
-        f"{num(settings.gamma_h)} (was {num(gap_before)}){unchanged}"
-    )
+    return True, "; ".join(words for _, words in said) + unchanged
