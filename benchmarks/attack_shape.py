@@ -29,7 +29,7 @@ from benchmarks.example_models import EXAMPLE_SUITES
 from benchmarks.results import add_output_arguments, report
 from warp_check.cases import Kind
 from warp_check.model.adapter import ClassifierAdapter
-from warp_check.runs.evaluation import evaluate
+from warp_check.pipeline.evaluation import evaluate
 from warp_check.suite.loader import load_suite
 
 SUITES = (EXAMPLE_SUITES / "reviews-distilbert", EXAMPLE_SUITES / "reviews-bert")

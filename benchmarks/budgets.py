@@ -8,7 +8,7 @@ For one split (``generalise``'s), per seed:
   shuffle salted by the seed picks them, so each seed's Cert 4 sample (the bound part) is another
   draw of traffic: the seeds are independent runs of the bound. The suite names the file in
   ``[traffic]`` (confidence 0.95), as a user's suite would.
-* **tune** once (``warp_check.runs.tune.tune``, ``warp-check tune``): its candidates' scores do not
+* **tune** once (``warp_check.budget.tune.tune``, ``warp-check tune``): its candidates' scores do not
   depend on the budget, only the choice does, so each budget's choice is made from its table by
   tune's own rule (``TuneResult.at_budget``).
 * **repair** once per distinct chosen candidate: the choice written into a copy of the suite
@@ -51,13 +51,13 @@ import numpy as np
 from benchmarks.data import cache_root, read_jsonl, read_tsv
 from benchmarks.example_models import sst2_training_rows
 from warp_check import Kind, evaluate, load_suite, repair_cases
+from warp_check.budget.tune import tune, write_choice
 from warp_check.cases import Case
 from warp_check.certify.traffic import text_key
 from warp_check.extras.baselines import TrainSettings
-from warp_check.extras.traffic import load_traffic
-from warp_check.runs.load import load_adapter
-from warp_check.runs.restore import reference_for
-from warp_check.runs.tune import tune, write_choice
+from warp_check.pipeline.load import load_adapter
+from warp_check.pipeline.restore import reference_for
+from warp_check.sources.traffic import load_traffic
 
 CONFIDENCE = 0.95
 CHECKPOINTS_FORMAT = "warp-bench-checkpoints/1"  # part of the cache key: bump when checkpoint_curve changes

@@ -39,7 +39,7 @@ from benchmarks.results import add_output_arguments, report
 from benchmarks.testkit import testkit
 from warp_check.cases import NEIGHBOUR
 from warp_check.cli import main as cli
-from warp_check.runs.ladder import FELL_BACK
+from warp_check.pipeline.ladder import FELL_BACK
 
 
 def measure(model_type: str, work: Path, neighbours: str | None = None) -> dict[str, Any]:
@@ -112,7 +112,7 @@ def jitter_cache(model_dir: Path, folder: Path, ulps: int, seed: int) -> int:
 
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.specs import HeadSpec
-    from warp_check.runs.evaluation import evaluate
+    from warp_check.pipeline.evaluation import evaluate
     from warp_check.runs.workdir import default_cache_dir
     from warp_check.suite.loader import load_suite
 
@@ -161,7 +161,7 @@ def run_built(
 
 
 def _separation(model_dir: Path, folder: Path) -> dict[str, Any]:
-    """Why a repair may stall (warp_check.runs.separation): the pair of cases with different labels, a
+    """Why a repair may stall (warp_check.pipeline.separation): the pair of cases with different labels, a
     must_fix case among them, that needs the weights to grow most. At the classifier's input the least
     ‖w_y − w_y′‖ is (γ_i + γ_j) / ‖v_i − v_j‖; for the dense layer, through σ's largest slope L_σ,
     ‖W̃‖₂ ≥ (γ_i + γ_j) / (L_σ ‖w_c,y − w_c,y′‖ ‖v_i − v_j‖). A tanh head also caps every gap: with only
@@ -171,10 +171,10 @@ def _separation(model_dir: Path, folder: Path) -> dict[str, Any]:
     from warp_check.cases import Kind
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.specs import HeadSpec
+    from warp_check.pipeline.evaluation import evaluate
+    from warp_check.pipeline.separation import hardest_pair
     from warp_check.repair.records import Miss
     from warp_check.repair.settings import RepairSettings
-    from warp_check.runs.evaluation import evaluate
-    from warp_check.runs.separation import hardest_pair
     from warp_check.suite.loader import load_suite
 
     defaults = RepairSettings()

@@ -17,7 +17,7 @@ the dev set as general accuracy; attacks cached), then:
   over them.
 
 ``--unlabelled N`` (SST-2) also points the suite at N train sentences outside the fine-tune set
-and the split, labelled by the model itself (:func:`warp_check.extras.predictions.import_predicted`,
+and the split, labelled by the model itself (:func:`warp_check.sources.predictions.import_predicted`,
 ``warp-check import --predicted``): what unlabelled text a user has does for a repair.
 
 Run from the repository root: ``python -m benchmarks.generalise --task sst2 --models
@@ -50,10 +50,10 @@ from warp_check import Kind, evaluate, load_suite, repair_cases
 from warp_check.cases import NEIGHBOUR
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import CompareSettings, compare, read_cases_file
-from warp_check.extras.importer import ImportSettings
-from warp_check.extras.predictions import import_predicted
+from warp_check.pipeline.load import load_adapter
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
-from warp_check.runs.load import load_adapter
+from warp_check.sources.importer import ImportSettings
+from warp_check.sources.predictions import import_predicted
 
 
 @dataclass(frozen=True, kw_only=True)

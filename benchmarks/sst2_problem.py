@@ -30,8 +30,8 @@ from warp_check.cases import Case, Kind
 from warp_check.files import replaced_atomically
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.perturb import drawing_code, perturbed_texts
+from warp_check.pipeline.evaluation import evaluate
 from warp_check.repair.records import CaseSet
-from warp_check.runs.evaluation import evaluate
 from warp_check.suite.loader import load_suite
 
 SUITES = {model: REPO / "example_suites" / f"reviews-{model}" for model in ("distilbert", "bert")}

@@ -28,6 +28,7 @@ from warp_check.lazy import exports
 from warp_check.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the same at run time)
+    from warp_check.budget.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.cases import Case, Kind
     from warp_check.certify.artefact import write_artefact
     from warp_check.certify.binomial import change_bound
@@ -63,7 +64,6 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.extras.attacks import RecipeSettings, resolve_recipe, run_attack
     from warp_check.extras.baselines import TrainSettings
     from warp_check.extras.compare import CompareSettings, compare_suite, write_comparison
-    from warp_check.extras.importer import ImportSettings, LabelledRow, import_cases, read_labelled
     from warp_check.extras.invariance import (
         Counterexample,
         InvarianceFailure,
@@ -73,11 +73,6 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
         record_counterexamples,
         scorer,
     )
-    from warp_check.extras.neighbours import add_neighbours
-    from warp_check.extras.predictions import import_predicted
-    from warp_check.extras.promote import promote
-    from warp_check.extras.split import SplitImport, import_split
-    from warp_check.extras.traffic import load_traffic, read_traffic
     from warp_check.model.activations import ACTIVATIONS, Activation, get_activation
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.encode import Encoded, encode_cases
@@ -94,6 +89,8 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
         wordnet_available,
         wordnet_synonyms,
     )
+    from warp_check.pipeline.evaluation import Evaluation, evaluate
+    from warp_check.pipeline.load import load_adapter
     from warp_check.progress import Progress, ProgressStyle
     from warp_check.qp.problem import LinearisedProblem
     from warp_check.qp.settings import SolverSettings
@@ -102,20 +99,23 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.repair.loop import repair_head
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
     from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
+    from warp_check.reports.folder import REPORT_HTML, REPORT_JSON, read_report, run_from_certificate, write_report
     from warp_check.runs.audit import audit
     from warp_check.runs.check import check, check_suite, check_warm
     from warp_check.runs.details import WITHOUT_SYNONYMS, RunDetails
-    from warp_check.runs.evaluation import Evaluation, evaluate
     from warp_check.runs.history import Drawdown, LinkAnswers, chain_drawdown
-    from warp_check.runs.load import load_adapter
     from warp_check.runs.modes import Mode, RunStatus
     from warp_check.runs.regressions import against_baseline
     from warp_check.runs.repair import repair as repair_suite
     from warp_check.runs.repair_cases import RepairOutcome, repair_cases
-    from warp_check.runs.report import REPORT_HTML, REPORT_JSON, read_report, run_from_certificate, write_report
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict
-    from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, user_cache_dir, workdir
+    from warp_check.sources.importer import ImportSettings, LabelledRow, import_cases, read_labelled
+    from warp_check.sources.neighbours import add_neighbours
+    from warp_check.sources.predictions import import_predicted
+    from warp_check.sources.promote import promote
+    from warp_check.sources.split import SplitImport, import_split
+    from warp_check.sources.traffic import load_traffic, read_traffic
     from warp_check.suite.case_files import Location
     from warp_check.suite.init import NewSuite, init_suite
     from warp_check.suite.loader import Suite, load_suite
@@ -170,10 +170,10 @@ _PUBLIC: dict[str, str] = {
     "compare_suite": "warp_check.extras.compare",
     "CompareSettings": "warp_check.extras.compare",
     "write_comparison": "warp_check.extras.compare",
-    "import_cases": "warp_check.extras.importer",
-    "ImportSettings": "warp_check.extras.importer",
-    "LabelledRow": "warp_check.extras.importer",
-    "read_labelled": "warp_check.extras.importer",
+    "import_cases": "warp_check.sources.importer",
+    "ImportSettings": "warp_check.sources.importer",
+    "LabelledRow": "warp_check.sources.importer",
+    "read_labelled": "warp_check.sources.importer",
     "assert_moves_toward": "warp_check.extras.invariance",
     "assert_same_label": "warp_check.extras.invariance",
     "Counterexample": "warp_check.extras.invariance",
@@ -181,13 +181,13 @@ _PUBLIC: dict[str, str] = {
     "predictor": "warp_check.extras.invariance",
     "record_counterexamples": "warp_check.extras.invariance",
     "scorer": "warp_check.extras.invariance",
-    "add_neighbours": "warp_check.extras.neighbours",
-    "import_predicted": "warp_check.extras.predictions",
-    "promote": "warp_check.extras.promote",
-    "import_split": "warp_check.extras.split",
-    "SplitImport": "warp_check.extras.split",
-    "load_traffic": "warp_check.extras.traffic",
-    "read_traffic": "warp_check.extras.traffic",
+    "add_neighbours": "warp_check.sources.neighbours",
+    "import_predicted": "warp_check.sources.predictions",
+    "promote": "warp_check.sources.promote",
+    "import_split": "warp_check.sources.split",
+    "SplitImport": "warp_check.sources.split",
+    "load_traffic": "warp_check.sources.traffic",
+    "read_traffic": "warp_check.sources.traffic",
     "Activation": "warp_check.model.activations",
     "ACTIVATIONS": "warp_check.model.activations",
     "get_activation": "warp_check.model.activations",
@@ -232,35 +232,35 @@ _PUBLIC: dict[str, str] = {
     "check_warm": "warp_check.runs.check",
     "RunDetails": "warp_check.runs.details",
     "WITHOUT_SYNONYMS": "warp_check.runs.details",
-    "evaluate": "warp_check.runs.evaluation",
-    "Evaluation": "warp_check.runs.evaluation",
+    "evaluate": "warp_check.pipeline.evaluation",
+    "Evaluation": "warp_check.pipeline.evaluation",
     "chain_drawdown": "warp_check.runs.history",
     "Drawdown": "warp_check.runs.history",
     "LinkAnswers": "warp_check.runs.history",
-    "load_adapter": "warp_check.runs.load",
+    "load_adapter": "warp_check.pipeline.load",
     "Mode": "warp_check.runs.modes",
     "RunStatus": "warp_check.runs.modes",
     "against_baseline": "warp_check.runs.regressions",
     "repair_suite": "warp_check.runs.repair:repair",
     "repair_cases": "warp_check.runs.repair_cases",
     "RepairOutcome": "warp_check.runs.repair_cases",
-    "read_report": "warp_check.runs.report",
-    "REPORT_HTML": "warp_check.runs.report",
-    "REPORT_JSON": "warp_check.runs.report",
-    "run_from_certificate": "warp_check.runs.report",
-    "write_report": "warp_check.runs.report",
+    "read_report": "warp_check.reports.folder",
+    "REPORT_HTML": "warp_check.reports.folder",
+    "REPORT_JSON": "warp_check.reports.folder",
+    "run_from_certificate": "warp_check.reports.folder",
+    "write_report": "warp_check.reports.folder",
     "Outcome": "warp_check.runs.result",
     "RunResult": "warp_check.runs.result",
     "Tally": "warp_check.runs.result",
     "TRAFFIC": "warp_check.runs.result",
     "TrafficVerdict": "warp_check.runs.result",
     "Verdict": "warp_check.runs.result",
-    "Candidate": "warp_check.runs.tune",
-    "candidates": "warp_check.runs.tune",
-    "CandidateScore": "warp_check.runs.tune",
-    "tune": "warp_check.runs.tune",
-    "TuneResult": "warp_check.runs.tune",
-    "write_choice": "warp_check.runs.tune",
+    "Candidate": "warp_check.budget.tune",
+    "candidates": "warp_check.budget.tune",
+    "CandidateScore": "warp_check.budget.tune",
+    "tune": "warp_check.budget.tune",
+    "TuneResult": "warp_check.budget.tune",
+    "write_choice": "warp_check.budget.tune",
     "default_cache_dir": "warp_check.runs.workdir",
     "default_out_dir": "warp_check.runs.workdir",
     "user_cache_dir": "warp_check.runs.workdir",

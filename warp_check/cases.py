@@ -22,7 +22,7 @@ class Kind(str, enum.Enum):
 
 
 # Case.source of a perturbed copy of a suite case that a repair's neighbourhood drew
-# (warp_check.runs.neighbourhood), or that ``warp-check neighbours`` wrote into a suite.
+# (warp_check.pipeline.neighbourhood), or that ``warp-check neighbours`` wrote into a suite.
 NEIGHBOUR = "neighbour"
 
 

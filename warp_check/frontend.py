@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from warp_check.lazy import exports
 
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says the same at run time)
+    from warp_check.budget.tune import DEFAULT_FOLDS as TUNE_FOLDS
+    from warp_check.budget.tune import check_tune
     from warp_check.cache.warm import WarmEntry
     from warp_check.certificates import judged
     from warp_check.errors import from_interrupt
@@ -27,9 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
     from warp_check.extras.attacks import default_out as must_fix_file
     from warp_check.extras.compare import METHODS as COMPARE_METHODS
     from warp_check.extras.compare import check_out_path as check_comparison_out
-    from warp_check.extras.importer import ADVGLUE_FIELDS, case_file_of
-    from warp_check.extras.importer import FORMATS as IMPORT_FORMATS
-    from warp_check.extras.importer import format_of as import_format_of
     from warp_check.model.hub_cache import HUB_ID
     from warp_check.modes import MODES, RunJob, RunMode, mode_named
     from warp_check.options import (
@@ -45,13 +44,14 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
         setting_flags,
     )
     from warp_check.progress import write_text
+    from warp_check.reports.folder import check_report_destination
     from warp_check.runs.check import warm_entry
     from warp_check.runs.notices import collected as collected_notices
-    from warp_check.runs.report import check_report_destination
     from warp_check.runs.result import tally
-    from warp_check.runs.tune import DEFAULT_FOLDS as TUNE_FOLDS
-    from warp_check.runs.tune import check_tune
     from warp_check.runs.workdir import model_cache_dir
+    from warp_check.sources.importer import ADVGLUE_FIELDS, case_file_of
+    from warp_check.sources.importer import FORMATS as IMPORT_FORMATS
+    from warp_check.sources.importer import format_of as import_format_of
     from warp_check.suite.loader import SUITE_FILE
 
 _FRONTEND: dict[str, str] = {
@@ -65,10 +65,10 @@ _FRONTEND: dict[str, str] = {
     "must_fix_file": "warp_check.extras.attacks:default_out",
     "check_comparison_out": "warp_check.extras.compare:check_out_path",
     "COMPARE_METHODS": "warp_check.extras.compare:METHODS",
-    "ADVGLUE_FIELDS": "warp_check.extras.importer",
-    "case_file_of": "warp_check.extras.importer",
-    "import_format_of": "warp_check.extras.importer:format_of",
-    "IMPORT_FORMATS": "warp_check.extras.importer:FORMATS",
+    "ADVGLUE_FIELDS": "warp_check.sources.importer",
+    "case_file_of": "warp_check.sources.importer",
+    "import_format_of": "warp_check.sources.importer:format_of",
+    "IMPORT_FORMATS": "warp_check.sources.importer:FORMATS",
     "HUB_ID": "warp_check.model.hub_cache",
     "mode_named": "warp_check.modes",
     "MODES": "warp_check.modes",
@@ -87,10 +87,10 @@ _FRONTEND: dict[str, str] = {
     "write_text": "warp_check.progress",
     "warm_entry": "warp_check.runs.check",
     "collected_notices": "warp_check.runs.notices:collected",
-    "check_report_destination": "warp_check.runs.report",
+    "check_report_destination": "warp_check.reports.folder",
     "tally": "warp_check.runs.result",
-    "check_tune": "warp_check.runs.tune",
-    "TUNE_FOLDS": "warp_check.runs.tune:DEFAULT_FOLDS",
+    "check_tune": "warp_check.budget.tune",
+    "TUNE_FOLDS": "warp_check.budget.tune:DEFAULT_FOLDS",
     "model_cache_dir": "warp_check.runs.workdir",
     "SUITE_FILE": "warp_check.suite.loader",
 }

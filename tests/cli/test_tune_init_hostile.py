@@ -21,9 +21,9 @@ from testkit.suite_builder import exit_code, write_suite
 from testkit.tiny_models import synthetic_cases
 
 from warp_check import Kind, SuiteError, load_suite, write_choice
+from warp_check.budget import tune as tune_module
+from warp_check.budget.tune import Candidate, CandidateScore, TuneResult
 from warp_check.cases import Case
-from warp_check.runs import tune as tune_module
-from warp_check.runs.tune import Candidate, CandidateScore, TuneResult
 from warp_check.suite.toml_lines import rewrite_toml
 
 if sys.version_info >= (3, 11):

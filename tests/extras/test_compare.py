@@ -121,7 +121,7 @@ ON_A_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA dev
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=ON_A_GPU)])
 def test_the_baselines_train_and_are_scored_on_the_models_device(distilbert_dir, split, device, monkeypatch):
     # On CUDA the batches and labels once stayed on the CPU (a crash), and the scoring ran on the CPU.
-    import warp_check.runs.evaluation as evaluation
+    import warp_check.pipeline.evaluation as evaluation
     from warp_check.extras.compare import compare
 
     adapter = ClassifierAdapter.from_pretrained(distilbert_dir, device=device)

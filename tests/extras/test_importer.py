@@ -1,4 +1,4 @@
-"""warp_check.extras.importer: CSV, TSV, JSONL, Parquet and AdvGLUE files into a suite's case files."""
+"""warp_check.sources.importer: CSV, TSV, JSONL, Parquet and AdvGLUE files into a suite's case files."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from testkit.suite_builder import write_suite
 
 from warp_check.cases import Kind
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.extras.importer import ImportSettings, format_of, import_cases
+from warp_check.sources.importer import ImportSettings, format_of, import_cases
 from warp_check.suite.loader import load_suite
 
 

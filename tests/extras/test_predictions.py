@@ -1,4 +1,4 @@
-"""warp_check.extras.predictions: unlabelled text into must_keep cases the model labels itself."""
+"""warp_check.sources.predictions: unlabelled text into must_keep cases the model labels itself."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from testkit.tiny_models import LABELS
 
 from warp_check.cases import Kind
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.extras.importer import ImportSettings, import_cases
-from warp_check.extras.predictions import import_predicted
 from warp_check.runs.check import check_suite
+from warp_check.sources.importer import ImportSettings, import_cases
+from warp_check.sources.predictions import import_predicted
 from warp_check.suite.loader import load_suite
 
 JSONL = ImportSettings(format="jsonl", predicted=True)

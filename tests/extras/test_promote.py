@@ -10,7 +10,7 @@ import pytest
 from testkit.suite_builder import exit_code, split_cases, write_suite
 
 from warp_check.errors import CertificateError, SuiteError
-from warp_check.extras.promote import promote
+from warp_check.sources.promote import promote
 from warp_check.suite.loader import load_suite
 
 

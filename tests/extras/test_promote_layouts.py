@@ -11,7 +11,7 @@ import pytest
 from testkit.suite_builder import exit_code, margins, split_cases, tree_digest, write_suite
 
 from warp_check.errors import CertificateError, SuiteError
-from warp_check.extras.promote import promote
+from warp_check.sources.promote import promote
 from warp_check.suite.casefile import NewCase, append_cases, loader_check, rewrite_lines
 from warp_check.suite.loader import load_suite
 

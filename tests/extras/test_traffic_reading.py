@@ -8,7 +8,7 @@ import pytest
 from testkit.suite_builder import write_suite
 
 from warp_check import SuiteError, TrafficSettings, load_suite, load_traffic, read_traffic
-from warp_check.extras.traffic import texts_needed
+from warp_check.sources.traffic import texts_needed
 
 
 def csv_file(path: Path, texts: list[str], column: str = "sentence") -> Path:

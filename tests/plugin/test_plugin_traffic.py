@@ -19,8 +19,8 @@ INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothes
 def _warm_imports(distilbert_dir: Path) -> None:
     """What the inner runs import, imported once (pytester drops what a run imported)."""
     import pytest_warp.summary  # noqa: F401
+    import warp_check.reports.folder  # noqa: F401
     import warp_check.runs.repair  # noqa: F401
-    import warp_check.runs.report  # noqa: F401
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ from testkit.synthetic import synthetic_problem
 from warp_check.errors import SettingsError
 from warp_check.model.activations import ACTIVATIONS
 from warp_check.model.head import DenseHead, top_left_singular_vectors
+from warp_check.pipeline import ladder
 from warp_check.qp.settings import SolverSettings
 from warp_check.repair.gsn import gsn_finetune
 from warp_check.repair.loop import repair_head
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs import ladder
 
 
 @pytest.mark.parametrize(("activation", "classes"), [("relu", 2), ("tanh", 2), ("gelu", 2), ("relu", 3)])

@@ -14,8 +14,8 @@ from testkit.synthetic import synthetic_problem
 
 import warp_check.qp.alm as qp_alm
 from warp_check.errors import SettingsError
+from warp_check.model import blocks as repair_blocks
 from warp_check.qp.settings import SolverSettings
-from warp_check.repair import blocks as repair_blocks
 from warp_check.repair import iterations, screen
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet, RepairStatus

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from warp_check.budget.fit import most_changes_within
 from warp_check.certify.binomial import change_bound
-from warp_check.runs.budget_fit import most_changes_within
 
 
 @settings(max_examples=200, deadline=None)
@@ -33,7 +33,7 @@ def test_the_most_changes_within_a_budget_is_the_last_count_whose_bound_is_withi
 def test_the_aim_is_shown_by_the_tune_part_and_passes_a_fresh_sample_as_often_as_promised(n, n_bound, budget):
     from scipy import stats
 
-    from warp_check.runs.budget_fit import PASS_CHANCE, changes_to_aim_at
+    from warp_check.budget.fit import PASS_CHANCE, changes_to_aim_at
 
     aim = changes_to_aim_at(n, n_bound, 0.95, budget)
     allowed = most_changes_within(n_bound, 0.95, budget)
@@ -51,7 +51,7 @@ def test_the_aim_is_shown_by_the_tune_part_and_passes_a_fresh_sample_as_often_as
 def test_a_changed_text_counts_against_the_nearest_case_pulling_towards_its_new_class():
     import numpy as np
 
-    from warp_check.runs.budget_fit import _nearest
+    from warp_check.budget.fit import _nearest
 
     fix = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.8, 0.6]])
     fix_labels = np.array([0, 1, 2, 1])

@@ -15,13 +15,13 @@ from testkit.tiny_models import synthetic_cases
 
 from warp_check.cases import Case, Kind
 from warp_check.model.adapter import ClassifierAdapter
+from warp_check.pipeline import ladder
+from warp_check.pipeline.evaluation import evaluate
+from warp_check.pipeline.ladder import FELL_BACK, Ladder, Rung, climb
+from warp_check.pipeline.neighbourhood import Neighbourhood
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import Miss, RepairStatus
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs import ladder
-from warp_check.runs.evaluation import evaluate
-from warp_check.runs.ladder import FELL_BACK, Ladder, Rung, climb
-from warp_check.runs.neighbourhood import Neighbourhood
 
 NC, CONVERGED = RepairStatus.NOT_CONVERGED, RepairStatus.CONVERGED
 

@@ -15,10 +15,10 @@ from warp_check import ClassifierAdapter
 from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.errors import SettingsError
 from warp_check.perturb import perturbed_texts, wordnet_available
+from warp_check.pipeline.evaluation import evaluate
+from warp_check.pipeline.neighbourhood import chosen_cases, draw_neighbourhood
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
 from warp_check.runs.details import WITHOUT_SYNONYMS, NeighbourhoodNote
-from warp_check.runs.evaluation import evaluate
-from warp_check.runs.neighbourhood import chosen_cases, draw_neighbourhood
 from warp_check.runs.repair_cases import repair_cases
 
 LABELS = ["negative", "positive"]
@@ -149,7 +149,7 @@ def test_a_second_draw_reads_the_first_ones_texts_back(distilbert_dir: Path, sui
         raise AssertionError("drawn again although remembered")
 
     # internal: a draw read back gives the same texts as one drawn again; only the draw's call tells them apart
-    monkeypatch.setattr("warp_check.runs.neighbourhood.perturbed_texts", no_draw)
+    monkeypatch.setattr("warp_check.pipeline.neighbourhood.perturbed_texts", no_draw)
     again = draw_neighbourhood(adapter, evaluation, settings, cache_dir=tmp_path)
     assert again.cases == first.cases and again.drawn == first.drawn
     # Other settings draw other texts: they are not read back.
@@ -227,7 +227,7 @@ def test_a_copy_the_repair_cannot_meet_is_dropped_and_the_rest_certified(distilb
 
 
 def test_a_neighbourhood_the_repair_cannot_meet_is_left_out_not_fatal(distilbert_dir: Path, suite_cases, monkeypatch):
-    import warp_check.runs.ladder as ladder
+    import warp_check.pipeline.ladder as ladder
 
     _with_a_contradiction(monkeypatch)
     # internal: with the contradiction above, the ladder's dropping rounds always find it

@@ -14,11 +14,8 @@ from testkit.suite_builder import split_cases, write_suite
 from warp_check.cases import Kind
 from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.errors import WarpError
-from warp_check.runs.check import check
-from warp_check.runs.load import load_adapter
-from warp_check.runs.modes import RunStatus
-from warp_check.runs.repair import repair
-from warp_check.runs.report import (
+from warp_check.pipeline.load import load_adapter
+from warp_check.reports.folder import (
     REPORT_HTML,
     REPORT_JSON,
     REPORT_MD,
@@ -26,6 +23,9 @@ from warp_check.runs.report import (
     run_from_certificate,
     write_report,
 )
+from warp_check.runs.check import check
+from warp_check.runs.modes import RunStatus
+from warp_check.runs.repair import repair
 from warp_check.suite.loader import load_suite
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from warp_check.errors import WarpError
-from warp_check.runs.report import read_report
+from warp_check.reports.folder import read_report
 from warp_check.runs.result import RunResult
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from testkit.report_runs import check_run, repair_run
 
-from warp_check.runs.report import REPORT_HTML, write_report
-from warp_check.runs.report_html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, SHOWN_ROWS
+from warp_check.reports.folder import REPORT_HTML, write_report
+from warp_check.reports.html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, SHOWN_ROWS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PWNED = "document.body.setAttribute('data-pwned','1')"

@@ -15,6 +15,7 @@ from warp_check import RepairSettings, RepairStatus
 from warp_check.cases import Kind
 from warp_check.certify.certificate import HistoryRow, Summary
 from warp_check.repair.settings import SynonymUse
+from warp_check.reports.folder import REPORT_JSON, write_report
 from warp_check.runs.details import (
     AuditDetails,
     CertificateDetails,
@@ -27,7 +28,6 @@ from warp_check.runs.details import (
 )
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.runs.report import REPORT_JSON, write_report
 from warp_check.runs.result import Outcome, RunResult, Verdict
 
 COUNTS = {Kind.MUST_FIX: 1, Kind.MUST_KEEP: 1, Kind.AUX: 2}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from warp_check.pipeline.separation import hardest_pair
 from warp_check.repair.records import Miss
-from warp_check.runs.separation import hardest_pair
 
 W = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])  # ‖w0 − w1‖ = √2, ‖w0 − w2‖ = √5
 

@@ -144,9 +144,9 @@ def test_a_repair_over_its_budget_names_the_must_fix_cases_it_cannot_buy(repaire
     assert gated.traffic.properties["cannot buy"] == " ".join(named)
 
     # The run's own repair is the search's first round: searching from scratch names the same cases.
-    from warp_check.runs.budget_fit import fit_to_budget
-    from warp_check.runs.evaluation import evaluate
-    from warp_check.runs.ladder import Ladder
+    from warp_check.budget.fit import fit_to_budget
+    from warp_check.pipeline.evaluation import evaluate
+    from warp_check.pipeline.ladder import Ladder
 
     fresh = load_adapter(suite)
     again_fit = fit_to_budget(Ladder(adapter=fresh, evaluation=evaluate(fresh, suite.cases), settings=suite.settings()),
@@ -181,9 +181,9 @@ def test_the_report_lists_the_cases_a_budget_cannot_buy(repaired, tmp_path):
 
 
 def test_too_little_tune_part_to_name_the_cases_says_so(repaired):
-    from warp_check.runs.budget_fit import fit_to_budget
-    from warp_check.runs.evaluation import evaluate
-    from warp_check.runs.ladder import Ladder
+    from warp_check.budget.fit import fit_to_budget
+    from warp_check.pipeline.evaluation import evaluate
+    from warp_check.pipeline.ladder import Ladder
 
     suite, sample, _, _ = repaired
     adapter = load_adapter(suite)

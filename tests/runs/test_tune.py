@@ -12,11 +12,11 @@ from testkit.suite_builder import write_suite
 from testkit.tiny_models import synthetic_cases
 
 from warp_check import Kind, SettingsError, candidates, load_adapter, load_suite, load_traffic, tune, write_choice
+from warp_check.budget.tune import Candidate, CandidateScore, TuneResult, choose, fold_of
 from warp_check.certify.traffic import Part, part_of, text_key
 from warp_check.cli import main
+from warp_check.pipeline import ladder as ladder_module
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs import ladder as ladder_module
-from warp_check.runs.tune import Candidate, CandidateScore, TuneResult, choose, fold_of
 
 # Two candidates keep the tiny runs short: the suite's settings, and the same with guards.
 GRID = (

@@ -11,9 +11,9 @@ from html.parser import HTMLParser
 from warp_check.cases import Kind
 from warp_check.certify.certificate import Summary
 from warp_check.repair.settings import RepairSettings
+from warp_check.reports.html import render_html
 from warp_check.runs.details import CheckDetails, GsnFtNote, IterationSummary, RepairDetails
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.runs.report_html import render_html
 from warp_check.runs.result import Outcome, RunResult, Verdict
 
 SUITE = {"model": "/models/m", "suite_sha256": "ab" * 32}

@@ -7,7 +7,7 @@ This module owns what a run says of it: the run's record (:class:`TrafficNote`, 
 over a budget), the verdict's words (passed or not, and why) and its JUnit properties. The
 sample and the counting of changes are :mod:`warp_check.certify.traffic` and
 :mod:`warp_check.certify.changes` (the audit recomputes them there); the ``[traffic]`` table is
-:mod:`warp_check.suite.traffic`; the file is read by :mod:`warp_check.extras.traffic`.
+:mod:`warp_check.suite.traffic`; the file is read by :mod:`warp_check.sources.traffic`.
 """
 
 from __future__ import annotations

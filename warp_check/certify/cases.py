@@ -17,8 +17,8 @@ from warp_check.cases import Kind
 from warp_check.certify.bounds import eps_star, lipschitz, local_radius
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings, flip_radius, pgd_worst_gap
+from warp_check.model.blocks import blocks
 from warp_check.model.head import DenseHead
-from warp_check.repair.blocks import blocks
 
 
 def certify_cases(

@@ -499,7 +499,7 @@ def confirm_wrong(
     """
     if not found:
         return [], []
-    from warp_check.runs.evaluation import evaluate
+    from warp_check.pipeline.evaluation import evaluate
 
     probes = [
         Case(id=f"probe-{i}", text=a.text or "", text_pair=a.text_pair, label=case.label, kind=Kind.MUST_FIX)

@@ -46,8 +46,8 @@ from warp_check.validation import is_integer, require_integer
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.head import DenseHead
+    from warp_check.pipeline.evaluation import Evaluation
     from warp_check.repair.settings import RepairSettings
-    from warp_check.runs.evaluation import Evaluation
     from warp_check.suite.loader import Suite
 
 METHODS = ("original", "lora", "full_ft", "warp")
@@ -310,7 +310,7 @@ def _set_threads(threads: int | None) -> int | None:
 
 
 def _evaluate(adapter, cases, settings: CompareSettings, cache_dir, shown: bool | StepProgress) -> Evaluation:
-    from warp_check.runs.evaluation import evaluate
+    from warp_check.pipeline.evaluation import evaluate
 
     return evaluate(adapter, cases, batch_size=settings.batch_size, cache_dir=cache_dir, progress=shown)
 
@@ -377,7 +377,7 @@ def _accuracy(cases: Sequence[Case], predictions: np.ndarray) -> Accuracy:
 def _baseline(method, adapter, cases, settings: CompareSettings, scorer: _Scorer, say: Progress) -> MethodResult:
     from warp_check.extras.baselines import train_full, train_lora
     from warp_check.model.adapter import ClassifierAdapter
-    from warp_check.runs.evaluation import evaluate
+    from warp_check.pipeline.evaluation import evaluate
 
     train = train_lora if method == "lora" else train_full
     say(f"{method}: training on {len([c for c in cases if c.kind is not Kind.AUX])} cases")
@@ -533,7 +533,7 @@ def compare_suite(
     encoding_progress: bool | StepProgress = False,
 ) -> Comparison:
     """:func:`compare` on a loaded suite with its repair settings and its model."""
-    from warp_check.runs.load import load_adapter
+    from warp_check.pipeline.load import load_adapter
 
     settings = settings or CompareSettings(batch_size=suite.model.batch_size)
     general_cases = read_cases_file(suite, general) if general is not None else ()

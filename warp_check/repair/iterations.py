@@ -27,12 +27,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from warp_check.model.blocks import blocks
 from warp_check.model.head import DenseHead, top_left_singular_vectors
 from warp_check.progress import Step
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution, WarmStart
 from warp_check.qp.solve import solve
-from warp_check.repair.blocks import blocks
 from warp_check.repair.controls import Merit, RankSchedule, TrustRegion, shortfall
 from warp_check.repair.endings import misses, named, not_converged, solver_failure
 from warp_check.repair.linearise import (

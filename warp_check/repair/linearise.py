@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from warp_check.model.blocks import blocks
 from warp_check.model.head import DenseHead
 from warp_check.qp.problem import LinearisedProblem
-from warp_check.repair.blocks import blocks
 from warp_check.repair.state import LoopState, Stacked
 
 # Merit price of a must_keep shortfall, in units of λ: must_keep rows are hard in the QP, so

@@ -3,7 +3,7 @@ and decided before the loop (non-finite input, must_keep cases already wrong, GS
 (:mod:`warp_check.repair.iterations`, on the data of :mod:`warp_check.repair.state`), and the result.
 
 What is tried after a loop that does not converge (the paper's loop, the final linear layer, fewer
-neighbourhood copies) is the repair ladder's (:mod:`warp_check.runs.ladder`).
+neighbourhood copies) is the repair ladder's (:mod:`warp_check.pipeline.ladder`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def repair_head(
     A result whose status is not CONVERGED says which cases miss their margin and by how much; its
     ``head_after`` must not be shipped (the artefact writer refuses it). What is tried after a loop
     that did not converge (the paper's loop, the final linear layer) is the repair ladder's
-    (:mod:`warp_check.runs.ladder`).
+    (:mod:`warp_check.pipeline.ladder`).
     """
     settings = settings or RepairSettings()
     check_rank(settings.rank, head.W.shape)

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from warp_check.model.blocks import blocks
 from warp_check.model.head import DenseHead
-from warp_check.repair.blocks import blocks
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import CaseSet, Miss
 from warp_check.repair.settings import RepairSettings

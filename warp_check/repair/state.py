@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from warp_check.model.blocks import blocks
 from warp_check.model.head import UNIT_ROUNDOFF, DenseHead
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.qp.solution import QPSolution
-from warp_check.repair.blocks import blocks
 from warp_check.repair.controls import Merit, RankSchedule, TrustRegion
 from warp_check.repair.metric import StepMetric
 from warp_check.repair.records import IterationRecord, Miss, RepairStatus

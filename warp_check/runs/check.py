@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cache import warm
 from warp_check.cache.warm import WarmEntry
 from warp_check.cases import Case, Kind
+from warp_check.pipeline.load import load_adapter
 from warp_check.progress import Progress
 from warp_check.runs.details import CheckDetails
-from warp_check.runs.load import load_adapter
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult, Verdict
@@ -46,7 +46,7 @@ def check(
     be answered by :func:`check_warm` without loading the model.
     """
     # numpy and the model's code load only here: a warm check imports this module without them
-    from warp_check.runs.evaluation import evaluate
+    from warp_check.pipeline.evaluation import evaluate
 
     cases = _checked_cases(suite, ids)
     evaluation = evaluate(adapter, cases, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress)

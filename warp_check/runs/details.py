@@ -22,7 +22,7 @@ from warp_check.serial import Reader, Record, on_disk, read, view
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
-    from warp_check.runs.neighbourhood import Neighbourhood
+    from warp_check.pipeline.neighbourhood import Neighbourhood
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +89,7 @@ WITHOUT_SYNONYMS = "no WordNet synonyms: nltk or its WordNet data is not install
 
 @dataclass(frozen=True, kw_only=True)
 class NeighbourhoodNote(Record):
-    """What the repair's neighbourhood draw found (:class:`~warp_check.runs.neighbourhood.Neighbourhood`)."""
+    """What the repair's neighbourhood draw found (:class:`~warp_check.pipeline.neighbourhood.Neighbourhood`)."""
 
     perturbed: int  # suite cases perturbed
     drawn: int  # distinct new variants run

@@ -21,15 +21,15 @@ from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
 from warp_check.errors import SettingsError, SuiteError, WarpError
+from warp_check.pipeline.evaluation import Evaluation, evaluate
+from warp_check.pipeline.restore import Reference, wrong_keep
 from warp_check.progress import Progress
 from warp_check.repair import advice
 from warp_check.repair.records import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings, check_rank
 from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails, RunDetails
-from warp_check.runs.evaluation import Evaluation, evaluate
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
-from warp_check.runs.restore import Reference, wrong_keep
 from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
 from warp_check.suite.loader import Suite
 
@@ -82,7 +82,7 @@ class Restoring:
     """A repair that restores regressions, before it runs: the model's own answers on the suite
     (``evaluation``, which names the must_keep cases it gets ``wrong``), the out folder as found
     before that pass, and the baseline with the cases to restore (``reference``, judged on the
-    baseline's answers by the caller: :func:`warp_check.runs.restore.judged`)."""
+    baseline's answers by the caller: :func:`warp_check.pipeline.restore.judged`)."""
 
     evaluation: Evaluation
     destination: Destination
@@ -134,14 +134,14 @@ def repair(
     """Repair on every case of the suite, save the artefact into ``out_dir`` when it converged,
     and give each case its certificate verdict, computed from the repaired weights.
 
-    With ``traffic`` (:func:`warp_check.extras.traffic.load_traffic`), Cert 4 is measured before
+    With ``traffic`` (:func:`warp_check.sources.traffic.load_traffic`), Cert 4 is measured before
     anything is written and the run carries its verdict (the suite's ``traffic`` item); a repair
     whose bound exceeds the budget writes nothing.
 
     ``flags`` names, per setting, how the user changes it (for advice in failure messages).
     ``restoring``: the baseline's judgement of the must_keep cases the model gets wrong (data: this
     function loads no other model nor suite); those it got right are restored
-    (:mod:`warp_check.runs.restore`). Raises ArtefactError when ``out_dir`` may not be written
+    (:mod:`warp_check.pipeline.restore`). Raises ArtefactError when ``out_dir`` may not be written
     (before any work is done).
     """
     facts = SuiteFacts.of(suite)
@@ -151,8 +151,8 @@ def repair(
             adapter,
             facts.cases,
             settings,
-            batch_size=facts.batch_size,
             out_dir=out_dir,
+            batch_size=facts.batch_size,
             cache_dir=cache_dir,
             attack=attack,
             progress=progress,

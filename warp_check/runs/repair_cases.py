@@ -1,5 +1,5 @@
 """Repairing a model on a list of cases, end to end: encode them, climb the repair ladder
-(:mod:`warp_check.runs.ladder`), certify what settled from the repaired weights, save it.
+(:mod:`warp_check.pipeline.ladder`), certify what settled from the repaired weights, save it.
 
 The repair mode of a suite (:mod:`warp_check.runs.repair`), ``warp-check compare`` and the library
 call :func:`repair_cases`, so cases are repaired alike inside and outside pytest.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from warp_check.budget.fit import fit_to_budget
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
 from warp_check.certificates import judged
@@ -39,14 +40,13 @@ from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import check_no_conflicts
 from warp_check.model.hashing import parameter_hashes, upstream_sha256
 from warp_check.model.specs import HeadSpec
+from warp_check.pipeline.evaluation import Evaluation, evaluate
+from warp_check.pipeline.ladder import Climb, Ladder, climb
+from warp_check.pipeline.neighbourhood import Neighbourhood, draw_neighbourhood
+from warp_check.pipeline.restore import Reference
 from warp_check.progress import Progress
 from warp_check.repair.records import RepairResult
 from warp_check.repair.settings import RepairSettings, SynonymUse, check_rank
-from warp_check.runs.budget_fit import fit_to_budget
-from warp_check.runs.evaluation import Evaluation, evaluate
-from warp_check.runs.ladder import Climb, Ladder, climb
-from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood
-from warp_check.runs.restore import Reference
 from warp_check.version import __version__
 
 
@@ -86,7 +86,7 @@ def repair_cases(
     label_name: Callable[[int], str] | None = None,
     reference: Reference | None = None,
 ) -> RepairOutcome:
-    """Encode, climb the repair ladder (:mod:`~warp_check.runs.ladder`), certify what settled from the
+    """Encode, climb the repair ladder (:mod:`~warp_check.pipeline.ladder`), certify what settled from the
     repaired weights and, if asked, save atomically.
 
     Where the adapter's head has a fallback (``layer = "auto"`` chose a dense form) and the dense
@@ -101,7 +101,7 @@ def repair_cases(
     where the bound exceeds the sample's ``max_change`` nothing is written (``outcome.over_budget``).
     ``label_name`` names classes in its counts by label pair (default: the model's id2label).
 
-    ``reference``: the suite's baseline (:mod:`~warp_check.runs.restore`); its ``restored`` must_keep
+    ``reference``: the suite's baseline (:mod:`~warp_check.pipeline.restore`); its ``restored`` must_keep
     cases are repaired as must_fix cases and certified so, and the certificate names it.
     """
     settings = settings or RepairSettings()

@@ -1,7 +1,7 @@
 """A suite's ``[traffic]`` table: unlabelled text like the model's traffic, and the budget a repair
 must keep on it (:class:`TrafficSettings`).
 
-The file itself is read when a run needs it (``warp_check.extras.traffic``, with the readers of
+The file itself is read when a run needs it (``warp_check.sources.traffic``, with the readers of
 ``warp-check import``); here the table is checked, key by key, when the suite loads::
 
     [traffic]

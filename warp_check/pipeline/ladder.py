@@ -29,13 +29,13 @@ import numpy as np
 from warp_check.cases import Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.head import DenseHead
+from warp_check.pipeline.evaluation import Evaluation, evaluate
+from warp_check.pipeline.neighbourhood import Neighbourhood
+from warp_check.pipeline.separation import hardest_pair
 from warp_check.progress import Progress
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings
-from warp_check.runs.evaluation import Evaluation, evaluate
-from warp_check.runs.neighbourhood import Neighbourhood
-from warp_check.runs.separation import hardest_pair
 
 
 class Rung(enum.Enum):

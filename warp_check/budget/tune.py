@@ -44,12 +44,12 @@ from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
 from warp_check.model.head import DenseHead
+from warp_check.pipeline.evaluation import Evaluation, evaluate
+from warp_check.pipeline.ladder import Ladder, climb
+from warp_check.pipeline.neighbourhood import Neighbourhood, draw_neighbourhood, drawn_from
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.linearise import gaps
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
-from warp_check.runs.evaluation import Evaluation, evaluate
-from warp_check.runs.ladder import Ladder, climb
-from warp_check.runs.neighbourhood import Neighbourhood, draw_neighbourhood, drawn_from
 from warp_check.suite.casefile import NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 from warp_check.suite.toml_lines import TomlEdit, edited_toml, rewrite_toml, writable_toml

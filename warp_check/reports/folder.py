@@ -5,7 +5,7 @@ converts into one with :func:`run_from_certificate`. Plots per run: the gap of e
 before and after repair, a histogram of certified radii, and convergence per iteration.
 matplotlib is imported inside the functions and drawn with its Agg canvas directly (no
 pyplot), so a report never touches the user's own matplotlib backend. The page
-(:mod:`warp_check.runs.report_html`) draws its own plots and needs none of these files.
+(:mod:`warp_check.reports.html`) draws its own plots and needs none of these files.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from warp_check.certify.certificate import Certificate
 from warp_check.errors import WarpError
 from warp_check.files import replaced_atomically, write_json_atomic, write_text_atomically
 from warp_check.json_bounded import read_json
+from warp_check.reports.html import REPORT_HTML, render_html
+from warp_check.reports.summary import CAPTIONS, certificate_facts, headline
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails, traffic_of
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.runs.report_html import REPORT_HTML, render_html
-from warp_check.runs.report_summary import CAPTIONS, certificate_facts, headline
 from warp_check.runs.result import Outcome, RunResult, Verdict, tally
 from warp_check.version import __version__
 

@@ -23,7 +23,7 @@ from warp_check.cases import Case, Kind
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.traffic import TrafficSample, split_traffic
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.extras.importer import ImportSettings, format_of, read_unlabelled
+from warp_check.sources.importer import ImportSettings, format_of, read_unlabelled
 from warp_check.suite.loader import Suite
 from warp_check.suite.traffic import TrafficSettings
 

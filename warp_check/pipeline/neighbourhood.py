@@ -16,7 +16,7 @@ own neighbours, or two texts that tokenise alike) is left out: it could only rep
 that case. Of a text pair the first text is perturbed: copies that perturbed the second too (an NLI
 hypothesis, which attacks do edit) cost real RTE models 1.3-2.8 points of dev accuracy for no
 held-out gain. Copies are drawn blind, so one may contradict a suite case: the repair drops those it
-cannot meet (:mod:`~warp_check.runs.ladder`).
+cannot meet (:mod:`~warp_check.pipeline.ladder`).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from warp_check.cases import NEIGHBOUR, Case, Kind
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
 from warp_check.perturb import draw_key, drawing_code, perturbed_texts, wordnet_available
+from warp_check.pipeline.evaluation import Evaluation, evaluate
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, SynonymUse
-from warp_check.runs.evaluation import Evaluation, evaluate
 
 DRAWN_CACHE = "neighbourhood-draws"  # beside the representations: every variant drawn, right or wrong
 

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError
-from warp_check.extras.importer import (
+from warp_check.pipeline.evaluation import evaluate
+from warp_check.pipeline.load import load_adapter
+from warp_check.sources.importer import (
     ImportSettings,
     LabelledRow,
     check_id,
@@ -24,9 +26,7 @@ from warp_check.extras.importer import (
     read_labelled,
     row_error,
 )
-from warp_check.extras.predictions import naming_the_file
-from warp_check.runs.evaluation import evaluate
-from warp_check.runs.load import load_adapter
+from warp_check.sources.predictions import naming_the_file
 from warp_check.suite.casefile import AppendResult, append_cases, writer_check
 from warp_check.suite.loader import Suite
 

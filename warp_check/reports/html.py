@@ -26,10 +26,10 @@ import json
 import re
 from collections.abc import Sequence
 
+from warp_check.reports.summary import CAPTIONS, CaseRow, Fact, case_rows, headline, is_baseline_run
+from warp_check.reports.svg import convergence_plot, gaps_plot, radius_plot
 from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails
 from warp_check.runs.modes import Mode
-from warp_check.runs.report_summary import CAPTIONS, CaseRow, Fact, case_rows, headline, is_baseline_run
-from warp_check.runs.report_svg import convergence_plot, gaps_plot, radius_plot
 from warp_check.runs.result import Outcome, RunResult
 
 REPORT_HTML = "index.html"

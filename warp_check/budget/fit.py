@@ -42,10 +42,10 @@ from warp_check.certify.binomial import change_bound
 from warp_check.certify.changes import traffic_inputs
 from warp_check.certify.traffic import Part, TrafficSample
 from warp_check.model.head import DenseHead
+from warp_check.pipeline.ladder import Ladder, climb
+from warp_check.pipeline.neighbourhood import drawn_from
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.records import RepairStatus
-from warp_check.runs.ladder import Ladder, climb
-from warp_check.runs.neighbourhood import drawn_from
 
 MAX_REPAIRS = 12  # repairs a search may run (the suite's own and the one with no must_fix case among them)
 # A round covers the excess over what leaving out the last round's cases actually removed for each change

@@ -50,7 +50,7 @@ class ImportSettings:
     source: str | None = None  # written on every case (default: the file's name)
     task: str | None = None  # advglue: which task of dev.json
     # Label every row by the model's own prediction, no label column read: the repair keeps the
-    # predictions (warp_check.extras.predictions). must_keep only.
+    # predictions (warp_check.sources.predictions). must_keep only.
     predicted: bool = False
 
     def __post_init__(self) -> None:
@@ -108,7 +108,7 @@ class LabelledRow:
 def import_cases(suite: Suite, source: str | Path, out: str | Path, settings: ImportSettings) -> ImportResult:
     """Read ``source``, check every row against the suite's labels, append the cases to ``out``."""
     if settings.predicted:
-        raise SettingsError("predicted", True, "needs the model: use warp_check.extras.predictions.import_predicted")
+        raise SettingsError("predicted", True, "needs the model: use warp_check.sources.predictions.import_predicted")
     source = Path(source)
     rows = read_labelled(suite, source, settings)
     for row in rows:

@@ -1,6 +1,6 @@
 """``warp-check neighbours``: a suite's neighbourhood written into its must_fix file.
 
-A repair draws its neighbourhood itself (:mod:`warp_check.runs.neighbourhood`, the suite's
+A repair draws its neighbourhood itself (:mod:`warp_check.pipeline.neighbourhood`, the suite's
 ``[repair.neighbours]``). Writing the cases into the suite instead makes them reviewable cases of
 their own: they are checked by every plain run, kept by later releases, and a repair then draws
 nothing new for them (a variant already in the suite is never drawn again).
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warp_check.cases import NEIGHBOUR, Kind
+from warp_check.pipeline.evaluation import evaluate
+from warp_check.pipeline.neighbourhood import draw_neighbourhood
 from warp_check.repair.settings import NeighbourSettings, SynonymUse
-from warp_check.runs.evaluation import evaluate
-from warp_check.runs.neighbourhood import draw_neighbourhood
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from warp_check.cases import Kind
-from warp_check.runs.report_summary import CaseRow
+from warp_check.reports.summary import CaseRow
 
 MAX_POINTS = 300
 WIDTH, HEIGHT = 640, 300
