@@ -9,11 +9,14 @@ without numpy, the solvers, hypothesis or torch. ``__all__`` is the table's name
 the table.
 
 The layers, bottom up (docs/design.md has the table; tests/test_layers.py holds the imports to
-it): ``perturb``, ``cache``, ``serial``; ``model`` (the classifier as encoder → v → head) and ``qp``
-(the repair QP and its backends); ``repair`` (its settings and the loop); ``suite`` (warp.toml and
-case files, read into those settings) and ``certify`` (certificates, verification, the saved
-artefact); ``options`` and ``runs`` (check, repair and audit of a suite, reports); ``modes`` (the
-run modes, one table) and ``extras`` (attacks, invariance checks, baselines, import, promote).
+it): ``decisions`` (the kinds of decision, one table); ``perturb``, ``cache``, ``serial``; ``model``
+(the classifier as encoder → v → head) and ``qp`` (the repair QP and its backends); ``repair`` (its
+settings and the loop); ``suite`` (warp.toml and case files, read into those settings) and
+``certify`` (the certificate file, verification, the saved artefact); ``certificates`` (Cert 1–4,
+one module each in one table) and ``options``; ``pipeline`` (a suite's cases through the model and
+a repair); ``budget`` (a traffic budget, tune) and ``sources`` (import, split, promote, traffic);
+``runs`` (check, repair and audit of a suite); ``modes`` (the run modes, one table), ``reports`` and
+``extras`` (what needs an optional package: attacks, LoRA and fine-tuning baselines, invariance).
 The plugin (``pytest_warp``) and the command (``cli``, ``commands``) use the names below, and
 :mod:`warp_check.frontend` for what only they need (option declarations, the run modes' table,
 checks made before a run's work, output helpers), which is not public API.
