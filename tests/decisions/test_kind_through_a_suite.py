@@ -22,6 +22,8 @@ from warp_check import verify
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.decisions import DECISIONS
 from warp_check.errors import SuiteError
+from warp_check.runs import check as check_run
+from warp_check.runs.load import load_adapter
 from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
@@ -57,16 +59,16 @@ def cases(multiclass_dir: Path) -> tuple[list[dict], list[dict]]:
     return wrong, right
 
 
-def write(folder: Path, model: Path, wrong: list[dict], right: list[dict]) -> Path:
+def write(folder: Path, model: Path, wrong: list[dict], right: list[dict], *, kind: str = "top_in_set") -> Path:
+    """A suite of must_fix ``wrong`` and must_keep ``right`` cases whose warp.toml names ``kind``."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name, records in (("fix", wrong), ("keep", right)):
-        lines = [json.dumps({k: v for k, v in r.items() if k != "gap"}) for r in records]
-        (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (folder / "warp.toml").write_text(
-        f'[model]\npath = {json.dumps(str(model))}\ndecision = "top_in_set"\n'
-        '[[cases]]\npath = "fix.jsonl"\nkind = "must_fix"\n[[cases]]\npath = "keep.jsonl"\nkind = "must_keep"\n',
-        encoding="utf-8",
-    )
+    toml = f"[model]\npath = {json.dumps(str(model))}\ndecision = {json.dumps(kind)}\n"
+    for name, records in (("must_fix", wrong), ("must_keep", right)):
+        if records:
+            lines = [json.dumps({k: v for k, v in r.items() if k != "gap"}) for r in records]
+            (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            toml += f'[[cases]]\npath = "{name}.jsonl"\nkind = "{name}"\n'
+    (folder / "warp.toml").write_text(toml, encoding="utf-8")
     return folder
 
 
@@ -123,3 +125,20 @@ def test_check_repair_and_report_run_on_the_kind(pytester, multiclass_dir, cases
     pytester.runpytest(*INNER).assert_outcomes(passed=len(wrong) + len(right))
     page = (pytester.path / "rep" / "index.html").read_text(encoding="utf-8")
     assert 'data-passed="true"' in page
+
+
+def test_a_warm_check_answers_as_the_kind_and_no_other_kinds_entry_answers_it(tmp_path, multiclass_dir, cases):
+    wrong, right = cases
+    folder = write(tmp_path / "suite", multiclass_dir, wrong, right)
+    cache = tmp_path / "cache"
+    toy = load_suite(folder)
+    # The same folder checked as a single-label suite leaves an entry the toy kind's suite does not take.
+    one = [{"id": "one", "text": wrong[0]["text"], "label": 0}]
+    single = write(tmp_path / "single", multiclass_dir, one, [], kind="single_label")
+    check_run.check(load_suite(single), load_adapter(load_suite(single)), cache_dir=cache)
+    assert check_run.warm_entry(toy, cache) is None
+    cold = check_run.check(toy, load_adapter(toy), cache_dir=cache)
+    warm = check_run.check_warm(toy, check_run.warm_entry(toy, cache), cache_dir=cache)
+    assert warm is not None and warm.details.model_loaded is False
+    assert [v.to_dict() for v in warm.verdicts] == [v.to_dict() for v in cold.verdicts]
+    assert [v.passed for v in cold.verdicts] == [False] * len(wrong) + [True] * len(right)

@@ -187,13 +187,13 @@ def _fit(
     after_epoch: AfterEpoch | None = None,
 ) -> _Fit:
     import torch
-    import torch.nn.functional as F
 
     cases = training_cases(cases)
     if not cases:
         raise SettingsError("cases", len(cases), "the baselines need must_fix or must_keep cases to train on")
     features = adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
-    labels = torch.tensor([c.label for c in cases], dtype=torch.long, device=adapter.device)
+    decision = adapter.decision  # what the cases' labels state, and the loss training towards them descends
+    labels = torch.as_tensor(decision.answers([c.label for c in cases], adapter.num_classes), device=adapter.device)
     optimiser = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     generator = torch.Generator().manual_seed(settings.seed)
     losses: list[float] = []
@@ -207,7 +207,7 @@ def _fit(
             rows = order[begin : begin + settings.batch_size]
             batch = adapter.padded([features[i] for i in rows])  # on the model's device
             logits = model(**batch).logits
-            loss = F.cross_entropy(logits, labels[rows])
+            loss = decision.training_loss(logits, labels[rows])
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()
