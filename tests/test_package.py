@@ -87,7 +87,7 @@ def test_what_type_checkers_see_is_what_loads(module: str):
 @pytest.mark.parametrize("first", ["layers", "names"])
 def test_public_names_are_what_their_modules_define_whatever_loads_first(first: str):
     # A sub-package's import binds it on warp_check; no public name may be shadowed by one.
-    layers = "import warp_check.repair.loop, warp_check.certify.verify, warp_check.runs.repair_cases\n"
+    layers = "import warp_check.repair.loop, warp_check.certificates.verify, warp_check.runs.repair_cases\n"
     layers += "import warp_check.modes\n"
     names = "import warp_check as wc\nwc.verify\n"
     load = layers + "import warp_check as wc\n" if first == "layers" else names + layers

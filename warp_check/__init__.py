@@ -33,6 +33,8 @@ from warp_check.version import __version__
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the same at run time)
     from warp_check.budget.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.cases import Case, Kind
+    from warp_check.certificates.chain import ChainVerification, Link, verify_chain
+    from warp_check.certificates.verify import Verification, verify
     from warp_check.certify.artefact import write_artefact
     from warp_check.certify.binomial import change_bound
     from warp_check.certify.bounds import eps_star, lipschitz, local_radius
@@ -45,13 +47,11 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
         Lipschitz,
         TrafficRecord,
     )
-    from warp_check.certify.chain import ChainVerification, Link, verify_chain
     from warp_check.certify.changes import measure_changes, traffic_inputs
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
     from warp_check.certify.traffic import Part as TrafficPart
     from warp_check.certify.traffic import TrafficSample, split_traffic
     from warp_check.certify.traffic import text_key as traffic_text_key
-    from warp_check.certify.verify import Verification, verify
     from warp_check.errors import (
         ArtefactError,
         CertificateError,
@@ -141,9 +141,9 @@ _PUBLIC: dict[str, str] = {
     "FORMAT": "warp_check.certify.certificate",
     "Lipschitz": "warp_check.certify.certificate",
     "TrafficRecord": "warp_check.certify.certificate",
-    "ChainVerification": "warp_check.certify.chain",
-    "Link": "warp_check.certify.chain",
-    "verify_chain": "warp_check.certify.chain",
+    "ChainVerification": "warp_check.certificates.chain",
+    "Link": "warp_check.certificates.chain",
+    "verify_chain": "warp_check.certificates.chain",
     "measure_changes": "warp_check.certify.changes",
     "traffic_inputs": "warp_check.certify.changes",
     "AttackSettings": "warp_check.certify.falsify",
@@ -154,8 +154,8 @@ _PUBLIC: dict[str, str] = {
     "traffic_text_key": "warp_check.certify.traffic:text_key",
     "TrafficPart": "warp_check.certify.traffic:Part",
     "TrafficSample": "warp_check.certify.traffic",
-    "Verification": "warp_check.certify.verify",
-    "verify": "warp_check.certify.verify",
+    "Verification": "warp_check.certificates.verify",
+    "verify": "warp_check.certificates.verify",
     "ArtefactError": "warp_check.errors",
     "CertificateError": "warp_check.errors",
     "EngineError": "warp_check.errors",

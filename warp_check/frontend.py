@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
     from warp_check.budget.tune import DEFAULT_FOLDS as TUNE_FOLDS
     from warp_check.budget.tune import check_tune
     from warp_check.cache.warm import WarmEntry
-    from warp_check.certificates import judged
     from warp_check.errors import from_interrupt
     from warp_check.extras.attacks import STATUS_MEANING as ATTACK_STATUS_MEANING
     from warp_check.extras.attacks import STATUSES as ATTACK_STATUSES
@@ -56,7 +55,6 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
 
 _FRONTEND: dict[str, str] = {
     "WarmEntry": "warp_check.cache.warm",
-    "judged": "warp_check.certificates",
     "from_interrupt": "warp_check.errors",
     "ATTACK_STATUS_MEANING": "warp_check.extras.attacks:STATUS_MEANING",
     "ATTACK_STATUSES": "warp_check.extras.attacks:STATUSES",

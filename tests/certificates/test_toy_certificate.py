@@ -1,6 +1,7 @@
 """A certificate is one module and one line of the table: a toy Cert 5 (cert5_half_gap.py), once
 registered, is measured by the repair and written in its certificate, recomputed by the audit and by
-``warp-check verify``, and shown in the JUnit XML and the report page; unregistered, the certificate is as before."""
+``warp-check verify`` and the public ``verify()``, and shown in the JUnit XML and the report page;
+unregistered, the certificate is as before."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from cert5_half_gap import HALF_GAP
 from testkit.suite_builder import split_cases, write_suite
 
+import warp_check
 from warp_check.certificates import CERTIFICATES, register, unregister
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
@@ -97,6 +99,17 @@ def test_a_registered_certificate_is_in_the_certificate_the_audit_junit_and_the_
     said = capsys.readouterr().out
     assert f"FAILED half_gap [{lied}]: half_gap: " in said and "the certificate says it" in said
     assert "certificate does NOT hold" in said
+
+    # So do the public verify() and verify_chain(), with no argument saying so: every registered
+    # certificate is re-checked.
+    genuine = warp_check.verify(certificate.parent)
+    assert genuine.ok and {c.case_id for c in genuine.checks if c.name == "half_gap"} == {c["id"] for c in right}
+    caught = warp_check.verify(certificate.parent, forged)
+    assert [(c.name, c.case_id) for c in caught.failures()] == [("half_gap", lied)]
+    assert "the certificate says it" in caught.failures()[0].detail
+    chain = warp_check.verify_chain(certificate.parent)
+    rechecked = chain.links[0].verification
+    assert chain.ok and rechecked is not None and sum(c.name == "half_gap" for c in rechecked.checks) == len(right)
 
 
 def test_unregistered_the_certificate_file_is_as_before(pytester, suite):

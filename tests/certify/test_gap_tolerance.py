@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from warp_check.certify.verify import GAP_TOLERANCE, gap_tolerances
+from warp_check.certificates.verify import GAP_TOLERANCE, gap_tolerances
 from warp_check.model.activations import get_activation
 from warp_check.model.head import UNIT_ROUNDOFF, DenseHead
 

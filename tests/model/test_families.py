@@ -18,7 +18,7 @@ import torch
 from testkit.families import FAMILIES, build, suite
 from testkit.suite_builder import exit_code
 
-from warp_check.certify.verify import GAP_TOLERANCE, gap_tolerances, verify
+from warp_check.certificates.verify import GAP_TOLERANCE, gap_tolerances, verify
 from warp_check.decisions import SINGLE_LABEL
 from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter

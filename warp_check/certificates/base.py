@@ -58,6 +58,20 @@ class Cert(abc.ABC):
         """A further certificate's verdict and figures on a case (None: not claimed for it)."""
         return None
 
+    def audit_target(self, settings: RepairSettings) -> str | None:
+        """What the audit holds a case's recomputed verdict to, in words (Cert 1–3); None: the audit
+        re-checks it otherwise (a further certificate: by :meth:`measure`; Cert 4: on the traffic)."""
+        return None
+
+    def audited(self, record: CaseCertificate, settings: RepairSettings) -> tuple[bool, str] | None:
+        """Whether it holds for the case as recomputed at the audit, and the audit's words (None:
+        see :meth:`audit_target`)."""
+        target = self.audit_target(settings)
+        if target is None:
+            return None
+        holds = bool(getattr(record, self.name))
+        return holds, f"{self.name}: {target}: {'holds' if holds else 'FAILS'} (gap {record.held_gap:.6g})"
+
     def holds(self, record: CaseCertificate) -> bool | None:
         """Whether it holds for the case (None: not claimed for it), as its certificate records it."""
         claim = record.claim(self.name)

@@ -37,6 +37,9 @@ class MustKeepKept(Cert):
             )
         return False, f"Cert 2 fails: {what}"
 
+    def audit_target(self, settings: RepairSettings) -> str:
+        return f"gap ≥ γ_h = {settings.gamma_h:g} with the label kept"
+
 
 CERT2 = MustKeepKept()
 

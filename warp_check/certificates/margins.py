@@ -28,6 +28,9 @@ class MustFixMargins(Cert):
             )
         return True, f"Cert 1: gap {num(record.gap_after)} ≥ γ_s = {num(settings.gamma_s)}"
 
+    def audit_target(self, settings: RepairSettings) -> str:
+        return f"gap ≥ γ_s = {settings.gamma_s:g}"
+
 
 CERT1 = MustFixMargins()
 

@@ -11,6 +11,7 @@ from warp_check.cases import Kind
 from warp_check.certificates.base import Cert, CertNumbers
 from warp_check.certificates.words import num
 from warp_check.certify.certificate import CaseCertificate
+from warp_check.repair.settings import RepairSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +59,9 @@ class RobustnessRadius(Cert):
             f"Cert 3 fails: the v-space attack found gap {num(record.attack_min_gap)} ≤ 0 inside the "
             f"certified ball of radius {num(record.certified_radius)}"
         )
+
+    def audit_target(self, settings: RepairSettings) -> str:
+        return "no flip inside the certified ball"
 
 
 CERT3 = RobustnessRadius()

@@ -33,7 +33,7 @@ from warp_check.commands.arguments import (
     traffic_loader,
 )
 from warp_check.commands.results import finish
-from warp_check.frontend import RunJob, check_traffic_overrides, judged, mode_named
+from warp_check.frontend import RunJob, check_traffic_overrides, mode_named
 
 # The declared options verify takes (warp_check.options); its own arguments follow.
 VERIFY_OPTIONS = (
@@ -107,9 +107,7 @@ def verify_command(args: argparse.Namespace) -> int:
         check_traffic_overrides({"max_change": args.max_change})
         traffic = read_traffic(TrafficSettings(path=Path(args.traffic), max_change=args.max_change))
     cache = model_cache(args, model_dir)
-    verification = verify(
-        model_dir, certificate, cache_dir=cache, progress=progress_of(args), traffic=traffic, judge=judged
-    )
+    verification = verify(model_dir, certificate, cache_dir=cache, progress=progress_of(args), traffic=traffic)
     failures = verification.failures()
     if args.json:
         checks: list[dict[str, Any]] = [

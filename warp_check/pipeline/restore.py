@@ -3,7 +3,7 @@ baseline got right, is repaired back instead of being left out.
 
 The baseline is the model the user names (``--warp-baseline`` under pytest, ``--baseline`` for
 ``warp-check repair``), or else the first model of the input model's certificate chain
-(:func:`warp_check.certify.chain.first_model`). A restored case joins the QP as a must_fix row
+(:func:`warp_check.certificates.chain.first_model`). A restored case joins the QP as a must_fix row
 with margin γ_s, not γ_h: it must end right with a margin, and with the margin and Cert 3 radius a
 fixed case gets, since it is one a release already lost once; the certificate records it with its
 kind (must_keep) and ``restored: true``, under Cert 1 and 3. ``[repair] restore_regressions =
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warp_check.cases import Kind
-from warp_check.certify.chain import first_model
+from warp_check.certificates.chain import first_model
 from warp_check.errors import CertificateError, ModelError
 from warp_check.pipeline.baseline_folder import check_baseline
 from warp_check.suite.loader import Suite

@@ -6,13 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from warp_check.cases import NEIGHBOUR, Case, Kind
-from warp_check.certificates import judged
 from warp_check.certificates import traffic as cert4
 from warp_check.certificates.numbers import CaseNumbers
+from warp_check.certificates.verify import Check, Verification, verify
 from warp_check.certify.certificate import CaseRecord
 from warp_check.certify.falsify import AttackSettings
 from warp_check.certify.traffic import TrafficSample
-from warp_check.certify.verify import Check, Verification, verify
 from warp_check.progress import Progress
 from warp_check.runs.details import AuditDetails
 from warp_check.runs.messages import num
@@ -41,7 +40,6 @@ def audit(
         attack=attack,
         progress=progress,
         traffic=traffic,
-        judge=judged,
     )
     claims = {c.id: c for c in verification.certificate.cases}
     failures = [c.detail for c in verification.checks if c.case_id is None and not c.ok]  # the whole model's

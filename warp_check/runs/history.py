@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from warp_check.certify.chain import ChainVerification
+from warp_check.certificates.chain import ChainVerification
 from warp_check.runs.check import check_suite
 from warp_check.suite.loader import load_suite
 

@@ -8,13 +8,13 @@ in float64, and every claimed certificate must hold on what is there now.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from warp_check.cases import NEIGHBOUR, Case
+from warp_check.certificates import CERTIFICATES, judged
 from warp_check.certify.artefact import folder_weights
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.bounds import lipschitz
@@ -41,7 +41,6 @@ from warp_check.model.hashing import parameter_hashes
 from warp_check.model.head import DenseHead
 from warp_check.model.specs import HeadSpec
 from warp_check.progress import Progress
-from warp_check.repair.settings import RepairSettings
 
 # How far a recomputed gap may sit from the certificate's: v encoded on another device (a GPU's
 # differs from the CPU's by ~1e-6 relative) or in another process moves gaps by up to ~1e-4; the
@@ -51,10 +50,6 @@ from warp_check.repair.settings import RepairSettings
 # there a gap may move by more (gap_tolerances).
 GAP_TOLERANCE = 1e-3
 REL_TOLERANCE = 1e-6
-
-
-# The further certificates' verdicts added to recomputed cases (warp_check.certificates.judged).
-Judge = Callable[[Sequence[CaseCertificate], RepairSettings], list[CaseCertificate]]
 
 
 @dataclass(frozen=True)
@@ -95,13 +90,13 @@ def verify(
     attack: AttackSettings | None = None,
     progress: bool | Progress = False,
     traffic: TrafficSample | None = None,
-    judge: Judge | None = None,
 ) -> Verification:
     """Every claim of the certificate recomputed on ``model_dir``; with ``traffic``, Cert 4 too: the
     sample must be the one the repair measured (by digest: another is a SuiteError), and the
     repaired model's predictions on it must change exactly the texts the certificate says.
-    ``judge`` gives the recomputed cases the further certificates' verdicts
-    (:func:`warp_check.certificates.judged`); without it a further claim is not re-checked, and fails."""
+    Every certificate registered (:data:`warp_check.certificates.CERTIFICATES`) is re-checked: a
+    further one on the recomputed cases (:func:`warp_check.certificates.judged`); a further claim no
+    registered certificate re-checks fails."""
     model_dir = Path(model_dir)
     cert_path = Path(certificate) if certificate is not None else model_dir / CERTIFICATE_NAME
     data = read_json(cert_path)
@@ -137,8 +132,7 @@ def verify(
         restored=frozenset(claim.id for claim in claimed.cases if claim.restored),
         attack=attack,
     )
-    if judge is not None:
-        records = judge(records, claimed.settings)
+    records = judged(records, claimed.settings)
     claimed_L = claimed.lipschitz.L
     checks.append(
         Check(
@@ -309,26 +303,18 @@ def _case_checks(
             cid,
         )
     ]
-    targets = {
-        "cert1": f"gap ≥ γ_s = {settings.gamma_s:g}",
-        "cert2": f"gap ≥ γ_h = {settings.gamma_h:g} with the label kept",
-        "cert3": "no flip inside the certified ball",
-    }
-    for name, target in targets.items():
-        if getattr(claim, name):
-            holds = bool(getattr(record, name))
-            checks.append(
-                Check(
-                    name,
-                    holds,
-                    f"{name}: {target}: {'holds' if holds else 'FAILS'} (gap {record.held_gap:.6g})",
-                    cid,
-                )
-            )
+    for cert in CERTIFICATES:
+        audited = cert.audited(record, settings)
+        if audited is not None and getattr(claim, cert.name):
+            holds, words = audited
+            checks.append(Check(cert.name, holds, words, cid))
     for further in claim.further:
         again = record.claim(further.name)
         said = "holds" if further.holds else "fails"
-        found = "was not re-checked (no judge for it)" if again is None else "holds" if again.holds else "FAILS"
+        if again is None:
+            found = "was not re-checked (no certificate of that name is registered here)"
+        else:
+            found = "holds" if again.holds else "FAILS"
         same = again is not None and again.holds == further.holds
         detail = (
             f"{further.name}: {found}, as the certificate says"
@@ -358,4 +344,4 @@ def _groups(cases: list[Case]) -> list[list[int]]:
     return [rows for rows in (own, drawn) if rows]
 
 
-__all__ = ["Check", "Judge", "Verification", "gap_tolerances", "verify", "lipschitz"]
+__all__ = ["Check", "Verification", "gap_tolerances", "verify", "lipschitz"]

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from warp_check.cache.fingerprint import file_sha256
+from warp_check.certificates.verify import Check, Verification, verify
 from warp_check.certify.artefact import folder_hashes
 from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
-from warp_check.certify.verify import Check, Verification, verify
 
 MAX_LINKS = 1000  # a chain longer than this is a loop in the folders' sources
 
