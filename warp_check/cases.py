@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 class Kind(str, enum.Enum):
@@ -29,12 +30,12 @@ NEIGHBOUR = "neighbour"
 @dataclass(frozen=True, kw_only=True)
 class Case:
     """One labelled input. ``label`` is the answer its suite's kind of decision asks for (single
-    label: the class id; another kind: a tuple of class ids, as the kind parses its case
-    file's ``label``); ``origin`` is 'file:line' when loaded."""
+    label: the class id; another kind: a tuple of class ids, or of tuples of them (several labels:
+    ``(on, off)``), as the kind reads its case file's answer); ``origin`` is 'file:line' when loaded."""
 
     id: str
     text: str
-    label: int | tuple[int, ...]
+    label: int | tuple[int, ...] | tuple[tuple[int, ...], ...]
     kind: Kind
     text_pair: str | None = None
     source: str | None = None
@@ -56,9 +57,12 @@ class Case:
                 "Case.labelled(labels, ...), labels being a suite's suite.labels or a model's adapter.labels"
             )
         if isinstance(self.label, (list, tuple)):  # a certificate's JSON reads a tuple back as a list
-            object.__setattr__(self, "label", tuple(self.label))
-            if not self.label or not all(_is_class_id(c) for c in self.label):
-                raise ValueError(f"label={self.label!r}: a kind of decision's answer holds class ids (ints >= 0)")
+            object.__setattr__(self, "label", _answer_tuple(self.label))
+            if not self.label or not all(_ids_in(c) for c in self.label):
+                raise ValueError(
+                    f"label={self.label!r}: a kind of decision's answer holds class ids (ints >= 0), "
+                    "or tuples of them (several labels: (on, off))"
+                )
         elif not _is_class_id(self.label):
             raise ValueError(f"label={self.label!r}: must be a class id (int >= 0)")
         object.__setattr__(self, "kind", Kind(self.kind))
@@ -131,3 +135,13 @@ def text_problem(text: str) -> str | None:
     if not any(unicodedata.category(ch)[0] not in "CZ" for ch in text):
         return "has no visible character (only spaces, zero-width or control characters)"
     return None
+
+
+def _answer_tuple(answer: Any) -> tuple[Any, ...]:
+    """An answer read back from JSON (lists, lists of lists) as the tuples a Case holds."""
+    return tuple(_answer_tuple(a) if isinstance(a, (list, tuple)) else a for a in answer)
+
+
+def _ids_in(item: Any) -> bool:
+    """A class id, or a tuple of them."""
+    return all(_is_class_id(c) for c in item) if isinstance(item, tuple) else _is_class_id(item)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from warp_check.decisions import DecisionKind, LabelSpace, Margins, register
+from warp_check.decisions import Constraints, DecisionKind, LabelSpace, Margins, register
 
 
 class TopInSet(DecisionKind):
@@ -53,8 +53,19 @@ class TopInSet(DecisionKind):
         rival = np.argmax(np.where(allowed, -np.inf, logits), axis=1)
         return Margins(gap=logits[rows, held] - logits[rows, rival], held=held, rival=rival)
 
-    def rivals(self, answers: np.ndarray, num_classes: int) -> np.ndarray:
-        return ~np.asarray(answers, dtype=bool)
+    def constraints(self, logits: np.ndarray, answers: np.ndarray) -> Constraints:
+        """The strongest allowed class against every class outside the set."""
+        allowed = np.asarray(answers, dtype=bool)
+        n, classes = logits.shape
+        rows = np.arange(n)
+        held = np.argmax(np.where(allowed, logits, -np.inf), axis=1)
+        return Constraints(
+            gap=logits[rows, held][:, None] - logits,
+            plus=np.broadcast_to(held[:, None], (n, classes)),
+            minus=np.broadcast_to(np.arange(classes), (n, classes)),
+            active=~allowed,
+            binding=np.argmax(np.where(allowed, -np.inf, logits), axis=1),
+        )
 
     def right(self, predictions: np.ndarray, answers: np.ndarray) -> np.ndarray:
         return np.asarray(answers, dtype=bool)[np.arange(len(predictions)), predictions]

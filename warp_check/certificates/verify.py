@@ -107,7 +107,7 @@ def verify(
     checks = _hash_checks(weights, m)
     spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
     adapter = ClassifierAdapter.from_pretrained(
-        model_dir, layer=spec, max_length=m.max_length, decision=_decision_of(m.decision, cert_path)
+        model_dir, layer=spec, max_length=m.max_length, decision=_decision_of(m.decision, m.thresholds, cert_path)
     )
     cases = [claim.case() for claim in claimed.cases]
     labels = adapter.decision.answers([c.label for c in cases], adapter.num_classes)
@@ -164,12 +164,19 @@ def verify(
     return Verification(model_dir, claimed, tuple(checks), traffic_checks, recomputed)
 
 
-def _decision_of(name: str, cert_path: Path) -> DecisionKind:
-    """The kind of decision a certificate's claims are of; one this process has not registered is refused."""
+def _decision_of(name: str, thresholds: dict[str, float] | None, cert_path: Path) -> DecisionKind:
+    """The kind of decision a certificate's claims are of, with the thresholds it decided by; one this
+    process has not registered is refused."""
     try:
-        return decision(name)
+        kind = decision(name)
     except ValueError as exc:
         raise CertificateError(f"{cert_path}: model.{exc}: register it before the audit") from None
+    if not thresholds:
+        return kind
+    try:
+        return kind.bound({int(k): float(v) for k, v in thresholds.items()})
+    except ValueError as exc:
+        raise CertificateError(f"{cert_path}: model.thresholds: {exc}") from None
 
 
 def _traffic_checks(
@@ -205,7 +212,7 @@ def _traffic_checks(
     if len(inputs.texts) != claim.n or len(claim.predicted_before) != claim.n:
         why = f"Cert 4: {len(inputs.texts):,} texts measured here, the certificate measured {claim.n:,}"
         return (Check("traffic_n", False, why),), None
-    was = np.array(claim.predicted_before, dtype=np.int64)
+    was = head.decision.decode(claim.predicted_before, head.num_classes)
     recomputed = changes_record(
         sample,
         inputs,

@@ -45,14 +45,14 @@ def local_radius(head: DenseHead, V: np.ndarray, labels: np.ndarray, *, bisectio
     slope = head.activation.slope(Z)
     logits = head.activation.fn(Z) @ head.Wc.T + head.bc
     row_norms = np.linalg.norm(head.W, axis=1)
-    # Per class c: gap_c against the class the answer holds (single label: y), first-order coefficient
-    # A_c and |Δw_c| (zero rows where c is the held class); the kind's rivals are the classes it must beat.
-    held = head.decision.margins(logits, labels).held
-    gap_c = logits[np.arange(n), held][:, None] - logits  # (n, C)
-    delta_w = head.Wc[held][:, None, :] - head.Wc[None, :, :]  # (n, C, d_out)
-    A = np.linalg.norm(np.einsum("ncd,de->nce", delta_w * slope[:, None, :], head.W), axis=2)  # (n, C)
-    abs_dw_norm = np.abs(delta_w) * row_norms  # (n, C, d_out)
-    is_other = head.decision.rivals(labels, head.num_classes)
+    # Per constraint c of the answer (single label: the label against class c): its gap gap_c, its
+    # first-order coefficient A_c and |Δw_c|, Δw_c = w_plus − w_minus; inactive ones do not count.
+    constraints = head.decision.constraints(logits, labels)
+    gap_c = constraints.gap  # (n, K)
+    delta_w = head.towards(constraints.plus, constraints.minus)  # (n, K, d_out)
+    A = np.linalg.norm(np.einsum("ncd,de->nce", delta_w * slope[:, None, :], head.W), axis=2)  # (n, K)
+    abs_dw_norm = np.abs(delta_w) * row_norms  # (n, K, d_out)
+    is_other = constraints.active
 
     def holds(eps: np.ndarray) -> np.ndarray:
         r = head.activation.slope_change_bound(Z, eps[:, None] * row_norms)  # (n, d_out)

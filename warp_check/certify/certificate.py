@@ -88,6 +88,8 @@ class ModelRecord(Record):
     sha256_frozen: str | None = field(default=None, metadata=on_disk(not_null=True))
     # The kind of decision the cases' labels and gaps are of (warp_check.decisions); single label is not written.
     decision: str = field(default="single_label", metadata=on_disk(omit_default=True))
+    # Its thresholds (label id → logit), where the kind decides by them and any is not 0; else not written.
+    thresholds: dict[str, float] | None = field(default=None, metadata=on_disk(omit_none=True))
 
     def __post_init__(self) -> None:
         shape = HeadForm.FINAL_LINEAR if self.classifier is None else HeadForm.DENSE
@@ -265,7 +267,7 @@ class CaseRecord(CaseCertificate, Record):
 
     def __post_init__(self) -> None:
         if isinstance(self.label, list):  # a kind's answer of several class ids, as JSON holds it
-            object.__setattr__(self, "label", tuple(self.label))
+            object.__setattr__(self, "label", tuple(tuple(a) if isinstance(a, list) else a for a in self.label))
         if isinstance(self.label, bool) or not isinstance(self.label, (int, tuple)):
             raise FieldError("label", "is missing or not an integer (or a list of them)")
         self.case()  # a case the encoder can run: an id, a text, a class id

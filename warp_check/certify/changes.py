@@ -114,8 +114,8 @@ def changes_record(
     changed = [int(i) for i in np.flatnonzero(decision.changed(was, now))]
     by_pair: dict[str, int] = {}
     for i in changed:
-        pair = f"{label_name(int(was[i]))}{ARROW}{label_name(int(now[i]))}"
-        by_pair[pair] = by_pair.get(pair, 0) + 1
+        for pair in decision.change_keys(was[i], now[i], label_name):
+            by_pair[pair] = by_pair.get(pair, 0) + 1
     n = len(inputs.texts)
     return TrafficRecord(
         source=Path(sample.source).name,
@@ -127,14 +127,14 @@ def changes_record(
         max_change=sample.max_change,
         by_pair=dict(sorted(by_pair.items())),
         no_text=inputs.no_text,
-        predicted_before=tuple(int(c) for c in was),
+        predicted_before=tuple(decision.code(c) for c in was),
         changes=tuple(
             TrafficChange(
                 index=i,
                 text=inputs.texts[i].text,
                 text_pair=inputs.texts[i].text_pair,
-                before=int(was[i]),
-                after=int(now[i]),
+                before=decision.code(was[i]),
+                after=decision.code(now[i]),
             )
             for i in changed
         ),

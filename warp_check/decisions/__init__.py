@@ -5,21 +5,29 @@ first. A new kind is one module (a :class:`~warp_check.decisions.base.DecisionKi
 ``register`` call.
 """
 
-from warp_check.decisions.base import Column, DecisionKind, LabelSpace, Margins
-from warp_check.decisions.registry import DECISIONS, deciding, decision, register
+from warp_check.decisions.base import AnswerError, Column, Constraints, DecisionKind, LabelSpace, Margins, logit_of
+from warp_check.decisions.multi_label import MultiLabel
+from warp_check.decisions.registry import DECISIONS, answer_fields, deciding, decision, register
 from warp_check.decisions.single_label import SingleLabel
 
 SINGLE_LABEL = DECISIONS[SingleLabel.name]
+MULTI_LABEL = DECISIONS[MultiLabel.name]
 
 __all__ = [
     "DECISIONS",
+    "MULTI_LABEL",
     "SINGLE_LABEL",
+    "AnswerError",
     "Column",
+    "Constraints",
     "DecisionKind",
     "LabelSpace",
     "Margins",
+    "MultiLabel",
     "SingleLabel",
+    "answer_fields",
     "deciding",
     "decision",
+    "logit_of",
     "register",
 ]

@@ -1,12 +1,14 @@
 """What a kind of decision is: how a classifier's logits answer a case, and by how much.
 
 A kind (:class:`DecisionKind`) owns everything that follows from "what the model decides": the
-prediction from a row of logits, how a case file states the expected answer, the margin that a
+prediction from a row of logits, how a case file states the expected answer, the margins that a
 repair lifts and a certificate bounds, what "changed" means between two predictions (Cert 4), what
 a regression against a baseline is, and the columns it gives the reports. Everything else (the
-loop, the QP, screening, the certificates' bounds) sees only what a kind returns: per case, a
-margin ``z[held] − z[rival]`` (a direction ``e_held − e_rival`` in logit space, so a QP row's
-``c = Uᵀ J (W_c[held] − W_c[rival])``) and the classes that may be a margin's rival.
+loop, the QP, screening, the certificates' bounds) sees only what a kind returns: per case, its
+*constraints* (:class:`Constraints`), each a margin ``z[plus] − z[minus] + offset`` that a right
+answer keeps positive, a direction ``e_plus − e_minus`` in logit space (so a QP row's
+``c = Uᵀ J (W_c[plus] − W_c[minus])``); index ``num_classes`` names no class (a zero logit), so one
+logit held against a threshold is a constraint too. A case's margin is its smallest constraint's.
 
 Answers are arrays with one row per case (the kind says their shape and dtype), so the loop slices,
 stacks and orders them without knowing what they mean. Standard library only at import: a warm
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import difflib
+import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,14 +30,61 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
+def logit_of(probability: float) -> float:
+    """The logit threshold of a probability threshold: σ(z) > p ⇔ z > log(p / (1 − p))."""
+    return math.log(probability) - math.log1p(-probability)
+
+
+class AnswerError(ValueError):
+    """A case file's answer is wrong: which field, and why (the message, without the field's name)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True, kw_only=True)
 class Margins:
-    """Per case, the margin (a positive one is a right answer) and the two classes it is the
-    difference of: ``gap = z[held] − z[rival]``."""
+    """Per case, the margin (a positive one is a right answer) and the constraint it is: ``gap =
+    z[held] − z[rival] + offset``, ``held`` or ``rival`` ``num_classes`` where it names no class."""
 
     gap: np.ndarray
     held: np.ndarray  # the class whose logit the answer holds on to (single label: the label)
     rival: np.ndarray  # the strongest class that would make the answer wrong
+
+
+@dataclass(frozen=True, kw_only=True)
+class Constraints:
+    """Per case (rows) and constraint (columns, as many for every case), what its answer asks:
+    ``gap[i, k] = z[plus[i, k]] − z[minus[i, k]] + offset`` must stay positive where ``active``.
+
+    A class index of ``num_classes`` names no class (its logit is zero): ``plus = j, minus = C`` is
+    "logit j above its threshold", the offset being minus the threshold. ``binding`` is, per case, the
+    constraint whose gap is its margin (:meth:`DecisionKind.margins`)."""
+
+    gap: np.ndarray  # (cases, K) float; undefined where not active
+    plus: np.ndarray  # (cases, K) int in 0..num_classes
+    minus: np.ndarray  # (cases, K) int in 0..num_classes
+    active: np.ndarray  # (cases, K) bool
+    binding: np.ndarray  # (cases,) int: the active constraint with the smallest gap
+
+    def margins(self) -> Margins:
+        """The binding constraint of every case, as :class:`Margins`."""
+        import numpy as np
+
+        rows = np.arange(self.gap.shape[0])
+        k = self.binding
+        return Margins(gap=self.gap[rows, k], held=self.plus[rows, k], rival=self.minus[rows, k])
+
+    def rows(self, index: Any) -> Constraints:
+        """The constraints of the cases ``index`` selects."""
+        return Constraints(
+            gap=self.gap[index],
+            plus=self.plus[index],
+            minus=self.minus[index],
+            active=self.active[index],
+            binding=self.binding[index],
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +107,10 @@ class LabelSpace:
         names = ", ".join(repr(n) for n in self.names)
         ids = f"a class id 0..{self.num_classes - 1}" if self.num_classes else "a class id"
         return f"one of {names} or {ids}" if self.names else ids
+
+    def name_of(self, class_id: int) -> str:
+        """A class id as a case file would name it: its label name where it has one."""
+        return next((repr(n) for n, i in self.names.items() if i == class_id), str(class_id))
 
     def class_id(self, label: Any) -> int:
         """The class id a case file's ``label`` value names; ValueError says why not."""
@@ -85,7 +139,35 @@ class DecisionKind(abc.ABC):
     # Hugging Face ``problem_type`` values whose heads this kind decides (None: the config names none).
     problem_types: ClassVar[frozenset[str | None]] = frozenset()
 
+    # The case-file fields that state an answer: a case file's reader knows every registered kind's,
+    # and a case giving another kind's fields is told which ones this model's kind reads.
+    answer_fields: ClassVar[tuple[str, ...]] = ("label",)
+
     # What a case file states.
+    def read_answer(self, fields: Mapping[str, Any], space: LabelSpace) -> Any:
+        """The answer a case states in its answer fields (those of any kind's ``answer_fields`` it
+        gives); :class:`AnswerError` names the field and says why not. The default reads ``label``."""
+        if "label" not in fields:
+            given = next(iter(fields), None)
+            if given is None:
+                raise AnswerError("label", "missing field 'label'")
+            raise AnswerError(given, f'states another kind of answer; this model decides {self.name}: give "label"')
+        try:
+            return self.parse_answer(fields["label"], space)
+        except AnswerError:
+            raise
+        except ValueError as exc:
+            raise AnswerError("label", str(exc)) from None
+
+    @property
+    def thresholds(self) -> Mapping[int, float]:
+        """Per class id, the logit threshold the kind decides by, where it has any (none: every 0)."""
+        return {}
+
+    def bound(self, thresholds: Mapping[int, float]) -> DecisionKind:
+        """This kind deciding with per-class thresholds (``[model] thresholds``), where it has any."""
+        raise ValueError(f"{self.name} decides without thresholds: leave [model] thresholds out")
+
     @abc.abstractmethod
     def parse_answer(self, value: Any, space: LabelSpace) -> Any:
         """The answer a case file's ``label`` field states, as this kind's answer of one case (a class
@@ -110,14 +192,15 @@ class DecisionKind(abc.ABC):
     def predict(self, logits: np.ndarray) -> np.ndarray:
         """The prediction of every row of logits."""
 
-    @abc.abstractmethod
     def margins(self, logits: np.ndarray, answers: np.ndarray) -> Margins:
-        """Every row's margin ``z[held] − z[rival]``: linear in the logits, positive when right."""
+        """Every row's margin, its binding constraint's gap: positive when right. A kind may compute
+        it without the whole (cases, K) table; it must then equal ``constraints(...).margins()``."""
+        return self.constraints(logits, answers).margins()
 
     @abc.abstractmethod
-    def rivals(self, answers: np.ndarray, num_classes: int) -> np.ndarray:
-        """(cases, classes) bool: the classes a case's held class must beat (a QP row, GSN's κ and
-        the local radius take one margin against each)."""
+    def constraints(self, logits: np.ndarray, answers: np.ndarray) -> Constraints:
+        """Every constraint of every case (a QP row, GSN's κ and the local radius take one margin
+        each); its binding one is what :meth:`margins` returns."""
 
     @abc.abstractmethod
     def right(self, predictions: np.ndarray, answers: np.ndarray) -> np.ndarray:
@@ -162,6 +245,29 @@ class DecisionKind(abc.ABC):
     def said(self, prediction: Any, name: Callable[[int], str]) -> str:
         """A prediction in words (a class id unless a kind predicts otherwise)."""
         return name(int(prediction))
+
+    def code(self, prediction: Any) -> int:
+        """One prediction as the integer a record keeps (single label: its class id)."""
+        return int(prediction)
+
+    def decode(self, codes: Sequence[int], num_classes: int) -> np.ndarray:
+        """Predictions as :meth:`predict` gives them, from the integers :meth:`code` made."""
+        import numpy as np
+
+        return np.asarray(codes, dtype=np.int64)
+
+    def said_code(self, code: int, name: Callable[[int], str], num_classes: int) -> str:
+        """A recorded prediction (:meth:`code`) in words."""
+        return self.said(self.decode([code], num_classes)[0], name)
+
+    def wrong_words(self, prediction: Any, answer: Any, name: Callable[[int], str]) -> str | None:
+        """Where a wrong prediction departs from the answer, in words, where a kind decides several
+        things at once (None: the prediction and the answer say it all)."""
+        return None
+
+    def change_keys(self, before: Any, after: Any, name: Callable[[int], str]) -> tuple[str, ...]:
+        """What one changed prediction counts under in Cert 4's tally (single label: "before→after")."""
+        return (f"{self.said(before, name)}→{self.said(after, name)}",)
 
     def changed(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
         """Per row, whether two predictions differ (Cert 4 counts these)."""

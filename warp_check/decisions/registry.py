@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from warp_check.decisions.base import DecisionKind
+from warp_check.decisions.multi_label import MultiLabel
 from warp_check.decisions.single_label import SingleLabel
 
 DECISIONS: dict[str, DecisionKind] = {}
@@ -27,9 +28,15 @@ def decision(name: str) -> DecisionKind:
         ) from None
 
 
+def answer_fields() -> tuple[str, ...]:
+    """Every field a registered kind reads a case's answer from, in the order they were registered."""
+    return tuple(dict.fromkeys(f for kind in DECISIONS.values() for f in kind.answer_fields))
+
+
 def deciding(problem_type: str | None) -> DecisionKind | None:
     """The first registered kind that decides heads of a Hugging Face ``problem_type``, or None."""
     return next((kind for kind in DECISIONS.values() if problem_type in kind.problem_types), None)
 
 
 register(SingleLabel())
+register(MultiLabel())

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from warp_check.decisions.base import DecisionKind, LabelSpace, Margins
+from warp_check.decisions.base import Constraints, DecisionKind, LabelSpace, Margins
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -51,11 +51,22 @@ class SingleLabel(DecisionKind):
         competitor = np.argmax(others, axis=1)
         return Margins(gap=logits[rows, labels] - others[rows, competitor], held=labels, rival=competitor)
 
-    def rivals(self, answers: np.ndarray, num_classes: int) -> np.ndarray:
+    def constraints(self, logits: np.ndarray, answers: np.ndarray) -> Constraints:
+        """One constraint per class: ``z_y − z_c`` for every c ≠ y (K = C), the strongest rival binding."""
         import numpy as np
 
         labels = np.asarray(answers, dtype=np.int64)
-        return np.arange(num_classes)[None, :] != labels[:, None]
+        n, classes = logits.shape
+        rows = np.arange(n)
+        others = logits.copy()
+        others[rows, labels] = -np.inf
+        return Constraints(
+            gap=logits[rows, labels][:, None] - logits,
+            plus=np.broadcast_to(labels[:, None], (n, classes)),
+            minus=np.broadcast_to(np.arange(classes), (n, classes)),
+            active=np.arange(classes)[None, :] != labels[:, None],
+            binding=np.argmax(others, axis=1),
+        )
 
     def right(self, predictions: np.ndarray, answers: np.ndarray) -> np.ndarray:
         return predictions == answers

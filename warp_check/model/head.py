@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from warp_check.decisions import SINGLE_LABEL, DecisionKind, Margins
+from warp_check.decisions import SINGLE_LABEL, Constraints, DecisionKind, Margins
 from warp_check.model.activations import Activation, torch_activation
 
 # Unit roundoff per dtype, and how many of them a recomputation may differ by (an audit's v on
@@ -64,6 +64,16 @@ class DenseHead:
     def d_out(self) -> int:
         return int(self.W.shape[0])
 
+    def towards(self, plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
+        """W_c[plus] − W_c[minus] (a constraint's direction through the classifier), class index
+        ``num_classes`` naming no class: a zero row."""
+        plus, minus = np.asarray(plus), np.asarray(minus)
+        C = self.num_classes
+        if plus.size and max(int(plus.max()), int(minus.max())) < C:
+            return self.Wc[plus] - self.Wc[minus]
+        padded = np.vstack([self.Wc, np.zeros((1, self.d_out))])
+        return padded[plus] - padded[minus]
+
     def with_weight(self, W: np.ndarray) -> DenseHead:
         return replace(self, W=W)
 
@@ -101,7 +111,7 @@ class DenseHead:
             rows = slice(start, start + ROWS_AT_ONCE)
             margins = self.margins(V[rows], labels[rows])
             slope = self.activation.slope(self.pre_activation(V[rows]))
-            gradient = (slope * (self.Wc[margins.held] - self.Wc[margins.rival])) @ self.W
+            gradient = (slope * self.towards(margins.held, margins.rival)) @ self.W
             norms[rows] = np.linalg.norm(gradient * V[rows], axis=1)
         return ROUNDING_ULPS * self.unit_roundoff * norms
 
@@ -159,19 +169,22 @@ class DenseHead:
         Z = self.pre_activation(V)
         S = self.activation.slope(Z)
         margins = self.decision.margins(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)
-        direction = self.Wc[margins.held] - self.Wc[margins.rival]
-        return margins.gap, margins.rival, (S * direction) @ U
+        return margins.gap, margins.rival, (S * self.towards(margins.held, margins.rival)) @ U
+
+    def constraints(self, V: np.ndarray, labels: np.ndarray) -> Constraints:
+        """Every constraint of every row's answer at v (the kind's, from the logits)."""
+        return self.decision.constraints(self.logits(V), labels)
 
     def gsn_kappa(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """κ(v) = ‖[q^(1)…q^(r)]‖_F over every rival class k of the held one (paper eq. 3–4)."""
+        """κ(v) = ‖[q^(1)…q^(r)]‖_F over every constraint of the answer (paper eq. 3–4: every rival
+        class k of the label)."""
         Z = self.pre_activation(V)
         S = self.activation.slope(Z)  # (n, d_out)
-        held = self.decision.margins(self.activation.fn(Z) @ self.Wc.T + self.bc, labels).held
-        rivals = self.decision.rivals(labels, self.num_classes)
+        constraints = self.decision.constraints(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)
         total = np.zeros(V.shape[0])
-        for k in range(self.num_classes):
-            q = (S * (self.Wc[held] - self.Wc[k])) @ U  # (n, r); zero where k is the held class
-            total += np.where(rivals[:, k], np.sum(q * q, axis=1), 0.0)
+        for k in range(constraints.gap.shape[1]):
+            q = (S * self.towards(constraints.plus[:, k], constraints.minus[:, k])) @ U  # (n, r)
+            total += np.where(constraints.active[:, k], np.sum(q * q, axis=1), 0.0)
         return np.sqrt(total)
 
 

@@ -116,43 +116,42 @@ def linearised_problem(
     n_fix, settings, price = stacked.n_fix, stacked.settings, state.price
     extra_aim = state.extra_aim + state.stored_aim
     rho = stacked.metric.qp_rho(state.trust.kappa)
-    n, C_classes = V.shape[0], head.num_classes
+    n = V.shape[0]
     aim = targets + settings.aim_above + extra_aim  # per case: the gap its rows ask for
     # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).
-    case_idx, class_idx, margins, coefficients = [], [], [], []
+    case_idx, margins, coefficients = [], [], []
     for rows in blocks(n):
         hidden, slope = head.activation.value_and_slope(Z[rows])
         logits = hidden @ head.Wc.T + head.bc
-        decided = head.decision.margins(logits, labels[rows])
-        y, competitor = decided.held, decided.rival
+        constraints = head.decision.constraints(logits, labels[rows])  # (block, K)
         local = np.arange(logits.shape[0])
-        per_class = logits[local, y][:, None] - logits  # (block, C)
-        near = per_class < (np.inf if exact else (targets[rows] + settings.aim_above + COMPETITOR_WINDOW)[:, None])
-        near[local, competitor] = True
-        near &= head.decision.rivals(labels[rows], C_classes)
-        at, cls = np.nonzero(near)
+        near = constraints.gap < (
+            np.inf if exact else (targets[rows] + settings.aim_above + COMPETITOR_WINDOW)[:, None]
+        )
+        near[local, constraints.binding] = True
+        near &= constraints.active
+        at, which = np.nonzero(near)
+        plus, minus = constraints.plus[at, which], constraints.minus[at, which]
         block_c = np.empty((at.size, U.shape[1]))
-        block_margin = per_class[at, cls]
+        block_margin = constraints.gap[at, which]
         wakes = head.activation.name in WAKING and not exact
-        for label in range(C_classes):  # c_i = Uᵀ J_i (w_y − w_c): one product per (label, class) pair
-            for other in range(C_classes):
-                pair = np.flatnonzero((y[at] == label) & (cls == other))
-                if pair.size:
-                    towards = head.Wc[label] - head.Wc[other]
-                    row_slope = slope[at[pair]]
-                    cases = rows.start + at[pair]
-                    if wakes and np.any(cases < n_fix):
-                        wanted = aim[cases] - block_margin[pair]
-                        row_slope, lowered = wake_dead_units(
-                            row_slope, Z[rows][at[pair]], towards, np.where(cases < n_fix, wanted, 0.0)
-                        )
-                        block_margin[pair] += lowered
-                    block_c[pair] = row_slope @ (towards[:, None] * U)
+        # c_i = Uᵀ J_i (w_plus − w_minus): one product per (plus, minus) pair of classes
+        for held, rival in np.unique(np.stack([plus, minus], axis=1), axis=0):
+            pair = np.flatnonzero((plus == held) & (minus == rival))
+            towards = head.towards(held, rival)
+            row_slope = slope[at[pair]]
+            cases = rows.start + at[pair]
+            if wakes and np.any(cases < n_fix):
+                wanted = aim[cases] - block_margin[pair]
+                row_slope, lowered = wake_dead_units(
+                    row_slope, Z[rows][at[pair]], towards, np.where(cases < n_fix, wanted, 0.0)
+                )
+                block_margin[pair] += lowered
+            block_c[pair] = row_slope @ (towards[:, None] * U)
         case_idx.append(rows.start + at)
-        class_idx.append(cls)
         margins.append(block_margin)
         coefficients.append(block_c)
-    case_idx, class_idx = np.concatenate(case_idx), np.concatenate(class_idx)
+    case_idx = np.concatenate(case_idx)
     margin, C = np.concatenate(margins), np.concatenate(coefficients)
     rhs = aim[case_idx] - margin
     soft = np.zeros(case_idx.size, dtype=bool) if exact else (case_idx < n_fix) | (rhs > 0)

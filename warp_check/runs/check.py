@@ -129,7 +129,11 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
         predicted = predictions[i]
         right = gap > 0
         label = labelled(suite, case.label)
-        said = f"predicted {suite.decision.said(predicted, lambda c: repr(suite.label_name(c)))}, labelled {label}"
+        quoted = lambda c: repr(suite.label_name(c))  # noqa: E731
+        said = f"predicted {suite.decision.said(predicted, quoted)}, labelled {label}"
+        wrong_words = None if right else suite.decision.wrong_words(predicted, case.label, quoted)
+        if wrong_words:
+            said += f" ({wrong_words})"
         if right:
             message = f"predicts its label {label} (gap {num(gap)})"
         elif case.kind is Kind.MUST_FIX:

@@ -312,6 +312,7 @@ def build_certificate(
             max_length=adapter.max_length,
             device=adapter.device,
             decision=adapter.decision.name,
+            thresholds={str(k): v for k, v in sorted(adapter.decision.thresholds.items())} or None,
             sha256_upstream=upstream_sha256,
             sha256_source_frozen=source_frozen,
         ),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Case, Kind, text_problem
-from warp_check.decisions import SINGLE_LABEL, DecisionKind, LabelSpace
+from warp_check.decisions import SINGLE_LABEL, AnswerError, DecisionKind, LabelSpace, answer_fields
 from warp_check.errors import SuiteError
 from warp_check.suite.toml_lines import SuiteToml
 
@@ -23,6 +23,8 @@ from warp_check.suite.toml_lines import SuiteToml
 STARTS_WITH_BOM = "starts with a byte order mark (U+FEFF): save the file as UTF-8 without a BOM"
 
 # fixed_by: the SHA-256 of the certificate that fixed a promoted case (warp-check promote).
+# A case's own fields; the fields stating its answer are the kinds of decision's (``label`` for one
+# class, ``labels`` / ``on`` / ``off`` for several labels: warp_check.decisions.answer_fields).
 CASE_FIELDS = ("id", "text", "text_pair", "label", "kind", "source", "original", "fixed_by")
 
 
@@ -95,11 +97,13 @@ class CaseReader:
         if not isinstance(record, dict):
             shape = '{"text": ..., "label": ...}'
             raise error(None, f"a case is a JSON object ({shape}), got {type(record).__name__}")
+        answer_keys = answer_fields()
+        known = tuple(dict.fromkeys((*CASE_FIELDS, *answer_keys)))
         for key in record:
-            if key not in CASE_FIELDS:
-                close = difflib.get_close_matches(key, CASE_FIELDS, n=1)
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise error(key, f"unknown field{hint}; known fields: {', '.join(CASE_FIELDS)}")
+                raise error(key, f"unknown field{hint}; known fields: {', '.join(known)}")
         case_id = record.get("id", f"{rel}:{number}")
         if not isinstance(case_id, str) or not case_id.strip():
             raise error("id", f"must be a non-empty string, got {case_id!r}")
@@ -108,12 +112,11 @@ class CaseReader:
         if case_id in self.locations:
             first = self.locations[case_id]
             raise error("id", f"duplicate id {case_id!r}: already used at {self._shown(first.path)}:{first.line}")
-        for key in ("text", "label"):
-            if key not in record:
-                raise error(key, f"missing field '{key}'")
+        if "text" not in record:
+            raise error("text", "missing field 'text'")
         text = self._text(record, "text", error)
         pair = self._text(record, "text_pair", error) if record.get("text_pair") is not None else None
-        label = self._label(record["label"], error)
+        label = self._label({k: record[k] for k in answer_keys if k in record}, error)
         kind = record.get("kind", case_file.kind.value if case_file.kind else None)
         if kind is None:
             raise error("kind", "missing field 'kind': give it on the line or as the kind of its [[cases]] table")
@@ -170,11 +173,11 @@ class CaseReader:
             raise error(key, f"is {len(text):,} characters long (limit {MAX_TEXT_CHARS:,}): is this a case?")
         return text
 
-    def _label(self, label: Any, error: Any) -> Any:
+    def _label(self, fields: dict[str, Any], error: Any) -> Any:
         try:
-            return self.decision.parse_answer(label, self.space)
-        except ValueError as exc:
-            raise error("label", str(exc)) from None
+            return self.decision.read_answer(fields, self.space)
+        except AnswerError as exc:
+            raise error(exc.field, str(exc)) from None
 
 
 def read_cases(

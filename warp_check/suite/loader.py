@@ -261,7 +261,7 @@ def load_suite(
     model_dir, hub = _model_folder(loader, model_settings, model, revision)
     labels, num_classes = labels_of(loader, data, model_dir)
     case_files = read_case_tables(loader, data, empty=empty)
-    kind = decision_of(loader, model_settings, model_dir)
+    kind = decision_of(loader, model_settings, model_dir, labels)
     cases, locations = read_cases(loader, case_files, labels, num_classes, decision=kind, empty=empty)
     repair = _repair_settings(loader, data)
     traffic = read_traffic_table(loader, data)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_check.decisions import DECISIONS, DecisionKind, deciding
+from warp_check.decisions import DECISIONS, DecisionKind, LabelSpace, deciding, logit_of
 from warp_check.errors import ModelError, SettingsError, SuiteError, reraise_interrupt
 from warp_check.model.activation_names import exact_name
 from warp_check.model.engines.settings import ENGINE_NAMES, LOCAL, Engine, EngineSettings, RaySettings, require_engine
@@ -38,6 +38,7 @@ _MODEL_KEYS = (
     "engine",
     "ray",
     "decision",
+    "thresholds",
 )
 _RAY_KEYS = ("address", "num_workers", "num_cpus", "num_gpus", "batch_size", "max_restarts")
 
@@ -64,6 +65,8 @@ class ModelSettings:
     threads: int | None = None  # torch CPU threads while encoding; None: the cores, shared among xdist workers
     engine: EngineSettings = LOCAL  # where the encoder pass runs: engine = "local" | "ray", and [model.ray]
     decision: str | None = None  # a registered kind of decision's name; None: the one the config's problem_type names
+    # Per label, the probability above which it is on (a kind that decides by thresholds: multi_label).
+    thresholds: tuple[tuple[str, float], ...] = ()
 
 
 def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: bool) -> ModelSettings:
@@ -135,6 +138,7 @@ def read_model_table(loader: SuiteToml, data: dict[str, Any], *, overridden: boo
     return ModelSettings(
         path=path,
         decision=decision,
+        thresholds=_thresholds(loader, table.get("thresholds")),
         device=device,
         threads=threads,
         engine=_engine(loader, table),
@@ -283,7 +287,41 @@ def labels_of(loader: SuiteToml, data: dict[str, Any], model_dir: Path) -> tuple
     return dict(table), num_classes
 
 
-def decision_of(loader: SuiteToml, settings: ModelSettings, model_dir: Path) -> DecisionKind:
+def _thresholds(loader: SuiteToml, table: Any) -> tuple[tuple[str, float], ...]:
+    if table is None:
+        return ()
+    if not isinstance(table, dict):
+        raise loader.error("model.thresholds", f"must be a table {{label = probability}}, got {table!r}")
+    for label, p in table.items():
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
+            raise loader.error(
+                f"model.thresholds.{label}", f"must be a probability strictly between 0 and 1, got {p!r}"
+            )
+    return tuple((str(label), float(p)) for label, p in table.items())
+
+
+def decision_of(
+    loader: SuiteToml, settings: ModelSettings, model_dir: Path, labels: dict[str, int] | None = None
+) -> DecisionKind:
+    """The suite's kind of decision (see :func:`kind_of`), with ``[model] thresholds`` bound to it."""
+    kind = kind_of(loader, settings, model_dir)
+    if not settings.thresholds:
+        return kind
+    space = LabelSpace(names=labels or {}, num_classes=None)
+    thresholds: dict[int, float] = {}
+    for label, p in settings.thresholds:
+        try:
+            class_id = space.class_id(int(label) if label.isdigit() else label)
+        except ValueError as exc:
+            raise loader.error(f"model.thresholds.{label}", str(exc)) from None
+        thresholds[class_id] = logit_of(p)
+    try:
+        return kind.bound(thresholds)
+    except ValueError as exc:
+        raise loader.error("model.thresholds", str(exc)) from None
+
+
+def kind_of(loader: SuiteToml, settings: ModelSettings, model_dir: Path) -> DecisionKind:
     """The suite's kind of decision: ``[model] decision``, else the one the model's config
     ``problem_type`` names (single label where it names none)."""
     if settings.decision is not None:
