@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from xml.etree import ElementTree
 from pathlib import Path
 
 import numpy as np
@@ -238,12 +239,24 @@ def test_check_repair_audit_and_traffic_on_a_multi_label_model(pytester, model_d
     for i, r in enumerate(records):
         want[i, [NAMES.index(n) for n in r["labels"]]] = True
     right_now = ((logits > t) == want).all(axis=1)
-    checked = pytester.runpytest(*INNER)
+    checked = pytester.runpytest(*INNER, "--junitxml=check.xml")
     checked.assert_outcomes(passed=int(right_now.sum()), failed=int((~right_now).sum()))
     first = next(i for i in range(len(records)) if not right_now[i])
     missed = [NAMES[j] for j in range(len(NAMES)) if want[first, j] and logits[first, j] <= t[j]]
-    if missed:
-        checked.stdout.fnmatch_lines([f"*{', '.join(repr(n) for n in missed)} should be on*"])
+    extra = [NAMES[j] for j in range(len(NAMES)) if not want[first, j] and logits[first, j] > t[j]]
+    words = "; ".join(
+        ([f"{', '.join(repr(n) for n in missed)} should be on"] if missed else [])
+        + ([f"{', '.join(repr(n) for n in extra)} should be off"] if extra else [])
+    )
+    checked.stdout.fnmatch_lines([f"*must_fix case not fixed yet: *({words})*"])
+    # JUnit says which labels are wrong, per case.
+    junit = ElementTree.parse(pytester.path / "check.xml")
+    wrong_of = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}.get("wrong")
+        for case in junit.iter("testcase")
+    }
+    assert wrong_of[records[first]["id"]] == words.replace("'", "")
+    assert all(wrong_of[r["id"]] is None for r, ok in zip(records, right_now, strict=True) if ok)
 
     texts_traffic = texts(120, seed=99)
     (pytester.path / "traffic.jsonl").write_text("".join(json.dumps({"text": x}) + "\n" for x in texts_traffic))

@@ -28,7 +28,9 @@ class BaselineMode(CheckMode):
     command: str | None = None  # `warp-check diff OLD NEW SUITE` runs it
     command_help: str = ""
     cli_options: tuple[str, ...] = ()
-    junit_properties: tuple[str, ...] = ("kind", "label", "predicted", "gap", "baseline_predicted", "baseline_gap")
+    junit_properties: tuple[str, ...] = (
+        "kind", "label", "predicted", "gap", "wrong", "baseline_predicted", "baseline_gap",
+    )  # fmt: skip
     baseline: Path | None = None  # the baseline model folder (:meth:`against` gives it)
 
     def against(self, baseline: str | Path) -> BaselineMode:

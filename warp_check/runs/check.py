@@ -152,6 +152,8 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
             "predicted": suite.decision.said(predicted, suite.label_name),
             "gap": gap,
         }
+        if wrong_words:  # where a kind decides several things at once, which of them are wrong
+            properties["wrong"] = suite.decision.wrong_words(predicted, case.label, suite.label_name)
         verdicts.append(Verdict.of(case, passed=right, message=message, properties=properties))
     wrong = sum(not v.passed for v in verdicts)
     message = f"{len(cases)} case(s) checked on the model as it is, {wrong} predicted wrong"
