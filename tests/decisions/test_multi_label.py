@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from xml.etree import ElementTree
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
