@@ -53,11 +53,11 @@ from benchmarks.example_models import sst2_training_rows
 from warp_check import Kind, evaluate, load_suite, repair_cases
 from warp_check.budget.tune import tune, write_choice
 from warp_check.cases import Case
-from warp_check.certify.traffic import text_key
+from warp_check.certificates.traffic.reading import load_traffic
+from warp_check.certificates.traffic.sample import text_key
 from warp_check.extras.baselines import TrainSettings
 from warp_check.pipeline.load import load_adapter
 from warp_check.pipeline.restore import reference_for
-from warp_check.sources.traffic import load_traffic
 
 CONFIDENCE = 0.95
 CHECKPOINTS_FORMAT = "warp-bench-checkpoints/1"  # part of the cache key: bump when checkpoint_curve changes

@@ -48,11 +48,11 @@ from benchmarks.paper_tables import add_split_arguments, build_split
 from benchmarks.results import add_output_arguments, report
 from warp_check import Kind, evaluate, load_suite, repair_cases
 from warp_check.cases import NEIGHBOUR
+from warp_check.data_files import ImportSettings
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import CompareSettings, compare, read_cases_file
 from warp_check.pipeline.load import load_adapter
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
-from warp_check.sources.importer import ImportSettings
 from warp_check.sources.predictions import import_predicted
 
 

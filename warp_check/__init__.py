@@ -34,6 +34,12 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.budget.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.cases import Case, Kind
     from warp_check.certificates.chain import ChainVerification, Link, verify_chain
+    from warp_check.certificates.traffic.changes import measure_changes, traffic_inputs
+    from warp_check.certificates.traffic.reading import load_traffic, read_traffic
+    from warp_check.certificates.traffic.sample import Part as TrafficPart
+    from warp_check.certificates.traffic.sample import TrafficSample, split_traffic
+    from warp_check.certificates.traffic.sample import text_key as traffic_text_key
+    from warp_check.certificates.traffic.settings import TrafficSettings
     from warp_check.certificates.verify import Verification, verify
     from warp_check.certify.artefact import write_artefact
     from warp_check.certify.binomial import change_bound
@@ -47,11 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
         Lipschitz,
         TrafficRecord,
     )
-    from warp_check.certify.changes import measure_changes, traffic_inputs
     from warp_check.certify.falsify import AttackSettings, flip_radius, monte_carlo_flip_multiplier, pgd_worst_gap
-    from warp_check.certify.traffic import Part as TrafficPart
-    from warp_check.certify.traffic import TrafficSample, split_traffic
-    from warp_check.certify.traffic import text_key as traffic_text_key
+    from warp_check.data_files import ImportSettings
     from warp_check.errors import (
         ArtefactError,
         CertificateError,
@@ -113,16 +116,14 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.runs.repair_cases import RepairOutcome, repair_cases
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, user_cache_dir, workdir
-    from warp_check.sources.importer import ImportSettings, LabelledRow, import_cases, read_labelled
+    from warp_check.sources.importer import LabelledRow, import_cases, read_labelled
     from warp_check.sources.neighbours import add_neighbours
     from warp_check.sources.predictions import import_predicted
     from warp_check.sources.promote import promote
     from warp_check.sources.split import SplitImport, import_split
-    from warp_check.sources.traffic import load_traffic, read_traffic
     from warp_check.suite.case_files import Location
     from warp_check.suite.init import NewSuite, init_suite
     from warp_check.suite.loader import Suite, load_suite
-    from warp_check.suite.traffic import TrafficSettings
 
 # The public names: name -> the module that defines it ("module:name" where it is named otherwise there,
 # or where the name would be a sub-package's), imported on first use.
@@ -144,16 +145,16 @@ _PUBLIC: dict[str, str] = {
     "ChainVerification": "warp_check.certificates.chain",
     "Link": "warp_check.certificates.chain",
     "verify_chain": "warp_check.certificates.chain",
-    "measure_changes": "warp_check.certify.changes",
-    "traffic_inputs": "warp_check.certify.changes",
+    "measure_changes": "warp_check.certificates.traffic.changes",
+    "traffic_inputs": "warp_check.certificates.traffic.changes",
     "AttackSettings": "warp_check.certify.falsify",
     "flip_radius": "warp_check.certify.falsify",
     "monte_carlo_flip_multiplier": "warp_check.certify.falsify",
     "pgd_worst_gap": "warp_check.certify.falsify",
-    "split_traffic": "warp_check.certify.traffic",
-    "traffic_text_key": "warp_check.certify.traffic:text_key",
-    "TrafficPart": "warp_check.certify.traffic:Part",
-    "TrafficSample": "warp_check.certify.traffic",
+    "split_traffic": "warp_check.certificates.traffic.sample",
+    "traffic_text_key": "warp_check.certificates.traffic.sample:text_key",
+    "TrafficPart": "warp_check.certificates.traffic.sample:Part",
+    "TrafficSample": "warp_check.certificates.traffic.sample",
     "Verification": "warp_check.certificates.verify",
     "verify": "warp_check.certificates.verify",
     "ArtefactError": "warp_check.errors",
@@ -174,7 +175,7 @@ _PUBLIC: dict[str, str] = {
     "CompareSettings": "warp_check.extras.compare",
     "write_comparison": "warp_check.extras.compare",
     "import_cases": "warp_check.sources.importer",
-    "ImportSettings": "warp_check.sources.importer",
+    "ImportSettings": "warp_check.data_files",
     "LabelledRow": "warp_check.sources.importer",
     "read_labelled": "warp_check.sources.importer",
     "assert_moves_toward": "warp_check.extras.invariance",
@@ -189,8 +190,8 @@ _PUBLIC: dict[str, str] = {
     "promote": "warp_check.sources.promote",
     "import_split": "warp_check.sources.split",
     "SplitImport": "warp_check.sources.split",
-    "load_traffic": "warp_check.sources.traffic",
-    "read_traffic": "warp_check.sources.traffic",
+    "load_traffic": "warp_check.certificates.traffic.reading",
+    "read_traffic": "warp_check.certificates.traffic.reading",
     "Activation": "warp_check.model.activations",
     "ACTIVATIONS": "warp_check.model.activations",
     "get_activation": "warp_check.model.activations",
@@ -273,7 +274,7 @@ _PUBLIC: dict[str, str] = {
     "NewSuite": "warp_check.suite.init",
     "load_suite": "warp_check.suite.loader",
     "Suite": "warp_check.suite.loader",
-    "TrafficSettings": "warp_check.suite.traffic",
+    "TrafficSettings": "warp_check.certificates.traffic.settings",
 }
 
 __getattr__, __dir__ = exports(_PUBLIC, globals())

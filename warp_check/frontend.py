@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
     from warp_check.budget.tune import DEFAULT_FOLDS as TUNE_FOLDS
     from warp_check.budget.tune import check_tune
     from warp_check.cache.warm import WarmEntry
+    from warp_check.data_files import ADVGLUE_FIELDS
+    from warp_check.data_files import FORMATS as IMPORT_FORMATS
+    from warp_check.data_files import format_of as import_format_of
     from warp_check.errors import from_interrupt
     from warp_check.extras.attacks import STATUS_MEANING as ATTACK_STATUS_MEANING
     from warp_check.extras.attacks import STATUSES as ATTACK_STATUSES
@@ -48,9 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
     from warp_check.runs.notices import collected as collected_notices
     from warp_check.runs.result import tally
     from warp_check.runs.workdir import model_cache_dir
-    from warp_check.sources.importer import ADVGLUE_FIELDS, case_file_of
-    from warp_check.sources.importer import FORMATS as IMPORT_FORMATS
-    from warp_check.sources.importer import format_of as import_format_of
+    from warp_check.sources.importer import case_file_of
     from warp_check.suite.loader import SUITE_FILE
 
 _FRONTEND: dict[str, str] = {
@@ -63,10 +64,10 @@ _FRONTEND: dict[str, str] = {
     "must_fix_file": "warp_check.extras.attacks:default_out",
     "check_comparison_out": "warp_check.extras.compare:check_out_path",
     "COMPARE_METHODS": "warp_check.extras.compare:METHODS",
-    "ADVGLUE_FIELDS": "warp_check.sources.importer",
+    "ADVGLUE_FIELDS": "warp_check.data_files",
     "case_file_of": "warp_check.sources.importer",
-    "import_format_of": "warp_check.sources.importer:format_of",
-    "IMPORT_FORMATS": "warp_check.sources.importer:FORMATS",
+    "import_format_of": "warp_check.data_files:format_of",
+    "IMPORT_FORMATS": "warp_check.data_files:FORMATS",
     "HUB_ID": "warp_check.model.hub_cache",
     "mode_named": "warp_check.modes",
     "MODES": "warp_check.modes",

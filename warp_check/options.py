@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from warp_check.certificates.traffic.settings import MAX_CHANGE_RULE
 from warp_check.errors import SettingsError
 from warp_check.model.engines.settings import ENGINE_NAMES, Engine, ray_installed
 from warp_check.progress import PROGRESS_AFTER_S
 from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE, NeighbourSettings, RepairSettings
 from warp_check.suite.model_source import DEVICE_NAME
-from warp_check.suite.traffic import MAX_CHANGE_RULE
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _SECTIONS = ("model", "repair", "traffic")  # the warp.toml tables an option may override

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import budgets, generalise
-from warp_check.certify.traffic import text_key
+from warp_check.certificates.traffic.sample import text_key
 
 
 def test_the_budgets_and_the_traffic_size_parse_and_a_bad_list_is_refused():

@@ -11,9 +11,10 @@ import pytest
 from testkit.suite_builder import write_suite
 
 from warp_check.cases import Kind
+from warp_check.data_files import ImportSettings
 from warp_check.errors import ModelError, SuiteError
 from warp_check.model.loading import read_config
-from warp_check.sources.importer import ImportSettings, import_cases
+from warp_check.sources.importer import import_cases
 from warp_check.suite.loader import load_suite
 
 DEEP = "[" * 200_000 + "]" * 200_000

@@ -10,8 +10,9 @@ import pytest
 from testkit.suite_builder import write_suite
 
 from warp_check.cases import Kind
+from warp_check.data_files import ImportSettings, format_of
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.sources.importer import ImportSettings, format_of, import_cases
+from warp_check.sources.importer import import_cases
 from warp_check.suite.loader import load_suite
 
 

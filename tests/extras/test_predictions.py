@@ -12,9 +12,10 @@ from testkit.suite_builder import exit_code, margins, split_cases, write_suite
 from testkit.tiny_models import LABELS
 
 from warp_check.cases import Kind
+from warp_check.data_files import ImportSettings
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.runs.check import check_suite
-from warp_check.sources.importer import ImportSettings, import_cases
+from warp_check.sources.importer import import_cases
 from warp_check.sources.predictions import import_predicted
 from warp_check.suite.loader import load_suite
 

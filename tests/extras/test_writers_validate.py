@@ -13,8 +13,9 @@ import pytest
 from testkit.suite_builder import write_suite
 
 from warp_check.cases import Kind
+from warp_check.data_files import ImportSettings
 from warp_check.errors import SuiteError
-from warp_check.sources.importer import ImportSettings, import_cases
+from warp_check.sources.importer import import_cases
 from warp_check.suite.loader import load_suite
 
 LIMIT = 100_000  # the loader's longest text

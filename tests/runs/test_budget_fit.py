@@ -66,7 +66,7 @@ def test_a_changed_text_counts_against_the_nearest_case_pulling_towards_its_new_
 
 
 def test_a_failure_message_names_the_costliest_cases_and_counts_the_rest():
-    from warp_check.certificates.traffic import NAMED_IN_MESSAGE, BudgetFit, LeftOut
+    from warp_check.certificates.traffic.verdicts import NAMED_IN_MESSAGE, BudgetFit, LeftOut
 
     left = tuple(LeftOut(id=f"case-{i}", where=f"fix.jsonl:{i + 1}", nearest=i % 7) for i in range(30))
     common = dict(budget=0.05, confidence=0.95, left_out=left, n=1000, changed=20, bound=0.03, within=True,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from testkit.report_runs import SUITE, check_run, page_of, parsed, prose_texts, repair_details, repair_run
 
 from warp_check.cases import Kind
-from warp_check.certificates.traffic import TrafficNote
+from warp_check.certificates.traffic.verdicts import TrafficNote
 from warp_check.reports.folder import REPORT_HTML, REPORT_JSON, markdown_text, read_report, write_report
 from warp_check.reports.html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, PREVIEW_ROWS
 from warp_check.reports.summary import headline

@@ -13,7 +13,7 @@ from testkit.tiny_models import synthetic_cases
 
 from warp_check import Kind, SettingsError, candidates, load_adapter, load_suite, load_traffic, tune, write_choice
 from warp_check.budget.tune import Candidate, CandidateScore, TuneResult, choose, fold_of
-from warp_check.certify.traffic import Part, part_of, text_key
+from warp_check.certificates.traffic.sample import Part, part_of, text_key
 from warp_check.cli import main
 from warp_check.pipeline import ladder as ladder_module
 from warp_check.repair.settings import RepairSettings

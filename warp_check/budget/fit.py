@@ -37,10 +37,10 @@ from dataclasses import replace
 import numpy as np
 
 from warp_check.cases import Case, Kind
-from warp_check.certificates.traffic import BudgetFit, LeftOut
+from warp_check.certificates.traffic.changes import traffic_inputs
+from warp_check.certificates.traffic.sample import Part, TrafficSample
+from warp_check.certificates.traffic.verdicts import BudgetFit, LeftOut
 from warp_check.certify.binomial import change_bound
-from warp_check.certify.changes import traffic_inputs
-from warp_check.certify.traffic import Part, TrafficSample
 from warp_check.model.head import DenseHead
 from warp_check.pipeline.ladder import Ladder, climb
 from warp_check.pipeline.neighbourhood import drawn_from

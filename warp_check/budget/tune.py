@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from warp_check.cases import Case, Kind
+from warp_check.certificates.traffic.sample import TrafficSample, TrafficText
 from warp_check.certify.binomial import change_bound
-from warp_check.certify.traffic import TrafficSample, TrafficText
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys

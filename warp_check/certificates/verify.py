@@ -15,6 +15,8 @@ import numpy as np
 
 from warp_check.cases import NEIGHBOUR, Case
 from warp_check.certificates import CERTIFICATES, judged
+from warp_check.certificates.traffic.changes import changes_record, predictions, traffic_inputs
+from warp_check.certificates.traffic.sample import TrafficSample
 from warp_check.certify.artefact import folder_weights
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.bounds import lipschitz
@@ -30,9 +32,7 @@ from warp_check.certify.certificate import (
     percent,
     read_json,
 )
-from warp_check.certify.changes import changes_record, predictions, traffic_inputs
 from warp_check.certify.falsify import AttackSettings
-from warp_check.certify.traffic import TrafficSample
 from warp_check.decisions import DecisionKind, decision
 from warp_check.errors import CertificateError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter

@@ -339,7 +339,7 @@ class TrafficRecord(Record):
     sample order: an audit recomputes the repaired model's and counts again."""
 
     source: str  # the traffic file's name
-    sample_sha256: str  # the sample's digest (warp_check.certify.traffic): an audit must measure the same
+    sample_sha256: str  # the sample's digest (warp_check.certificates.traffic.sample): an audit must measure the same
     n: int
     changed: int
     bound: float

@@ -24,7 +24,7 @@ from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
     from warp_check.cache.warm import WarmEntry
-    from warp_check.certify.traffic import TrafficSample
+    from warp_check.certificates.traffic.sample import TrafficSample
     from warp_check.model.adapter import ClassifierAdapter
 
 
@@ -44,7 +44,7 @@ class RunJob:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # repair settings over the suite's
     flags: Mapping[str, str] = field(default_factory=dict)  # how the user changes each repair setting
     progress: bool | Progress = False
-    # The suite's traffic with the run's overrides, read (warp_check.sources.traffic.load_traffic, which
+    # The suite's traffic with the run's overrides, read (warp_check.certificates.traffic.reading.load_traffic, which
     # the front ends bind to their flags); None: the run measures no traffic.
     load_traffic: Callable[[Suite], TrafficSample | None] | None = None
 

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from warp_check.cases import NEIGHBOUR, Case, Kind
-from warp_check.certificates import traffic as cert4
 from warp_check.certificates.numbers import CaseNumbers
+from warp_check.certificates.traffic import verdicts as cert4
+from warp_check.certificates.traffic.sample import TrafficSample
 from warp_check.certificates.verify import Check, Verification, verify
 from warp_check.certify.certificate import CaseRecord
 from warp_check.certify.falsify import AttackSettings
-from warp_check.certify.traffic import TrafficSample
 from warp_check.progress import Progress
 from warp_check.runs.details import AuditDetails
 from warp_check.runs.messages import num

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Kind
-from warp_check.certificates.traffic import TrafficNote
+from warp_check.certificates.traffic.verdicts import TrafficNote
 from warp_check.certify.certificate import Certificate, HistoryRow, Summary
 from warp_check.repair.records import IterationRecord
 from warp_check.repair.settings import RepairSettings, SynonymUse

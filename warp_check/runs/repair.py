@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
-from warp_check.certificates import traffic as cert4
 from warp_check.certificates.kept import CERT2
 from warp_check.certificates.margins import CERT1
 from warp_check.certificates.numbers import CaseNumbers
 from warp_check.certificates.radius import CERT3
+from warp_check.certificates.traffic import verdicts as cert4
+from warp_check.certificates.traffic.sample import TrafficSample
 from warp_check.certificates.words import named, num
 from warp_check.certify.artefact import Destination, claim_destination
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
-from warp_check.certify.traffic import TrafficSample
 from warp_check.errors import SettingsError, SuiteError, WarpError
 from warp_check.pipeline.evaluation import Evaluation, evaluate
 from warp_check.pipeline.restore import Reference, wrong_keep
@@ -134,7 +134,7 @@ def repair(
     """Repair on every case of the suite, save the artefact into ``out_dir`` when it converged,
     and give each case its certificate verdict, computed from the repaired weights.
 
-    With ``traffic`` (:func:`warp_check.sources.traffic.load_traffic`), Cert 4 is measured before
+    With ``traffic`` (:func:`warp_check.certificates.traffic.reading.load_traffic`), Cert 4 is measured before
     anything is written and the run carries its verdict (the suite's ``traffic`` item); a repair
     whose bound exceeds the budget writes nothing.
 

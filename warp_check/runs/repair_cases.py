@@ -17,7 +17,9 @@ from warp_check.budget.fit import fit_to_budget
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
 from warp_check.certificates import judged
-from warp_check.certificates.traffic import BudgetFit
+from warp_check.certificates.traffic.changes import measure_changes, traffic_inputs
+from warp_check.certificates.traffic.sample import TrafficSample
+from warp_check.certificates.traffic.verdicts import BudgetFit
 from warp_check.certify.artefact import Destination, claim_destination, folder_hashes, write_artefact
 from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import (
@@ -33,9 +35,7 @@ from warp_check.certify.certificate import (
     Summary,
     TrafficRecord,
 )
-from warp_check.certify.changes import measure_changes, traffic_inputs
 from warp_check.certify.falsify import AttackSettings
-from warp_check.certify.traffic import TrafficSample
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import check_no_conflicts
 from warp_check.model.hashing import parameter_hashes, upstream_sha256

@@ -84,7 +84,7 @@ class Verdict:
         return read(cls, data)
 
 
-# The name of a suite's traffic item: Cert 4's verdict (warp_check.certify.changes).
+# The name of a suite's traffic item: Cert 4's verdict (warp_check.certificates.traffic.changes).
 TRAFFIC = "traffic"
 
 

@@ -1,2 +1,2 @@
-"""Where a suite's cases and traffic come from: files imported, labelled rows split by the model,
-unlabelled text labelled by it, neighbourhoods written out, fixed cases promoted, traffic read."""
+"""Where a suite's cases come from: files imported, labelled rows split by the model, unlabelled
+text labelled by it, neighbourhoods written out, fixed cases promoted."""

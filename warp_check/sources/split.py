@@ -15,17 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from warp_check.cases import Case, Kind
+from warp_check.data_files import ImportSettings, row_error
 from warp_check.errors import SettingsError
 from warp_check.pipeline.evaluation import evaluate
 from warp_check.pipeline.load import load_adapter
-from warp_check.sources.importer import (
-    ImportSettings,
-    LabelledRow,
-    check_id,
-    import_prefix,
-    read_labelled,
-    row_error,
-)
+from warp_check.sources.importer import LabelledRow, check_id, import_prefix, read_labelled
 from warp_check.sources.predictions import naming_the_file
 from warp_check.suite.casefile import AppendResult, append_cases, writer_check
 from warp_check.suite.loader import Suite

@@ -30,7 +30,7 @@ Layout (paths are relative to the folder that holds ``warp.toml``)::
     [repair.neighbours]                    # NeighbourSettings: perturbed cases repaired too
     keep_cases = 500
     [traffic]                              # TrafficSettings: unlabelled text like the model's traffic
-    path = "traffic.jsonl"                 # (warp_check.suite.traffic)
+    path = "traffic.jsonl"                 # (warp_check.certificates.traffic.settings)
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_check.cases import Case, Kind
+from warp_check.certificates.traffic.settings import TrafficSettings, read_traffic_table, traffic_for_run
 from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.errors import ModelError, SettingsError, SuiteError
 from warp_check.model.engines.settings import require_engine
@@ -65,7 +66,6 @@ from warp_check.suite.model_source import (
     run_factory,
 )
 from warp_check.suite.toml_lines import KeyLines, SuiteToml, key_at, toml_text
-from warp_check.suite.traffic import TrafficSettings, read_traffic_table, traffic_for_run
 
 if sys.version_info >= (3, 11):
     import tomllib

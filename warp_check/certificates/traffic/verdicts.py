@@ -1,13 +1,5 @@
-"""Cert 4: the share of predictions the repair changes on traffic like the suite's sample, bounded
-exactly (Clopper–Pearson) from the changes counted on it. It is measured on the run as a whole (the
-suite's ``traffic`` item), so it claims no case; its record in the certificate file is the
-certificate's ``traffic`` (:class:`~warp_check.certify.certificate.TrafficRecord`).
-
-This module owns what a run says of it: the run's record (:class:`TrafficNote`, with :class:`BudgetFit`
-over a budget), the verdict's words (passed or not, and why) and its JUnit properties. The
-sample and the counting of changes are :mod:`warp_check.certify.traffic` and
-:mod:`warp_check.certify.changes` (the audit recomputes them there); the ``[traffic]`` table is
-:mod:`warp_check.suite.traffic`; the file is read by :mod:`warp_check.sources.traffic`.
+"""What a run says of Cert 4: the run's record (:class:`TrafficNote`, with :class:`BudgetFit` over a
+budget), the verdict's words (passed or not, and why) and its JUnit properties.
 """
 
 from __future__ import annotations
@@ -15,24 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from warp_check.certificates.base import Cert
+from warp_check.certificates.traffic.sample import TrafficSample
 from warp_check.certify.certificate import TrafficChange, TrafficRecord, change_sentence, percent
-from warp_check.certify.traffic import TrafficSample
 from warp_check.serial import Record, on_disk
-
-
-class TrafficBound(Cert):
-    name = "traffic"
-    title = "Cert 4"
-    claim = "the repair changes at most the bounded share of predictions on traffic like the sample"
-    further = False
-
-
-CERT4 = TrafficBound()
-
-
-# -- the run's record ----------------------------------------------------------------------------
-
 
 NAMED_IN_MESSAGE = 10  # must_fix cases a failure message names (the costliest); the report and JUnit list all
 
@@ -278,6 +255,6 @@ def audited(failed: list[str], record: TrafficRecord | None) -> tuple[bool, str]
 
 
 __all__ = [
-    "ADVICE", "CERT4", "NAMED_IN_MESSAGE", "BudgetFit", "LeftOut", "RepairTraffic", "TrafficBound", "TrafficNote",
+    "ADVICE", "NAMED_IN_MESSAGE", "BudgetFit", "LeftOut", "RepairTraffic", "TrafficNote",
     "audited", "not_measured", "on_repair", "properties", "repaired", "traffic_note", "unchanged",
 ]  # fmt: skip

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from warp_check.cases import Case, Kind
-from warp_check.certify.traffic import Part, part_of, split_traffic, text_key
+from warp_check.certificates.traffic.sample import Part, part_of, split_traffic, text_key
 
 words = st.text(alphabet="abcdefgh xyz", min_size=1, max_size=12).filter(lambda t: t.strip())
 

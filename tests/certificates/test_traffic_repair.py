@@ -126,9 +126,9 @@ def test_the_report_lists_the_changed_texts(repaired, tmp_path):
 def test_a_repair_over_its_budget_names_the_must_fix_cases_it_cannot_buy(repaired, tmp_path):
     # The promise: without the cases named, the suite's repair keeps within the budget on the traffic's
     # tune part (recomputed here from a repair of its own), and the bound part was never used.
+    from warp_check.certificates.traffic.changes import predictions, traffic_inputs
+    from warp_check.certificates.traffic.sample import Part
     from warp_check.certify.binomial import change_bound
-    from warp_check.certify.changes import predictions, traffic_inputs
-    from warp_check.certify.traffic import Part
 
     suite, sample, run, _ = repaired
     tight = dataclasses.replace(sample, max_change=0.05)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
 from testkit.suite_builder import write_suite
 
 from warp_check import SuiteError, TrafficSettings, load_suite, load_traffic, read_traffic
-from warp_check.sources.traffic import texts_needed
+from warp_check.certificates.traffic.reading import SuiteTraffic, texts_needed
+from warp_check.certificates.traffic.settings import TomlBeingRead
+from warp_check.suite.loader import Suite
+from warp_check.suite.toml_lines import SuiteToml
 
 
 def csv_file(path: Path, texts: list[str], column: str = "sentence") -> Path:
@@ -87,3 +91,28 @@ def test_traffic_of_another_shape_than_the_suite_is_refused(tmp_path, distilbert
     with pytest.raises(SuiteError, match="single texts, the traffic's are pairs") as caught:
         load_traffic(load_suite(folder))
     assert caught.value.field == "traffic.text_pair"
+
+
+def stated(protocol: type) -> dict[str, list[str] | None]:
+    """A protocol's members: a method's parameters (self left out), None for an attribute or property."""
+    members: dict[str, list[str] | None] = dict.fromkeys(getattr(protocol, "__annotations__", {}))
+    for name, member in vars(protocol).items():
+        if not name.startswith("_"):
+            members[name] = list(inspect.signature(member).parameters)[1:] if inspect.isfunction(member) else None
+    return members
+
+
+@pytest.mark.parametrize(("protocol", "real"), [(SuiteTraffic, Suite), (TomlBeingRead, SuiteToml)])
+def test_what_cert4_states_of_a_suite_is_what_the_suite_loader_gives(
+    protocol, real, tmp_path, distilbert_dir, tiny_split
+):
+    # Cert 4 stands below the suite loader and states what it reads of it; nothing type-checks that
+    # statement, so a renamed member or argument of the loader's would otherwise show only at run time.
+    wrong, right = tiny_split
+    folder = write_suite(tmp_path / "s", model=distilbert_dir, fix=wrong, keep=right)
+    given = load_suite(folder) if real is Suite else SuiteToml(folder / "warp.toml")
+    assert stated(protocol), protocol
+    for name, parameters in stated(protocol).items():
+        assert hasattr(given, name), f"{real.__name__} has no {name}"
+        if parameters is not None:
+            assert list(inspect.signature(getattr(given, name)).parameters)[: len(parameters)] == parameters, name

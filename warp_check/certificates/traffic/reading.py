@@ -1,5 +1,5 @@
-"""A suite's traffic file read into a sample (:class:`~warp_check.certify.traffic.TrafficSample`),
-with the readers of ``warp-check import`` (CSV, TSV, JSONL, Parquet, AdvGLUE's dev.json).
+"""A suite's traffic file read into a sample (:class:`~.sample.TrafficSample`), with the readers of
+``warp-check import`` (:mod:`warp_check.data_files`: CSV, TSV, JSONL, Parquet, AdvGLUE's dev.json).
 
 Reading is bounded: a file over :data:`MAX_BYTES` or with more than :data:`MAX_TEXTS` rows is
 refused before it is parsed (rows counted cheaply first), naming the file, the limit and a sample
@@ -8,6 +8,9 @@ as 1/n). A file with no text to measure (empty, or every text a suite case) is r
 was read. A budget the sample cannot show even with no change at all (too few texts for
 ``max_change`` at ``confidence``) is refused before any repair runs, with the number of texts it
 needs.
+
+The suite loader stands a floor above Cert 4 (it reads ``[traffic]`` into :class:`~.settings.TrafficSettings`):
+what is read here of a suite is :class:`SuiteTraffic`, which a loaded suite is.
 """
 
 from __future__ import annotations
@@ -16,24 +19,44 @@ import codecs
 import csv
 import io
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from warp_check.cases import Case, Kind
+from warp_check.certificates.traffic.sample import TrafficSample, split_traffic
+from warp_check.certificates.traffic.settings import TrafficSettings
 from warp_check.certify.binomial import change_bound
-from warp_check.certify.traffic import TrafficSample, split_traffic
+from warp_check.data_files import ImportSettings, format_of, read_unlabelled
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.sources.importer import ImportSettings, format_of, read_unlabelled
-from warp_check.suite.loader import Suite
-from warp_check.suite.traffic import TrafficSettings
 
 MAX_BYTES = 512 << 20  # 512 MiB
 MAX_TEXTS = 1_000_000
 SAMPLE_ROWS = 100_000  # the random sample a refusal of a larger file suggests
 
 
+class SuiteTraffic(Protocol):
+    """What Cert 4 reads of a suite (:class:`warp_check.suite.loader.Suite`): its cases, its ``[traffic]``
+    table with a run's overrides, and errors naming a key's line in its warp.toml."""
+
+    @property
+    def cases(self) -> tuple[Case, ...]: ...
+
+    @property
+    def traffic(self) -> TrafficSettings | None: ...
+
+    @property
+    def key_lines(self) -> Mapping[str, int]: ...
+
+    def error(self, field_name: str, message: str) -> SuiteError: ...
+
+    def traffic_settings(
+        self, *, path: Path | None = None, max_change: float | None = None
+    ) -> TrafficSettings | None: ...
+
+
 def read_traffic(
-    settings: TrafficSettings, *, exclude: Iterable[Case] = (), suite: Suite | None = None
+    settings: TrafficSettings, *, exclude: Iterable[Case] = (), suite: SuiteTraffic | None = None
 ) -> TrafficSample:
     """The file ``settings`` names as a sample: rows read with the import readers, each text once,
     ``exclude``'s must_fix and must_keep cases left out, split into the bound and tune parts.
@@ -71,7 +94,9 @@ def read_traffic(
     return sample
 
 
-def load_traffic(suite: Suite, *, path: Path | None = None, max_change: float | None = None) -> TrafficSample | None:
+def load_traffic(
+    suite: SuiteTraffic, *, path: Path | None = None, max_change: float | None = None
+) -> TrafficSample | None:
     """The suite's traffic (``[traffic]`` with a run's ``--traffic`` / ``--max-change``), its cases
     left out; None where the suite has none and none is given."""
     settings = suite.traffic_settings(path=path, max_change=max_change)
@@ -157,4 +182,4 @@ def _check_measurable(sample: TrafficSample, path: Path, column: str) -> None:
         )
 
 
-__all__ = ["MAX_BYTES", "MAX_TEXTS", "load_traffic", "read_traffic", "texts_needed"]
+__all__ = ["MAX_BYTES", "MAX_TEXTS", "SuiteTraffic", "load_traffic", "read_traffic", "texts_needed"]

@@ -1,8 +1,8 @@
-"""A suite's ``[traffic]`` table: unlabelled text like the model's traffic, and the budget a repair
-must keep on it (:class:`TrafficSettings`).
+"""Cert 4's table of warp.toml, ``[traffic]``: unlabelled text like the model's traffic, and the budget a
+repair must keep on it (:class:`TrafficSettings`).
 
-The file itself is read when a run needs it (``warp_check.sources.traffic``, with the readers of
-``warp-check import``); here the table is checked, key by key, when the suite loads::
+The file itself is read when a run needs it (:mod:`.reading`, with the readers of ``warp-check
+import``); here the table is checked, key by key, when the suite loads::
 
     [traffic]
     path = "traffic.jsonl"    # CSV, TSV, JSONL, Parquet or AdvGLUE's dev.json, as `warp-check import` reads
@@ -10,18 +10,19 @@ The file itself is read when a run needs it (``warp_check.sources.traffic``, wit
     max_change = 0.01         # optional: a repair may change at most this share of predictions
     confidence = 0.95         # of the bound on that share (Cert 4)
 
-Standard library only: suites load without numpy.
+Standard library only: suites load without numpy. The suite loader, a floor above, hands in the
+warp.toml it is reading (:class:`TomlBeingRead`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from warp_check.errors import SettingsError, SuiteError
-from warp_check.suite.toml_lines import SuiteToml
 
 DEFAULT_CONFIDENCE = 0.95
 # What a budget and its confidence must be, in the same words wherever they are given.
@@ -76,7 +77,20 @@ _TYPES["confidence"] = float
 KEYS = tuple(f.name for f in fields(TrafficSettings))
 
 
-def read_traffic_table(loader: SuiteToml, data: dict[str, Any]) -> TrafficSettings | None:
+class TomlBeingRead(Protocol):
+    """What reading the table needs of the warp.toml being loaded (the suite loader's ``SuiteToml``):
+    its path, and errors that name a key's line."""
+
+    toml: Path
+
+    def error(self, dotted: str | None, message: str, line: int | None = None) -> SuiteError: ...
+
+    def resolve(self, path: Path, dotted: str, written: str) -> Path: ...
+
+    def unknown(self, table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None: ...
+
+
+def read_traffic_table(loader: TomlBeingRead, data: dict[str, Any]) -> TrafficSettings | None:
     """warp.toml's ``[traffic]``, every key checked (file, line, key); None where there is none."""
     table = data.get("traffic")
     if table is None:
@@ -129,6 +143,7 @@ __all__ = [
     "CONFIDENCE_RULE",
     "DEFAULT_CONFIDENCE",
     "MAX_CHANGE_RULE",
+    "TomlBeingRead",
     "TrafficSettings",
     "read_traffic_table",
     "traffic_for_run",

@@ -1,4 +1,4 @@
-"""Cert 4: what a repair changes on unlabelled traffic, recomputed in float64 from the cached v.
+"""How Cert 4 is measured: what a repair changes on unlabelled traffic, in float64 from the cached v.
 
 Every text of the sample's bound part goes through the encoder once (the representation cache
 keeps its v, so an audit of the repaired model, whose encoder is unchanged, reads it back); the
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from warp_check.certificates.traffic.sample import Part, TrafficSample, TrafficText
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.certificate import TrafficChange, TrafficRecord
-from warp_check.certify.traffic import Part, TrafficSample, TrafficText
 from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.errors import SuiteError
 from warp_check.model.encode import encode_cases, input_keys
