@@ -20,7 +20,9 @@ from warp_check.cases import Kind, text_problem
 from warp_check.errors import SettingsError, SuiteError, reraise_interrupt
 from warp_check.json_bounded import parse_json
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet", "advglue")
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "advglue", "goemotions")
+# GoEmotions' release: TSV without a header, a row `text<TAB>label ids, comma-separated<TAB>comment id`.
+GOEMOTIONS_COLUMNS = ("text", "label", "id")
 # AdvGLUE dev.json: {task: [{"idx", "label", <text fields>}]}; the fields of each task, in order.
 ADVGLUE_FIELDS: dict[str, tuple[str, str | None]] = {
     "sst2": ("sentence", None),
@@ -102,6 +104,8 @@ def opened(source: str | Path, settings: ImportSettings) -> tuple[Path, ImportSe
     if settings.format == "advglue":  # its fields are fixed by the task
         pair = "text_pair" if ADVGLUE_FIELDS[settings.task or ""][1] is not None else None
         settings = replace(settings, text="text", text_pair=pair, label="label", id="id")
+    elif settings.format == "goemotions":  # its columns are fixed, and unnamed
+        settings = replace(settings, text="text", text_pair=None, label="label", id="id")
     return source, settings
 
 
@@ -179,6 +183,15 @@ def rows_of(path: Path, settings: ImportSettings) -> Iterator[tuple[tuple[int, s
             yield (number, "line"), row
     elif settings.format == "parquet":
         yield from _parquet_rows(path)
+    elif settings.format == "goemotions":
+        for number, line in enumerate(_utf8_text(path).splitlines(), start=1):
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != len(GOEMOTIONS_COLUMNS):
+                why = f"a GoEmotions row is text, label ids and comment id, tab-separated: {len(fields)} field(s) here"
+                raise SuiteError(why, path=path, line=number)
+            yield (number, "line"), dict(zip(GOEMOTIONS_COLUMNS, fields, strict=True))
     else:
         yield from _advglue_rows(path, settings)
 

@@ -20,6 +20,7 @@ from testkit.multi_label import NAMES, build_multi_label, logits_of, texts, trut
 
 from warp_check import verify
 from warp_check.certify.certificate import CERTIFICATE_NAME
+from warp_check.cli import main
 from warp_check.decisions import MULTI_LABEL, SINGLE_LABEL, AnswerError, LabelSpace, deciding, logit_of
 from warp_check.errors import SuiteError
 from warp_check.model.activations import ACTIVATIONS
@@ -284,3 +285,35 @@ def test_check_repair_audit_and_traffic_on_a_multi_label_model(pytester, model_d
     assert verify(out).ok
     audited = pytester.runpytest(*INNER, "--warp-certificate", str(out / CERTIFICATE_NAME))
     audited.assert_outcomes(passed=len(records))
+
+
+def test_goemotions_rows_are_imported_and_split_by_the_model(tmp_path, model_dir, capsys):
+    """GoEmotions' own layout (TSV, no header: text, comma-separated label ids, id) into a suite,
+    each row a must_keep case where the model gets every label right, else a must_fix case."""
+    batch = texts(40, seed=11)
+    rows = [f"{text}\t{','.join(map(str, truth(text)))}\tg{i}" for i, text in enumerate(batch)]
+    (tmp_path / "dev.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    folder = write(tmp_path / "suite", model_dir, [], [])
+    for name in ("must_fix", "must_keep"):
+        (folder / f"{name}.jsonl").write_text("", encoding="utf-8")
+    assert main(["import", str(folder), str(tmp_path / "dev.tsv"), "--format", "goemotions", "--split-by-model"]) == 0
+    logits = logits_of(model_dir, batch)
+    want = np.zeros((len(batch), len(NAMES)), dtype=bool)
+    for i, text in enumerate(batch):
+        want[i, list(truth(text))] = True
+    right = ((logits > 0) == want).all(axis=1)
+    suite = load_suite(folder)
+    by_id = {case.id: case for case in suite.cases}
+    assert len(by_id) == len(batch)
+    for i, text in enumerate(batch):
+        case = by_id[f"g{i}"]
+        assert case.kind.value == ("must_keep" if right[i] else "must_fix")
+        assert case.label[0] == truth(text)  # the labels on; every other one off
+    written = json.loads((folder / "must_keep.jsonl").read_text().splitlines()[0])
+    assert set(written) >= {"id", "text", "labels"} and "label" not in written
+    # A label id the model does not have: the file, its line and the column, nothing written.
+    (tmp_path / "bad.tsv").write_text(f"{batch[0]}\t0,9\tbad1\n", encoding="utf-8")
+    before = (folder / "must_keep.jsonl").read_bytes()
+    assert main(["import", str(folder), str(tmp_path / "bad.tsv"), "--format", "goemotions"]) != 0
+    assert "bad.tsv:1: field 'label': class id 9 is not a class of the model" in capsys.readouterr().err
+    assert (folder / "must_keep.jsonl").read_bytes() == before

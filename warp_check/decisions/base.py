@@ -164,6 +164,13 @@ class DecisionKind(abc.ABC):
         """Per class id, the logit threshold the kind decides by, where it has any (none: every 0)."""
         return {}
 
+    def answer_record(self, answer: Any, name: Callable[[int], Any], num_classes: int | None) -> dict[str, Any]:
+        """The case-file fields that state ``answer`` (what :meth:`read_answer` reads back), ``name``
+        naming one class as a case file does (its label name, or its id)."""
+        if isinstance(answer, numbers.Integral):
+            return {"label": name(int(answer))}
+        return {"label": [name(c) for c in self.classes_of(answer)]}
+
     def bound(self, thresholds: Mapping[int, float]) -> DecisionKind:
         """This kind deciding with per-class thresholds (``[model] thresholds``), where it has any."""
         raise ValueError(f"{self.name} decides without thresholds: leave [model] thresholds out")

@@ -90,6 +90,12 @@ class MultiLabel(DecisionKind):
             raise AnswerError("on", "constrains no label: name at least one label on or off")
         return on, off
 
+    def answer_record(self, answer: Any, name: Callable[[int], Any], num_classes: int | None) -> dict[str, Any]:
+        on, off = answer
+        if num_classes is not None and len(on) + len(off) == num_classes:  # every label stated: exact
+            return {"labels": [name(c) for c in on]}
+        return {"on": [name(c) for c in on], "off": [name(c) for c in off]}
+
     def parse_answer(self, value: Any, space: LabelSpace) -> tuple[tuple[int, ...], tuple[int, ...]]:
         return self.read_answer({"labels": value}, space)
 
@@ -101,6 +107,8 @@ class MultiLabel(DecisionKind):
             raise AnswerError(field, f"must be a list of label names or ids, got {type(value).__name__}")
         ids: set[int] = set()
         for item in value:
+            if isinstance(item, str) and item not in space.names and item.strip().isdigit():
+                item = int(item)  # a class id written as digits (GoEmotions' "3,27")
             try:
                 ids.add(space.class_id(item))
             except ValueError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 
 from warp_check.cases import Kind
 from warp_check.data_files import ImportSettings, opened, row_error, row_fields, rows_of
+from warp_check.decisions import SINGLE_LABEL, AnswerError, LabelSpace
 from warp_check.errors import SettingsError, WarpError
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite
@@ -33,7 +34,7 @@ class LabelledRow:
     """A row read as a case (its label as the suite names it), its class id, and where it is."""
 
     case: NewCase
-    label: int
+    label: Any  # the answer, as the suite's kind of decision holds it (single label: the class id)
     where: tuple[int, str]
 
 
@@ -87,21 +88,36 @@ def check_id(suite: Suite, case_id: str | None, out: str | Path, error, field: s
 
 def _case(
     suite: Suite, where: tuple[int, str], row: dict[str, Any], settings: ImportSettings, source: Path
-) -> tuple[NewCase, int]:
+) -> tuple[NewCase, Any]:
     error = row_error(source, where)
     text, pair, case_id = row_fields(row, settings, error)
-    if settings.label not in row or row[settings.label] in (None, ""):
+    if settings.label not in row or (row[settings.label] in (None, "") and suite.decision is SINGLE_LABEL):
         raise error(settings.label, f"no label in column {settings.label!r}")
-    label = _label(suite, row[settings.label], error, settings.label)
+    if suite.decision is SINGLE_LABEL:
+        label = _label(suite, row[settings.label], error, settings.label)
+        stated: str | int | dict[str, Any] = suite.label_name(label)
+    else:  # the kind reads the column as its first answer field (several labels: a list, or "3,27")
+        label = _answer(suite, row[settings.label] or [], error, settings.label)  # empty: every label off
+        stated = suite.decision.answer_record(label, suite.label_name, suite.num_classes)
     case = NewCase(
         text=text,
         text_pair=pair,
-        label=suite.label_name(label),
+        label=stated,
         id=case_id,
         kind=settings.kind.value,
         source=settings.source or source.name,
     )
     return case, label
+
+
+def _answer(suite: Suite, value: Any, error, column: str) -> Any:
+    """The answer ``value`` states, read by the suite's kind of decision as its first answer field."""
+    kind = suite.decision
+    space = LabelSpace(names=suite.labels, num_classes=suite.num_classes)
+    try:
+        return kind.read_answer({kind.answer_fields[0]: value}, space)
+    except AnswerError as exc:
+        raise error(column, str(exc)) from None
 
 
 def _label(suite: Suite, value: Any, error, column: str) -> int:

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from warp_check.cases import Kind
 from warp_check.errors import SuiteError
@@ -38,10 +39,12 @@ _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 @dataclass(frozen=True, kw_only=True)
 class NewCase:
-    """A case to add. ``label`` is the label as the suite names it (name or class id)."""
+    """A case to add. ``label`` is the label as the suite names it (name or class id), or, for a kind
+    of decision whose answer is more than one class, the case-file fields that state it
+    (``DecisionKind.answer_record``: ``{"labels": [...]}``, ``{"on": [...], "off": [...]}``)."""
 
     text: str
-    label: str | int
+    label: str | int | Mapping[str, Any]
     text_pair: str | None = None
     source: str | None = None
     original: str | None = None  # id of the case this one was derived from
@@ -54,7 +57,10 @@ class NewCase:
             raise ValueError(f"text={self.text!r}: must be a non-empty string")
         if self.text_pair is not None and (not isinstance(self.text_pair, str) or not self.text_pair.strip()):
             raise ValueError(f"text_pair={self.text_pair!r}: must be a non-empty string or None")
-        if isinstance(self.label, bool) or not isinstance(self.label, (str, int)):
+        if isinstance(self.label, Mapping):
+            if not self.label or not all(isinstance(k, str) for k in self.label):
+                raise ValueError(f"label={self.label!r}: an answer's fields are named by strings")
+        elif isinstance(self.label, bool) or not isinstance(self.label, (str, int)):
             raise ValueError(f"label={self.label!r}: must be a label name or a class id")
 
     @property
@@ -107,7 +113,10 @@ def append_cases(
             record: dict[str, object] = {"id": new_id, "text": case.text}
             if case.text_pair is not None:
                 record["text_pair"] = case.text_pair
-            record["label"] = case.label
+            if isinstance(case.label, Mapping):
+                record.update(case.label)
+            else:
+                record["label"] = case.label
             for key in ("kind", "source", "original", "fixed_by"):
                 if getattr(case, key) is not None:
                     record[key] = getattr(case, key)
