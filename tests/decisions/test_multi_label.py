@@ -317,3 +317,56 @@ def test_goemotions_rows_are_imported_and_split_by_the_model(tmp_path, model_dir
     assert main(["import", str(folder), str(tmp_path / "bad.tsv"), "--format", "goemotions"]) != 0
     assert "bad.tsv:1: field 'label': class id 9 is not a class of the model" in capsys.readouterr().err
     assert (folder / "must_keep.jsonl").read_bytes() == before
+
+
+def test_a_repaired_multi_label_release_is_gated_and_its_fixes_promoted(tmp_path, model_dir, cases, capsys):
+    wrong, right = cases
+    folder = write(tmp_path / "suite", model_dir, wrong, right)
+    out = tmp_path / "repaired"
+    assert main(["repair", str(folder), "--out", str(out)]) == 0
+    # The release against its baseline: no label the baseline had right is wrong now.
+    assert main(["diff", str(model_dir), str(out), str(folder)]) == 0
+    assert "0 regression(s)" in capsys.readouterr().out
+    # Its fixes promoted: every must_fix case now a must_keep one, stating the same labels.
+    assert main(["promote", str(folder), "--from", str(out)]) == 0
+    promoted = [json.loads(line) for line in (folder / "must_keep.jsonl").read_text().splitlines()[len(right) :]]
+    assert {r["id"]: r["labels"] for r in promoted} == {r["id"]: r["labels"] for r in wrong}
+    assert all(r["kind"] == "must_keep" and r["fixed_by"] for r in promoted)
+    suite = load_suite(folder)
+    assert all(c.kind.value == "must_keep" for c in suite.cases)
+
+
+def test_a_label_the_baseline_had_right_is_a_regression_though_the_case_failed_before(tmp_path, model_dir, capsys):
+    """The release under test is the model with the classifier's bias of 'negated' raised by 6: on a
+    case the baseline got wrong on another label, 'negated' now wrong too is a regression."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    release = tmp_path / "release"
+    shutil.copytree(model_dir, release)
+    weights = load_file(release / "model.safetensors")
+    bias = next(k for k in weights if k.endswith("classifier.bias"))
+    moved = NAMES.index("negated")
+    weights[bias] = weights[bias].copy()
+    weights[bias][moved] += 6.0
+    save_file(weights, release / "model.safetensors", metadata={"format": "pt"})
+    batch = texts(300, seed=21)
+    before = logits_of(model_dir, batch)
+    after = before.copy()
+    after[:, moved] += 6.0
+    want = np.zeros((len(batch), len(NAMES)), dtype=bool)
+    for i, text in enumerate(batch):
+        want[i, list(truth(text))] = True
+    wrong_before, wrong_after = (before > 0) != want, (after > 0) != want
+    both = [
+        i for i in range(len(batch))
+        if wrong_before[i].any() and wrong_after[i, moved] and not wrong_before[i, moved]
+    ]  # fmt: skip
+    still = [i for i in range(len(batch)) if wrong_before[i].any() and (wrong_after[i] == wrong_before[i]).all()]
+    assert both and still, "the tiny model's errors moved: pick another seed"
+    records = [{"id": f"t{i}", "text": batch[i], "labels": [NAMES[j] for j in truth(batch[i])]} for i in both + still]
+    folder = write(tmp_path / "suite", model_dir, records, [])
+    assert main(["diff", str(model_dir), str(release), str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert f"{len(both)} regression(s), {len(still)} failing on both (expected)" in out

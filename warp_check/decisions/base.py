@@ -267,6 +267,11 @@ class DecisionKind(abc.ABC):
         """A recorded prediction (:meth:`code`) in words."""
         return self.said(self.decode([code], num_classes)[0], name)
 
+    def wrong_parts(self, prediction: Any, answer: Any) -> tuple[int, ...]:
+        """Where a kind decides several things at once, the ones a prediction gets wrong (class ids:
+        a regression is one the baseline had right); () where the prediction is one thing."""
+        return ()
+
     def wrong_words(self, prediction: Any, answer: Any, name: Callable[[int], str]) -> str | None:
         """Where a wrong prediction departs from the answer, in words, where a kind decides several
         things at once (None: the prediction and the answer say it all)."""

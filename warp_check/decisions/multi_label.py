@@ -233,6 +233,11 @@ class MultiLabel(DecisionKind):
         bits = np.asarray([[(int(code) >> j) & 1 for j in range(num_classes)] for code in codes], dtype=bool)
         return bits.reshape(len(codes), num_classes)
 
+    def wrong_parts(self, prediction: Any, answer: Any) -> tuple[int, ...]:
+        on_now = set(self.on_labels(prediction))
+        on, off = answer
+        return tuple(sorted([c for c in on if c not in on_now] + [c for c in off if c in on_now]))
+
     def wrong_words(self, prediction: Any, answer: Any, name: Callable[[int], str]) -> str | None:
         on_now = set(self.on_labels(prediction))
         on, off = answer

@@ -154,6 +154,8 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
         }
         if wrong_words:  # where a kind decides several things at once, which of them are wrong
             properties["wrong"] = suite.decision.wrong_words(predicted, case.label, suite.label_name)
+            wrong_parts = suite.decision.wrong_parts(predicted, case.label)
+            properties["wrong_labels"] = [suite.label_name(c) for c in wrong_parts]
         verdicts.append(Verdict.of(case, passed=right, message=message, properties=properties))
     wrong = sum(not v.passed for v in verdicts)
     message = f"{len(cases)} case(s) checked on the model as it is, {wrong} predicted wrong"

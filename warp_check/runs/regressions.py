@@ -46,6 +46,17 @@ def _judged(now: Verdict, then: Verdict | None, baseline_name: str) -> Verdict:
             f"{now.properties.get('predicted')} (gap {num(gap)}); labelled {now.properties.get('label')}"
         )
         return dataclasses.replace(now, properties=properties, message=message)
+    # Where a case decides several things (labels), one the baseline had right and this model not is a
+    # regression, though the baseline got the case wrong on others.
+    newly = [p for p in now.properties.get("wrong_labels", ()) if p not in then.properties.get("wrong_labels", ())]
+    if newly:
+        message = (
+            f"regression against the baseline {baseline_name}: {', '.join(map(repr, newly))} wrong now, right on "
+            f"the baseline (which is wrong on {', '.join(map(repr, then.properties.get('wrong_labels', ())))}); "
+            f"this model predicts {now.properties.get('predicted')} (gap {num(gap)}); labelled "
+            f"{now.properties.get('label')}"
+        )
+        return dataclasses.replace(now, properties=properties, message=message)
     reason = (
         f"not a regression: the baseline {baseline_name} gets it wrong too (gap {num(old_gap)}; "
         f"this model: gap {num(gap)})"

@@ -95,14 +95,12 @@ def _case(
         raise error(settings.label, f"no label in column {settings.label!r}")
     if suite.decision is SINGLE_LABEL:
         label = _label(suite, row[settings.label], error, settings.label)
-        stated: str | int | dict[str, Any] = suite.label_name(label)
     else:  # the kind reads the column as its first answer field (several labels: a list, or "3,27")
         label = _answer(suite, row[settings.label] or [], error, settings.label)  # empty: every label off
-        stated = suite.decision.answer_record(label, suite.label_name, suite.num_classes)
     case = NewCase(
         text=text,
         text_pair=pair,
-        label=stated,
+        label=suite.label_as_written(label),
         id=case_id,
         kind=settings.kind.value,
         source=settings.source or source.name,

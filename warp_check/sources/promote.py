@@ -142,7 +142,7 @@ def _refuse_false_claims(
         return
     m = certificate.model
     spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
-    adapter = ClassifierAdapter.from_pretrained(folder, layer=spec, max_length=m.max_length)
+    adapter = ClassifierAdapter.from_pretrained(folder, layer=spec, max_length=m.max_length, decision=suite.decision)
     cases = [c.case for c in candidates]
     batch = suite.model.batch_size
     encoded = encode_cases(adapter, cases, batch_size=batch, cache_dir=cache_dir, progress=progress)
@@ -152,7 +152,7 @@ def _refuse_false_claims(
         ids=tuple(c.id for c in cases),
         kinds=tuple(c.kind for c in cases),
         V=encoded.V,
-        labels=np.array([c.label for c in cases]),
+        labels=adapter.decision.answers([c.label for c in cases], adapter.num_classes),
         gaps_before=np.array([c.claim.gap_before for c in candidates]),
         gamma_s=gamma_s,
         gamma_h=certificate.settings.gamma_h,
@@ -203,7 +203,7 @@ def _already_kept(suite: Suite, keep: CaseFile, moving: Sequence[_Candidate], re
                 reader,
                 there.id,
                 f"the same text as must_fix case {c.case.id!r} ({c.at}) with label "
-                f"{suite.label_name(there.label)!r}, not {suite.label_name(c.case.label)!r}",
+                f"{suite.answer_name(there.label)!r}, not {suite.answer_name(c.case.label)!r}",
             )
         if there.kind is not Kind.MUST_KEEP and there.id not in rewritten:
             raise _refused(reader, there.id, f"the same text as {c.case.id!r} ({c.at}), as a must_fix case")
@@ -234,7 +234,7 @@ def _append_verified(suite: Suite, keep: CaseFile, appended: Sequence[_Candidate
             id=c.case.id,
             text=c.case.text,
             text_pair=c.case.text_pair,
-            label=suite.label_name(c.case.label),
+            label=suite.label_as_written(c.case.label),
             kind=Kind.MUST_KEEP.value,
             source=c.case.source,
             fixed_by=sha,

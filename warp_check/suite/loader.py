@@ -125,6 +125,13 @@ class Suite:
                 return name
         return str(label)
 
+    def label_as_written(self, answer: Any) -> Any:
+        """A case's answer as a case file writes it: its label's name (or class id) for one class,
+        else the kind's answer fields (several labels: ``{"labels": [...]}``)."""
+        if self.decision is SINGLE_LABEL:
+            return self.label_name(answer)
+        return self.decision.answer_record(answer, self.label_name, self.num_classes)
+
     def answer_name(self, answer: Any) -> str:
         """A case's answer in words, as its kind of decision states it with the suite's label names."""
         return self.decision.stated(answer, self.label_name)
