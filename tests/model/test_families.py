@@ -1,6 +1,7 @@
 """Every Hugging Face family a user can load: a tiny model of each (config classes, no download),
 through the gate, the repair and the audit with ``layer = "auto"``; half-precision checkpoints;
-what WARP refuses (regression, multi-label, damaged folders); long inputs.
+what WARP refuses (regression, damaged folders); long inputs. Several labels per text on each
+head form: tests/decisions/test_multi_label_families.py.
 
 ``python -m benchmarks.families`` prints the same matrix with the iterations and certificates.
 """
@@ -208,9 +209,8 @@ def _edit_config(model_dir: Path, folder: Path, **changes) -> Path:
     [
         ({"problem_type": "regression"}, "a regression head"),
         ({"num_labels": 1, "id2label": {"0": "score"}, "label2id": {"score": 0}}, "a regression head"),
-        ({"problem_type": "multi_label_classification"}, "a multi-label head"),
     ],
-    ids=["regression", "one-label", "multi-label"],
+    ids=["regression", "one-label"],
 )
 def test_heads_warp_does_not_cover_are_refused_naming_the_folder_and_why(changes, message, built, tmp_path):
     model_dir, folder = built("bert")
