@@ -380,7 +380,8 @@ def _draw(fixed: _Fixed, settings: NeighbourSettings) -> Neighbourhood:
 def _tune_part(fixed: _Fixed, sample: TrafficSample, folds: int) -> _Traffic:
     """The tune part's texts the model can take, once each (by input), none a suite case's input."""
     adapter, base = fixed.adapter, fixed.base
-    probes = [text.case(i) for i, text in enumerate(sample.tune)]
+    unstated = adapter.decision.unstated(adapter.num_classes)
+    probes = [replace(text.case(i), label=unstated) for i, text in enumerate(sample.tune)]
     keys = input_keys(adapter, probes)
     taken = set(fixed.evaluation.encoded.input_keys or input_keys(adapter, fixed.evaluation.cases))
     rows = []
@@ -393,9 +394,11 @@ def _tune_part(fixed: _Fixed, sample: TrafficSample, folds: int) -> _Traffic:
         return _Traffic(texts, None, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
     measured = evaluate(adapter, [probes[i] for i in rows], batch_size=fixed.batch_size, cache_dir=fixed.cache_dir,
                         progress=False)  # fmt: skip
-    predicted, margin = adapter.head().decision.prediction_margins(measured.logits)
+    decision = adapter.head().decision
+    predicted, margin = decision.prediction_margins(measured.logits)
     labelled = tuple(
-        Case(id=f"guard-{t.key[:16]}", text=t.text, text_pair=t.text_pair, label=int(label), kind=Kind.MUST_KEEP,
+        Case(id=f"guard-{t.key[:16]}", text=t.text, text_pair=t.text_pair,
+             label=decision.answer_of_prediction(label, adapter.num_classes), kind=Kind.MUST_KEEP,
              source=GUARD_SOURCE, origin=t.where)
         for t, label in zip(texts, predicted, strict=True)
     )  # fmt: skip
@@ -535,11 +538,11 @@ def _held_out(fixed: _Fixed, fold: int) -> tuple[np.ndarray, np.ndarray]:
     evaluation = fixed.evaluation
     rows = [i for i, c in enumerate(evaluation.cases) if c.kind is Kind.MUST_FIX and fixed.fold[c.id] == fold]
     V = [evaluation.encoded.V[rows]]
-    labels = [np.array([evaluation.cases[i].label for i in rows], dtype=np.int64)]
+    labels = [evaluation.answers([evaluation.cases[i] for i in rows])]
     if fixed.scoring is not None:
         copies = [i for i, c in enumerate(fixed.scoring.cases) if fixed.fold.get(drawn_from(c.id), -1) == fold]
         V.append(fixed.scoring.encoded.V[copies])
-        labels.append(np.array([fixed.scoring.cases[i].label for i in copies], dtype=np.int64))
+        labels.append(fixed.scoring.answers([fixed.scoring.cases[i] for i in copies]))
     return np.concatenate(V).astype(np.float64), np.concatenate(labels)
 
 

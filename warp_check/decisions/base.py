@@ -164,6 +164,17 @@ class DecisionKind(abc.ABC):
         """Per class id, the logit threshold the kind decides by, where it has any (none: every 0)."""
         return {}
 
+    def unstated(self, num_classes: int) -> Any:
+        """An answer for an input nobody labelled (traffic, text to label by the model): the encoder
+        takes cases, and nothing is measured against this one. Single label: class 0."""
+        return 0
+
+    def answer_of_prediction(self, prediction: Any, num_classes: int) -> Any:
+        """The answer a prediction states, as a case holds it (a pseudo-label)."""
+        import numpy as np
+
+        return self.answer(self.answers_of(np.asarray([prediction]), num_classes), 0)
+
     def answer_record(self, answer: Any, name: Callable[[int], Any], num_classes: int | None) -> dict[str, Any]:
         """The case-file fields that state ``answer`` (what :meth:`read_answer` reads back), ``name``
         naming one class as a case file does (its label name, or its id)."""

@@ -90,6 +90,9 @@ class MultiLabel(DecisionKind):
             raise AnswerError("on", "constrains no label: name at least one label on or off")
         return on, off
 
+    def unstated(self, num_classes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return (), (0,)
+
     def answer_record(self, answer: Any, name: Callable[[int], Any], num_classes: int | None) -> dict[str, Any]:
         on, off = answer
         if num_classes is not None and len(on) + len(off) == num_classes:  # every label stated: exact

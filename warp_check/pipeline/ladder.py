@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from warp_check.cases import Kind
+from warp_check.decisions import SINGLE_LABEL
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.head import DenseHead
 from warp_check.pipeline.evaluation import Evaluation, evaluate
@@ -289,7 +290,10 @@ def _missed_copies(attempt: Attempt) -> set[str]:
 
 def _why_final_stalls(adapter: ClassifierAdapter, evaluation: Evaluation, result: RepairResult) -> str:
     """The pair of cases the final linear layer must grow most to separate, as a clause of the failure
-    message, where it must grow at all ('' otherwise)."""
+    message, where it must grow at all ('' otherwise). Defined for one class per case: another kind
+    of decision gets no such clause."""
+    if adapter.decision is not SINGLE_LABEL:
+        return ""
     settings, excluded = result.settings, set(result.excluded_keep)
     rows = [
         i

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def import_predicted(
     rows = read_unlabelled(source, settings)
     _check_fits(suite, source, out, rows, settings)
     adapter = adapter if adapter is not None else load_adapter(suite)
-    probes = _probes(source, rows)
+    probes = _probes(source, rows, suite.decision.unstated(adapter.num_classes))
     with naming_the_file(source):
         keys = input_keys(adapter, probes)
     # What the model sees, not the raw text: a copy of a suite case, even one differing in case or
@@ -96,13 +96,14 @@ def import_predicted(
                 adapter, labelled, batch_size=suite.model.batch_size, cache_dir=cache_dir, progress=progress
             )
         logits = evaluation.logits  # float64, from the head's own weights
-    predicted, margin = adapter.head().decision.prediction_margins(logits)
+    decision = adapter.head().decision
+    predicted, margin = decision.prediction_margins(logits)
     clear = margin >= suite.repair.gamma_h
     new = [
         NewCase(
             text=row.text,
             text_pair=row.text_pair,
-            label=suite.label_name(int(label)),
+            label=suite.label_as_written(decision.answer_of_prediction(label, adapter.num_classes)),
             id=row.id,
             kind=Kind.MUST_KEEP.value,
             source=settings.source or f"{PREDICTION}:{source.name}",
@@ -112,7 +113,9 @@ def import_predicted(
     ]
     check = writer_check(suite, out, kind=Kind.MUST_KEEP)
     appended = append_cases(out, new, id_prefix=f"{PREDICTION}-{source.stem}", check=check)
-    counts = np.bincount(predicted[clear], minlength=adapter.num_classes)
+    # Per label, the cases written that it labels (several labels: the cases with the label on).
+    stated = decision.answers_of(predicted[clear], adapter.num_classes)
+    counts = (stated > 0).sum(axis=0) if stated.ndim == 2 else np.bincount(stated, minlength=adapter.num_classes)
     by_label = tuple((suite.label_name(i), int(counts[i])) for i in range(adapter.num_classes) if counts[i])
     return PredictedImport(
         rows=len(rows),
@@ -152,7 +155,7 @@ def _check_fits(
         check_id(suite, row.id, out, row_error(source, row.where), settings.id or "id")
 
 
-def _probes(source: Path, rows: list[UnlabelledRow]) -> list[Case]:
+def _probes(source: Path, rows: list[UnlabelledRow], unstated: Any) -> list[Case]:
     """The rows as cases for the encoder, which reads only their texts (the labels are what is being
     computed). A row's place names it in an error about an input the model cannot take: its line as
     the case's origin (CSV, TSV, JSONL), its row or entry in the case id (Parquet, AdvGLUE)."""
@@ -161,7 +164,7 @@ def _probes(source: Path, rows: list[UnlabelledRow]) -> list[Case]:
             id=f"{row.where[1]} {row.where[0]}",
             text=row.text,
             text_pair=row.text_pair,
-            label=0,
+            label=unstated,
             kind=Kind.MUST_KEEP,
             origin=f"{source}:{row.where[0]}" if row.where[1] == "line" else None,
         )
