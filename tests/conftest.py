@@ -36,6 +36,21 @@ hypothesis_settings.register_profile("explore")
 hypothesis_settings.load_profile("same-everywhere")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, send each test file whole to one worker (``--dist loadfile``) unless the
+    command line chose a distribution.
+
+    Most files share a module- or session-scoped fixture that repairs or loads a tiny model (seconds
+    each); xdist's default ``load`` deals a file's tests to every worker, and each worker then
+    builds that fixture again. Files are dealt largest first, so the workers still end together.
+    """
+    if getattr(config.option, "dist", "no") != "load" or config.option.distload:  # -d is --dist=load
+        return
+    given = (*config.invocation_params.args, *config.getini("addopts"), *os.environ.get("PYTEST_ADDOPTS", "").split())
+    if not any(arg == "--dist" or arg.startswith("--dist=") for arg in given):
+        config.option.dist = "loadfile"
+
+
 @pytest.fixture(autouse=True)
 def _deterministic() -> Iterator[None]:
     """One CPU thread and fixed seeds, so float results and sampled data repeat run to run."""

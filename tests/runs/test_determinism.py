@@ -33,6 +33,19 @@ def suite(distilbert_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return write_suite(folder, model=distilbert_dir, fix=wrong, keep=right, extra="[repair]\nrank = 3\n")
 
 
+@pytest.fixture(scope="module")
+def repaired(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The suite repaired once in this process, without a cache: what the other runs are compared with."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the autouse fixture is per test; this one runs first
+    try:
+        out = tmp_path_factory.mktemp("determinism") / "repaired"
+        assert main(["repair", str(suite), "--out", str(out), "--cache", "none", "-q"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
 def without_timing(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
@@ -58,22 +71,20 @@ def assert_same_artefact(a: Path, b: Path) -> None:
     assert {p.name for p in a.iterdir()} == {p.name for p in b.iterdir()}
 
 
-def test_two_repairs_in_one_process_are_bit_identical_with_and_without_the_cache(suite, tmp_path, capsys):
+def test_two_repairs_in_one_process_are_bit_identical_with_and_without_the_cache(suite, repaired, tmp_path, capsys):
     cache = tmp_path / "cache"
-    assert main(["repair", str(suite), "--out", str(tmp_path / "a"), "--cache", "none", "-q"]) == 0
     assert main(["check", str(suite), "--cache", str(cache), "-q"]) == 1  # fills the cache
     assert main(["repair", str(suite), "--out", str(tmp_path / "b"), "--cache", str(cache), "--json"]) == 0
     printed = capsys.readouterr().out
     assert json.loads(printed[printed.index("{") :])["details"]["from_cache"] > 0  # the second run read v
-    assert_same_artefact(tmp_path / "a", tmp_path / "b")
+    assert_same_artefact(repaired, tmp_path / "b")
     # The hashes in the certificate really are those of the written weights (not a constant).
-    assert certificate(tmp_path / "a")["model"]["sha256_repair_layer"] != certificate(tmp_path / "a")["model"][
-        "sha256_source_frozen"
-    ]
+    assert (
+        certificate(repaired)["model"]["sha256_repair_layer"] != certificate(repaired)["model"]["sha256_source_frozen"]
+    )
 
 
-def test_a_repair_in_another_process_with_another_hash_seed_is_bit_identical(suite, tmp_path):
-    assert main(["repair", str(suite), "--out", str(tmp_path / "here"), "--cache", "none", "-q"]) == 0
+def test_a_repair_in_another_process_with_another_hash_seed_is_bit_identical(suite, repaired, tmp_path):
     env = os.environ | {"PYTHONHASHSEED": "12345", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "warp_check.cli", "repair", str(suite), "--out", str(tmp_path / "there")]
@@ -84,7 +95,7 @@ def test_a_repair_in_another_process_with_another_hash_seed_is_bit_identical(sui
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert_same_artefact(tmp_path / "here", tmp_path / "there")
+    assert_same_artefact(repaired, tmp_path / "there")
 
 
 def test_an_artefact_made_from_another_devices_representations_passes_the_cpu_audit(suite, tmp_path, monkeypatch):
@@ -118,20 +129,18 @@ def _other_kernels() -> tuple[str, str]:
     return here, "avx2" if here.lower() not in ("avx2", "default") else "default"
 
 
-def test_an_artefact_repaired_under_one_kernel_set_passes_the_audit_under_another(suite, tmp_path):
+def test_an_artefact_repaired_under_one_kernel_set_passes_the_audit_under_another(suite, repaired):
     # What holds on every machine (README, "What is reproducible where"): not the bits of the
     # weights, but the certificates' verdicts. Another kernel set sums in another order, so v and
     # every gap move by ulps; the audit encodes v again under it and must still accept every claim.
     here, other = _other_kernels()
-    out = tmp_path / "out"
-    assert main(["repair", str(suite), "--out", str(out), "--cache", "none", "-q"]) == 0
     env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
     env |= {"ATEN_CPU_CAPABILITY": other, "OMP_NUM_THREADS": "1"}
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     ran = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
     assert ran.stdout.strip() != here, (here, ran.stdout, ran.stderr)  # the audit really runs other kernels
-    audit = ["verify", str(out), "--suite", str(suite)]  # verify reads no cache unless told
-    gate = ["check", str(suite), "--model", str(out), "--cache", "none", "-q"]
+    audit = ["verify", str(repaired), "--suite", str(suite)]  # verify reads no cache unless told
+    gate = ["check", str(suite), "--model", str(repaired), "--cache", "none", "-q"]
     for command in (audit, gate):
         done = subprocess.run(
             [sys.executable, "-m", "warp_check.cli", *command],
