@@ -370,3 +370,18 @@ def test_a_label_the_baseline_had_right_is_a_regression_though_the_case_failed_b
     assert main(["diff", str(model_dir), str(release), str(folder)]) == 1
     out = capsys.readouterr().out
     assert f"{len(both)} regression(s), {len(still)} failing on both (expected)" in out
+
+
+def test_lora_and_fine_tuning_are_compared_on_a_multi_label_suite(tmp_path, model_dir, cases, capsys):
+    """The paper's baselines train on the kind's loss (binary cross-entropy per label) and are scored
+    as the kind judges a case: every constrained label right."""
+    wrong, right = cases
+    folder = write(tmp_path / "suite", model_dir, wrong, right)
+    code = main(["compare", str(folder), "--methods", "original,lora,warp", "--epochs", "3", "--json"])
+    assert code == 0
+    rows = {r["method"]: r for r in json.loads(capsys.readouterr().out)["methods"]}
+    counts = {method: row["counts"] for method, row in rows.items()}
+    assert counts["original"]["repair"]["correct"] == 0  # every must_fix case wrong on some label
+    assert counts["original"]["remain"]["correct"] == len(right)
+    assert counts["warp"]["repair"]["correct"] == len(wrong) and counts["warp"]["remain"]["correct"] == len(right)
+    assert counts["lora"]["repair"]["total"] == len(wrong) and 0 <= counts["lora"]["repair"]["correct"] <= len(wrong)

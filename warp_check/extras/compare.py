@@ -338,8 +338,7 @@ class _Scorer:
         return self._row(method, title, rank, {k: v.predictions for k, v in evaluations.items()}, seconds, details)
 
     def _row(self, method, title, rank, predictions, seconds, details) -> MethodResult:
-        labels = np.array([c.label for c in self.evaluation.cases])
-        correct = predictions["suite"] == labels
+        correct = self.evaluation.decision.right(predictions["suite"], self.evaluation.answers(self.evaluation.cases))
 
         def acc(rows: np.ndarray) -> Accuracy:
             return Accuracy(int(correct[rows].sum()), int(len(rows)))
@@ -347,14 +346,15 @@ class _Scorer:
         general = attack = None
         by_source: dict[str, Accuracy] = {}
         if "general" in self.extra:
-            general = _accuracy(self.extra["general"].cases, predictions["general"])
+            general = _accuracy(self.extra["general"], self.extra["general"].cases, predictions["general"])
         if "heldout" in self.extra:
-            held = self.extra["heldout"].cases
-            attack = _accuracy(held, predictions["heldout"])
+            evaluation = self.extra["heldout"]
+            held = evaluation.cases
+            attack = _accuracy(evaluation, held, predictions["heldout"])
             sources = sorted({c.source for c in held if c.source})
             for source in sources:
                 rows = [i for i, c in enumerate(held) if c.source == source]
-                by_source[source] = _accuracy([held[i] for i in rows], predictions["heldout"][rows])
+                by_source[source] = _accuracy(evaluation, [held[i] for i in rows], predictions["heldout"][rows])
         return MethodResult(
             method=method,
             title=title,
@@ -369,9 +369,10 @@ class _Scorer:
         )
 
 
-def _accuracy(cases: Sequence[Case], predictions: np.ndarray) -> Accuracy:
-    labels = np.array([c.label for c in cases])
-    return Accuracy(int((np.asarray(predictions) == labels).sum()), len(cases))
+def _accuracy(evaluation: Evaluation, cases: Sequence[Case], predictions: np.ndarray) -> Accuracy:
+    """How many of ``cases`` the predictions get right, as their kind of decision judges them."""
+    right = evaluation.decision.right(np.asarray(predictions), evaluation.answers(cases))
+    return Accuracy(int(right.sum()), len(cases))
 
 
 def _baseline(method, adapter, cases, settings: CompareSettings, scorer: _Scorer, say: Progress) -> MethodResult:
@@ -515,7 +516,7 @@ def read_cases_file(suite: Suite, path: str | Path) -> tuple[Case, ...]:
     from warp_check.suite.case_files import CaseFile, CaseReader
     from warp_check.suite.toml_lines import SuiteToml
 
-    reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes)
+    reader = CaseReader(SuiteToml(suite.toml), suite.labels, suite.num_classes, suite.decision)
     reader.read(CaseFile(path=Path(path), kind=Kind.MUST_KEEP, line=None))
     if not reader.cases:
         raise WarpError(f"{path}: no cases in the file")
