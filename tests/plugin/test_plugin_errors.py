@@ -61,7 +61,7 @@ MISTAKES = {
         {"fix.jsonl": GOOD},
         "suite/warp.toml:3: field 'model.layers': unknown key 'layers' in [model] (did you mean 'layer'?); "
         "known keys: path, factory, id, revision, allow_moving_revision, layer, max_length, batch_size, device, "
-        "threads, engine, ray, decision",
+        "threads, engine, ray, decision, thresholds",
     ),
     "unknown repair key": (
         toml("{model}") + "\n[repair]\nrank = 2\nrnak = 4\n",
