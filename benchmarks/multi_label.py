@@ -2,23 +2,25 @@
 
 1. **The model**: the example MiniLM (``example_models.minilm(name)``: ``bert``, tanh pooler head;
    ``distilbert``, ReLU ``pre_classifier`` head) with a new 28-label head
-   (``problem_type = "multi_label_classification"``, names from ``goemotions/labels.txt``),
-   fine-tuned with BCE on the first ``--rows`` texts of a seeded shuffle of GoEmotions train
-   (:func:`finetune`, cached under ``data.cache_root()`` by its recipe).
+   (``problem_type = "multi_label_classification"``, names from ``goemotions/labels.txt``), trained
+   with BCE on the first ``--rows`` texts of a seeded shuffle of GoEmotions train (:func:`finetune`:
+   ``--train head`` the head over the frozen encoder, ``all`` every layer; cached by its recipe).
+   Each label's threshold: the probability of best dev F1 (``--thresholds dev``), written into the
+   suite's ``[model] thresholds``; ``half``: 0.5 for all.
 2. **The suite**, a real folder (warp.toml + JSONL with ``"labels"``): must_fix = the first
    ``--fix`` dev texts of a seeded shuffle the model gets wrong on some label; must_keep = the first
    ``--keep`` train texts of another shuffle it gets right on all 28 labels, those it was not
-   fine-tuned on first (``--keep 0``: every one it gets right, the scale run). A text is taken once.
+   trained on first (``--keep 0``: every one it gets right; ``--keep-partial``: every text, as the
+   labels it gets right, ``"on"`` / ``"off"``: the scale run's rows). A text is taken once.
 3. **The repair**: the public API (``load_suite``, ``load_adapter``, ``repair_suite``) in a child
    process, so that its peak memory (``resource.getrusage``) is the repair's alone; its encodings
    come from the cache this process filled.
 4. **Measured** from the saved weights, not from the repair's own report: every constrained
    label of every case decided as asked (fixed / kept), the certificate's Cert 1-3 counts and its
    hashes (frozen parameters unchanged), the tensors that differ from the original's, test-set
-   micro and macro F1 before and after (label on where its logit > 0, sigmoid 0.5), the share of
-   test texts with any label decision changed, repair seconds and peak memory. A sample of test
-   texts is re-run through plain transformers on the saved model, as a check of the head's
-   factorisation.
+   micro and macro F1 before and after (at the thresholds; before also at 0.5), the share of test
+   texts with any label decision changed, repair seconds and peak memory. A sample of test texts is
+   re-run through plain transformers on the saved model, as a check of the head's factorisation.
 5. ``--compare``: ``warp-check compare`` (LoRA, fine-tuning, WARP) on the same suite in a
    subprocess, on ``--compare-keep`` of the must_keep cases (``--compare-general``: that many test texts as
    its general set); its JSON, or where it failed.
@@ -264,9 +266,10 @@ def f1_scores(predicted: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     return float(micro), float(per_label.mean())
 
 
-def text_key(text: str) -> str:
-    """A text as the uncased tokenizer reads it: two texts with one key are one input."""
-    return " ".join(text.lower().split())
+def input_key(tokenizer) -> Callable[[str], tuple[int, ...]]:
+    """A text's key as the model reads it: its token ids (max_length 128, as the adapter's). Two texts
+    with one key are one input, and a suite may not ask two answers of it."""
+    return lambda text: tuple(tokenizer(text, truncation=True, max_length=128)["input_ids"])
 
 
 # -- the suite ----------------------------------------------------------------------------------------
@@ -287,7 +290,7 @@ def logit(p: float | np.ndarray) -> float | np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def pick_fix(dev: list[dict], decided: np.ndarray, n: int, seed: int, log) -> list[dict]:
+def pick_fix(dev: list[dict], decided: np.ndarray, n: int, seed: int, text_key, log) -> list[dict]:
     """The first ``n`` dev texts of a seeded shuffle the model gets wrong on some label (``decided``:
     its decisions on ``dev``)."""
     wrong_rows = (decided != truth_of(dev, decided.shape[1])).any(axis=1)
@@ -303,7 +306,17 @@ def pick_fix(dev: list[dict], decided: np.ndarray, n: int, seed: int, log) -> li
 
 
 def pick_keep(
-    adapter, encode: dict, t: np.ndarray, n: int, seed: int, trained: set[str], taken: set[str], log, *, partial: bool
+    adapter,
+    encode: dict,
+    t: np.ndarray,
+    n: int,
+    seed: int,
+    trained: set[str],
+    taken: set,
+    text_key,
+    log,
+    *,
+    partial: bool,
 ):
     """The first ``n`` train texts of a seeded shuffle the model gets right on every label (label j on
     where its logit is above ``t[j]``), those it was not fine-tuned on first (``n`` 0: all it gets
@@ -518,10 +531,13 @@ def run(args, log) -> dict:
     t = logit(probabilities)
     thresholds = {names[j]: round(float(p), 4) for j, p in enumerate(probabilities) if p != 0.5}
     log(f"thresholds ({args.thresholds}): {thresholds}")
-    fix = pick_fix(dev, dev_logits > t, args.fix, args.seed, log)
+    from transformers import AutoTokenizer
+
+    text_key = input_key(AutoTokenizer.from_pretrained(model_dir))
+    fix = pick_fix(dev, dev_logits > t, args.fix, args.seed, text_key, log)
     trained = {row["id"] for row in training_rows(args.rows)}
     taken = {text_key(r["text"]) for r in fix}
-    keep = pick_keep(adapter, encode, t, args.keep, args.seed, trained, taken, log, partial=args.keep_partial)
+    keep = pick_keep(adapter, encode, t, args.keep, args.seed, trained, taken, text_key, log, partial=args.keep_partial)
     pick_seconds = time.perf_counter() - started
     started = time.perf_counter()
     test = usable(read_goemotions("test"))

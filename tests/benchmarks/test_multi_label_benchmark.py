@@ -42,6 +42,9 @@ def test_decided_as_asked_needs_every_label_on_the_right_side_of_its_threshold()
     assert multi_label.decided_as_asked(logits, np.zeros(3), rows) == (1, pytest.approx(-0.1))
     # Label 2 on above logit -0.15: the second row is right too, the first's label 2 off by 0.05.
     assert multi_label.decided_as_asked(logits, np.array([0.0, 0.0, -0.15]), rows) == (2, pytest.approx(0.05))
+    # A partial answer (--keep-partial) constrains only the labels it names.
+    partial = [{"on": [0], "off": [1]}, {"on": [], "off": [2]}]
+    assert multi_label.decided_as_asked(logits, np.zeros(3), partial) == (2, pytest.approx(0.1))
 
 
 def test_thresholds_are_tuned_per_label_for_f1_and_stay_at_half_where_nothing_is_found():
@@ -57,6 +60,7 @@ def test_the_written_suite_is_a_multi_label_suite_of_label_sets(tmp_path):
     model = build_multi_label(tmp_path / "model")
     fix = [{"id": "f1", "text": "the food was good", "labels": [0, 3]}]
     keep = [{"id": "k1", "text": "the film was bad", "labels": [1]}, {"id": "k2", "text": "it was", "labels": []}]
+    keep.append({"id": "k3", "text": "so very good", "on": [3], "off": [1]})
     files = {"must_fix": fix, "must_keep": keep}
     folder = multi_label.write_suite(tmp_path / "suite", model, list(NAMES), files, {"praise": 0.3})
     suite = load_suite(folder)
@@ -66,6 +70,7 @@ def test_the_written_suite_is_a_multi_label_suite_of_label_sets(tmp_path):
         ("f1", Kind.MUST_FIX, ((0, 3), (1, 2))),
         ("k1", Kind.MUST_KEEP, ((1,), (0, 2, 3))),
         ("k2", Kind.MUST_KEEP, ((), (0, 1, 2, 3))),
+        ("k3", Kind.MUST_KEEP, ((3,), (1,))),
     ]
     assert [c.label for c in multi_label.as_cases(fix + keep, Kind.MUST_KEEP, len(NAMES))] == [
         c.label for c in suite.cases
