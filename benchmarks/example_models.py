@@ -112,13 +112,19 @@ def _finetune(task: str, name: str, recipe: dict, train: list[dict], log: Callab
             batch = pair_batch(tokenizer, rows, accepted)
             correct += int((model(**batch).logits.argmax(-1) == torch.tensor([r["label"] for r in rows])).sum())
     info = recipe | {"seconds": round(time.perf_counter() - start, 1), "dev_accuracy": correct / len(dev)}
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    return store_finetune(final, model, tokenizer, info), info
+
+
+def store_finetune(final: Path, model, tokenizer, info: dict) -> Path:
+    """A fine-tuned model, its tokenizer and ``training.json`` (``info``) written into the cache
+    folder ``final`` at once (a temporary folder beside it, renamed): a half-written one is never read."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     model.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     (tmp / "training.json").write_text(json.dumps(info, indent=2))
     os.replace(tmp, final)
-    return final, info
+    return final
 
 
 def pair_batch(tokenizer, rows: list[dict], accepted: set[str]) -> dict:
