@@ -97,13 +97,16 @@ class CaseReader:
         if not isinstance(record, dict):
             shape = '{"text": ..., "label": ...}'
             raise error(None, f"a case is a JSON object ({shape}), got {type(record).__name__}")
+        # Every kind's answer fields are known (another kind's is refused by this kind, saying so); the
+        # fields listed are the case's own and this kind's.
         answer_keys = answer_fields()
-        known = tuple(dict.fromkeys((*CASE_FIELDS, *answer_keys)))
+        known = (*CASE_FIELDS, *answer_keys)
+        listed = tuple(dict.fromkeys((*CASE_FIELDS, *self.decision.answer_fields)))
         for key in record:
             if key not in known:
-                close = difflib.get_close_matches(key, known, n=1)
+                close = difflib.get_close_matches(key, listed, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise error(key, f"unknown field{hint}; known fields: {', '.join(known)}")
+                raise error(key, f"unknown field{hint}; known fields: {', '.join(listed)}")
         case_id = record.get("id", f"{rel}:{number}")
         if not isinstance(case_id, str) or not case_id.strip():
             raise error("id", f"must be a non-empty string, got {case_id!r}")
