@@ -281,6 +281,13 @@ def test_check_repair_audit_and_traffic_on_a_multi_label_model(pytester, model_d
     assert all(key[0] in "+−" and key[1:] in NAMES for key in tally)
     before_t, after_t = logits_of(model_dir, texts_traffic) > t, logits_of(out, texts_traffic) > t
     assert certificate["traffic"]["changed"] <= int((before_t != after_t).any(axis=1).sum())
+    # The report words each changed text's labels before and after (records keep them as bit sets).
+    lines = (pytester.path / "rep" / "report.md").read_text().splitlines()
+    rows = [line for line in lines if " → " in line and line.startswith("| ") and not line.startswith("| #")]
+    assert len(rows) == certificate["traffic"]["changed"]
+    for row in rows:
+        for side in row.rsplit("|", 2)[1].split(" → "):
+            assert side.strip() == "no label" or set(side.strip().split(", ")) <= set(NAMES), row
     # Recomputed from the saved weights in float64, thresholds as the certificate recorded them.
     assert verify(out).ok
     audited = pytester.runpytest(*INNER, "--warp-certificate", str(out / CERTIFICATE_NAME))

@@ -5,7 +5,7 @@ first. A new kind is one module (a :class:`~warp_check.decisions.base.DecisionKi
 ``register`` call.
 """
 
-from warp_check.decisions.base import AnswerError, Column, Constraints, DecisionKind, LabelSpace, Margins, logit_of
+from warp_check.decisions.base import AnswerError, Constraints, DecisionKind, LabelSpace, Margins, logit_of
 from warp_check.decisions.multi_label import MultiLabel
 from warp_check.decisions.registry import DECISIONS, answer_fields, deciding, decision, register
 from warp_check.decisions.single_label import SingleLabel
@@ -18,7 +18,6 @@ __all__ = [
     "MULTI_LABEL",
     "SINGLE_LABEL",
     "AnswerError",
-    "Column",
     "Constraints",
     "DecisionKind",
     "LabelSpace",

@@ -3,7 +3,7 @@
 A kind (:class:`DecisionKind`) owns everything that follows from "what the model decides": the
 prediction from a row of logits, how a case file states the expected answer, the margins that a
 repair lifts and a certificate bounds, what "changed" means between two predictions (Cert 4), what
-a regression against a baseline is, and the columns it gives the reports. Everything else (the
+a regression against a baseline is, and how a prediction and an answer read. Everything else (the
 loop, the QP, screening, the certificates' bounds) sees only what a kind returns: per case, its
 *constraints* (:class:`Constraints`), each a margin ``z[plus] − z[minus] + offset`` that a right
 answer keeps positive, a direction ``e_plus − e_minus`` in logit space (so a QP row's
@@ -85,14 +85,6 @@ class Constraints:
             active=self.active[index],
             binding=self.binding[index],
         )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Column:
-    """One column a kind gives the reports: its heading and the value for one case."""
-
-    name: str
-    value: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,10 +266,6 @@ class DecisionKind(abc.ABC):
 
         return np.asarray(codes, dtype=np.int64)
 
-    def said_code(self, code: int, name: Callable[[int], str], num_classes: int) -> str:
-        """A recorded prediction (:meth:`code`) in words."""
-        return self.said(self.decode([code], num_classes)[0], name)
-
     def wrong_parts(self, prediction: Any, answer: Any) -> tuple[int, ...]:
         """Where a kind decides several things at once, the ones a prediction gets wrong (class ids:
         a regression is one the baseline had right); () where the prediction is one thing."""
@@ -299,10 +287,3 @@ class DecisionKind(abc.ABC):
     def regressed(self, baseline: np.ndarray, now: np.ndarray, answers: np.ndarray) -> np.ndarray:
         """Per case, whether a baseline's prediction was right and the prediction now is not."""
         return self.right(baseline, answers) & ~self.right(now, answers)
-
-    def columns(self, prediction: Any, gap: float, names: Mapping[int, str]) -> tuple[Column, ...]:
-        """What the reports show of one case's decision (``names``: class id → label name)."""
-        return (
-            Column(name="predicted", value=names.get(int(prediction), str(prediction))),
-            Column(name="gap", value=f"{gap:.4g}"),
-        )

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from warp_check.decisions.base import AnswerError, Column, Constraints, DecisionKind, LabelSpace
+from warp_check.decisions.base import AnswerError, Constraints, DecisionKind, LabelSpace
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -270,10 +270,3 @@ class MultiLabel(DecisionKind):
         base_right = np.asarray(baseline, dtype=bool) == want
         now_right = np.asarray(now, dtype=bool) == want
         return np.any((answers != 0) & base_right & ~now_right, axis=1)
-
-    def columns(self, prediction: Any, gap: float, names: Mapping[int, str]) -> tuple[Column, ...]:
-        on = self.on_labels(prediction)
-        return (
-            Column(name="predicted", value=", ".join(names.get(c, str(c)) for c in on) or "no label"),
-            Column(name="gap", value=f"{gap:.4g}"),
-        )

@@ -274,9 +274,8 @@ def _traffic_markdown(run: RunResult) -> list[str]:
         for change in note.changes[:MAX_TABLE_ROWS]:
             text = change.text if change.text_pair is None else f"{change.text} / {change.text_pair}"
             text = text.replace("|", "\\|").replace("\n", " ")
-            out.append(
-                f"| {change.index} | {text} | {note.label_name(change.before)} → {note.label_name(change.after)} |"
-            )
+            before, after = note.prediction_words(change.before), note.prediction_words(change.after)
+            out.append(f"| {change.index} | {text} | {before} → {after} |")
         if len(note.changes) > MAX_TABLE_ROWS:
             out.append(f"\n_{len(note.changes) - MAX_TABLE_ROWS} more changed text(s) in {REPORT_JSON}._")
         out.append("")

@@ -98,7 +98,7 @@ def _details(
         neighbours=sum(c.source == NEIGHBOUR for c in certified.cases),
         gamma_s=certified.settings.gamma_s,
         gamma_h=certified.settings.gamma_h,
-        traffic=cert4.traffic_note(record, traffic, suite.labels)
+        traffic=cert4.traffic_note(record, traffic, suite.labels, decision=suite.decision.name)
         if record is not None and traffic is not None
         else None,
     )

@@ -54,6 +54,7 @@ class SuiteFacts:
     name: str
     cases: tuple[Case, ...]
     labels: Mapping[str, int]  # name -> class, as warp.toml gives them
+    decision: str  # the name of the kind of decision its cases state
     batch_size: int
     settings: RepairSettings  # the suite's own [repair] values
     key_lines: Mapping[str, int]  # "repair.rank" -> its line in warp.toml
@@ -66,6 +67,7 @@ class SuiteFacts:
             name=suite.name,
             cases=tuple(suite.cases),
             labels=dict(suite.labels),
+            decision=suite.decision.name,
             batch_size=suite.model.batch_size,
             settings=suite.repair,
             key_lines=dict(suite.key_lines),
@@ -181,6 +183,7 @@ def repair(
             outcome.traffic,
             traffic,
             labels=dict(facts.labels),
+            decision=facts.decision,
             fit=outcome.budget_fit,
             nothing_repaired=result.status is RepairStatus.NOTHING_TO_REPAIR,
             why=message,

@@ -9,6 +9,7 @@ from typing import Any
 
 from warp_check.certificates.traffic.sample import TrafficSample
 from warp_check.certify.certificate import TrafficChange, TrafficRecord, change_sentence, percent
+from warp_check.decisions import DECISIONS, SINGLE_LABEL
 from warp_check.serial import Record, on_disk
 
 NAMED_IN_MESSAGE = 10  # must_fix cases a failure message names (the costliest); the report and JUnit list all
@@ -108,6 +109,8 @@ class TrafficNote(Record):
     labels: dict[str, int] = field(default_factory=dict)  # the suite's label names, for the changes' classes
     # Over the budget: which must_fix cases it cannot buy (None: within it, or no budget).
     fit: BudgetFit | None = field(default=None, metadata=on_disk(omit_none=True))
+    # The kind of decision the changes' predictions are of (their records hold each as one integer).
+    decision: str = field(default=SINGLE_LABEL.name, metadata=on_disk(omit_default=True))
 
     @property
     def within_budget(self) -> bool:
@@ -115,6 +118,12 @@ class TrafficNote(Record):
 
     def label_name(self, label: int) -> str:
         return next((name for name, index in self.labels.items() if index == label), str(label))
+
+    def prediction_words(self, code: int) -> str:
+        """A changed text's prediction, as its record holds it (:meth:`DecisionKind.code`), in words."""
+        kind = DECISIONS.get(self.decision, SINGLE_LABEL)
+        classes = max([*self.labels.values(), int(code).bit_length() - 1, 0]) + 1
+        return kind.said(kind.decode([code], classes)[0], self.label_name)
 
     def __str__(self) -> str:
         budget = ""
@@ -141,6 +150,7 @@ def traffic_note(
     sample: TrafficSample,
     labels: dict[str, int] | None = None,
     fit: BudgetFit | None = None,
+    decision: str = SINGLE_LABEL.name,
 ) -> TrafficNote:
     """The run's record of Cert 4 (``labels``: the suite's names of the classes; ``fit``: over the
     budget, the must_fix cases it cannot buy)."""
@@ -162,6 +172,7 @@ def traffic_note(
         seconds=record.seconds,
         labels=dict(labels or {}),
         fit=fit,
+        decision=decision,
     )
 
 
@@ -228,11 +239,12 @@ def on_repair(
     fit: BudgetFit | None,
     nothing_repaired: bool,
     why: str,
+    decision: str = SINGLE_LABEL.name,
 ) -> RepairTraffic:
     """Cert 4's verdict on a repair given ``sample``: measured (``record``, on the repaired model), or
     no prediction changed (``nothing_repaired``), or not measured (``why``: how the repair ended)."""
     if record is not None:
-        note = traffic_note(record, sample, labels, fit)
+        note = traffic_note(record, sample, labels, fit, decision)
         passed, words = repaired(note)
         return RepairTraffic(note=note, passed=passed, words=words, figures=properties(note))
     if nothing_repaired:
