@@ -242,10 +242,10 @@ class MultiLabel(DecisionKind):
         return tuple(sorted([c for c in on if c not in on_now] + [c for c in off if c in on_now]))
 
     def wrong_words(self, prediction: Any, answer: Any, name: Callable[[int], str]) -> str | None:
-        on_now = set(self.on_labels(prediction))
-        on, off = answer
-        missed = [name(c) for c in on if c not in on_now]
-        extra = [name(c) for c in off if c in on_now]
+        wrong = self.wrong_parts(prediction, answer)
+        on = set(answer[0])
+        missed = [name(c) for c in wrong if c in on]
+        extra = [name(c) for c in wrong if c not in on]
         parts = ([f"{', '.join(missed)} should be on"] if missed else []) + (
             [f"{', '.join(extra)} should be off"] if extra else []
         )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from warp_check.decisions import SINGLE_LABEL, Constraints, DecisionKind, Margins
+from warp_check.decisions import SINGLE_LABEL, DecisionKind, Margins
 from warp_check.model.activations import Activation, torch_activation
 
 # Unit roundoff per dtype, and how many of them a recomputation may differ by (an audit's v on
@@ -170,10 +170,6 @@ class DenseHead:
         S = self.activation.slope(Z)
         margins = self.decision.margins(self.activation.fn(Z) @ self.Wc.T + self.bc, labels)
         return margins.gap, margins.rival, (S * self.towards(margins.held, margins.rival)) @ U
-
-    def constraints(self, V: np.ndarray, labels: np.ndarray) -> Constraints:
-        """Every constraint of every row's answer at v (the kind's, from the logits)."""
-        return self.decision.constraints(self.logits(V), labels)
 
     def gsn_kappa(self, V: np.ndarray, labels: np.ndarray, U: np.ndarray) -> np.ndarray:
         """κ(v) = ‖[q^(1)…q^(r)]‖_F over every constraint of the answer (paper eq. 3–4: every rival

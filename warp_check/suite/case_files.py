@@ -58,6 +58,11 @@ class CaseReader:
         self.texts: dict[tuple[str, str | None], Case] = {}  # (text, text_pair) -> first must_fix/keep case
         self.space = LabelSpace(names=labels, num_classes=num_classes)
         self.decision = decision  # what a case's answer is
+        # Every kind's answer fields are known (another kind's is refused by this kind, saying so); the
+        # fields listed are the case's own and this kind's. Once per reader, not per line.
+        self.answer_keys = answer_fields()
+        self.known = frozenset((*CASE_FIELDS, *self.answer_keys))
+        self.listed = tuple(dict.fromkeys((*CASE_FIELDS, *decision.answer_fields)))
 
     def read(self, case_file: CaseFile) -> None:
         root = self.loader.toml.parent
@@ -97,16 +102,11 @@ class CaseReader:
         if not isinstance(record, dict):
             shape = '{"text": ..., "label": ...}'
             raise error(None, f"a case is a JSON object ({shape}), got {type(record).__name__}")
-        # Every kind's answer fields are known (another kind's is refused by this kind, saying so); the
-        # fields listed are the case's own and this kind's.
-        answer_keys = answer_fields()
-        known = (*CASE_FIELDS, *answer_keys)
-        listed = tuple(dict.fromkeys((*CASE_FIELDS, *self.decision.answer_fields)))
         for key in record:
-            if key not in known:
-                close = difflib.get_close_matches(key, listed, n=1)
+            if key not in self.known:
+                close = difflib.get_close_matches(key, self.listed, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise error(key, f"unknown field{hint}; known fields: {', '.join(listed)}")
+                raise error(key, f"unknown field{hint}; known fields: {', '.join(self.listed)}")
         case_id = record.get("id", f"{rel}:{number}")
         if not isinstance(case_id, str) or not case_id.strip():
             raise error("id", f"must be a non-empty string, got {case_id!r}")
@@ -119,7 +119,7 @@ class CaseReader:
             raise error("text", "missing field 'text'")
         text = self._text(record, "text", error)
         pair = self._text(record, "text_pair", error) if record.get("text_pair") is not None else None
-        label = self._label({k: record[k] for k in answer_keys if k in record}, error)
+        label = self._label({k: record[k] for k in self.answer_keys if k in record}, error)
         kind = record.get("kind", case_file.kind.value if case_file.kind else None)
         if kind is None:
             raise error("kind", "missing field 'kind': give it on the line or as the kind of its [[cases]] table")
