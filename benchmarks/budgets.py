@@ -56,8 +56,8 @@ from warp_check.cases import Case
 from warp_check.certificates.traffic.reading import load_traffic
 from warp_check.certificates.traffic.sample import text_key
 from warp_check.extras.baselines import TrainSettings
-from warp_check.pipeline.load import load_adapter
-from warp_check.pipeline.restore import reference_for
+from warp_check.releases.load import load_adapter
+from warp_check.releases.restore import reference_for
 
 CONFIDENCE = 0.95
 CHECKPOINTS_FORMAT = "warp-bench-checkpoints/1"  # part of the cache key: bump when checkpoint_curve changes

@@ -51,7 +51,7 @@ from warp_check.cases import NEIGHBOUR
 from warp_check.data_files import ImportSettings
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import CompareSettings, compare, read_cases_file
-from warp_check.pipeline.load import load_adapter
+from warp_check.releases.load import load_adapter
 from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings
 from warp_check.sources.predictions import import_predicted
 

@@ -55,7 +55,7 @@ from benchmarks.results import add_output_arguments, command_line, report
 from warp_check import Case, Kind, evaluate, load_suite, monte_carlo_flip_multiplier, repair_cases
 from warp_check.extras.baselines import TrainSettings
 from warp_check.extras.compare import CompareSettings, compare_suite
-from warp_check.pipeline.load import load_adapter
+from warp_check.releases.load import load_adapter
 
 MARGIN = 0.05
 

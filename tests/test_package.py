@@ -37,7 +37,7 @@ def run_python(code: str) -> dict:
 def test_importing_the_package_the_plugin_and_the_warm_check_import_no_numpy():
     imported = run_python(
         "import json, sys\n"
-        "import warp_check, warp_check.runs.check, warp_check.pipeline.load, warp_check.suite.loader\n"
+        "import warp_check, warp_check.runs.check, warp_check.releases.load, warp_check.suite.loader\n"
         "import pytest_warp.plugin\n"
         "import warp_check.frontend as front\n"
         "front.MODES, front.OPTIONS  # what pytest --help reads\n"

@@ -11,8 +11,8 @@ import pytest
 
 from warp_check import Kind, Progress, ProgressStyle, SettingsError
 from warp_check.model.encode import encode_cases
-from warp_check.pipeline.load import load_adapter
 from warp_check.progress import as_progress
+from warp_check.releases.load import load_adapter
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet
 from warp_check.suite.loader import load_suite

@@ -96,12 +96,12 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
         wordnet_synonyms,
     )
     from warp_check.pipeline.evaluation import Evaluation, evaluate
-    from warp_check.pipeline.load import load_adapter
     from warp_check.progress import Progress, ProgressStyle
     from warp_check.qp.problem import LinearisedProblem
     from warp_check.qp.settings import SolverSettings
     from warp_check.qp.solution import QPForm, QPSolution, QPStatus
     from warp_check.qp.solve import solve
+    from warp_check.releases.load import load_adapter
     from warp_check.repair.loop import repair_head
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
     from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
@@ -241,7 +241,7 @@ _PUBLIC: dict[str, str] = {
     "chain_drawdown": "warp_check.runs.history",
     "Drawdown": "warp_check.runs.history",
     "LinkAnswers": "warp_check.runs.history",
-    "load_adapter": "warp_check.pipeline.load",
+    "load_adapter": "warp_check.releases.load",
     "Mode": "warp_check.runs.modes",
     "RunStatus": "warp_check.runs.modes",
     "against_baseline": "warp_check.runs.regressions",

@@ -24,7 +24,7 @@ from testkit.suite_builder import write_suite
 from warp_check.cache import fingerprint, warm
 from warp_check.cache.fingerprint import FileDigests, folder_sha256
 from warp_check.decisions import SINGLE_LABEL
-from warp_check.pipeline.load import load_adapter
+from warp_check.releases.load import load_adapter
 from warp_check.runs import check as check_run
 from warp_check.suite.loader import load_suite
 

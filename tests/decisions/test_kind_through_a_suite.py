@@ -22,7 +22,7 @@ from warp_check import verify
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.decisions import DECISIONS
 from warp_check.errors import SuiteError
-from warp_check.pipeline.load import load_adapter
+from warp_check.releases.load import load_adapter
 from warp_check.runs import check as check_run
 from warp_check.suite.loader import load_suite
 

@@ -14,7 +14,7 @@ from testkit.suite_builder import exit_code
 from warp_check import SettingsError, SuiteError, load_suite
 from warp_check.frontend import OPTION, BadValue, Problem
 from warp_check.model.engines.settings import Engine, EngineSettings, RaySettings
-from warp_check.pipeline.load import load_adapter
+from warp_check.releases.load import load_adapter
 
 
 @pytest.mark.parametrize(

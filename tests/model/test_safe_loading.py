@@ -26,9 +26,7 @@ from warp_check.model.adapter import ClassifierAdapter
 from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
-SOURCES = sorted((REPO / "warp_check").rglob("*.py")) + sorted(
-    (REPO / "pytest_warp").glob("*.py")
-)
+SOURCES = sorted((REPO / "warp_check").rglob("*.py")) + sorted((REPO / "pytest_warp").glob("*.py"))
 GOOD = '{"id": "a", "text": "the movie was good", "label": "positive"}\n'
 
 

@@ -32,7 +32,7 @@ def _warm_imports(distilbert_dir: Path) -> None:
     import pytest_warp.summary  # noqa: F401
     import warp_check.reports.folder  # noqa: F401
     import warp_check.runs.repair  # noqa: F401
-    from warp_check.pipeline.load import load_adapter
+    from warp_check.releases.load import load_adapter
     from warp_check.suite.loader import load_suite
 
     folder = write_suite(distilbert_dir.parent / "warm-suite", model=distilbert_dir, keep=[{"text": "a", "label": 0}])

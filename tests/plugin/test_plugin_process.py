@@ -113,5 +113,3 @@ def test_a_second_plain_run_answers_from_the_cache_without_importing_torch_or_nu
     assert "torch" in cold_heavy.split(",") and warm_heavy == ""
     run.stdout.fnmatch_lines(["  encoder: 0 case(s) encoded, * from the cache, *; model not loaded (same folder*"])
     assert junit_properties(pytester.path / "warm.xml") == junit_properties(pytester.path / "cold.xml")
-
-

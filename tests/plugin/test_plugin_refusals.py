@@ -23,7 +23,7 @@ def _warm_imports(distilbert_dir: Path) -> None:
     """Import what the inner runs import once (pytester drops the modules a run imported)."""
     import pytest_warp.summary  # noqa: F401
     import warp_check.runs.repair  # noqa: F401
-    from warp_check.pipeline.load import load_adapter
+    from warp_check.releases.load import load_adapter
     from warp_check.suite.loader import load_suite
 
     keep = [{"text": "a", "label": 0}]

@@ -24,7 +24,7 @@ needs_symlinks = pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt
 def _warm_imports(distilbert_dir: Path) -> None:
     """Import what the inner runs import once (pytester drops modules a run imported)."""
     import pytest_warp.summary  # noqa: F401
-    from warp_check.pipeline.load import load_adapter
+    from warp_check.releases.load import load_adapter
     from warp_check.suite.loader import load_suite
 
     folder = write_suite(distilbert_dir.parent / "warm-suite", model=distilbert_dir, keep=[{"text": "a", "label": 0}])

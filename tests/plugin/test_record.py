@@ -174,7 +174,7 @@ def warm(distilbert_dir: Path) -> None:
     """Import what the inner runs import (pytester drops modules a run imported)."""
     import pytest_warp.summary  # noqa: F401
     import warp_check.runs.repair  # noqa: F401
-    from warp_check.pipeline.load import load_adapter
+    from warp_check.releases.load import load_adapter
     from warp_check.suite.loader import load_suite
 
     folder = write_suite(distilbert_dir.parent / "warm-record", model=distilbert_dir, keep=[{"text": "a", "label": 0}])

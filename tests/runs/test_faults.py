@@ -451,7 +451,7 @@ SERVER = textwrap.dedent(
 
     suite, work = sys.argv[1:3]
     # The repair itself, once: a named-step writer only saves it (what the kill points are about).
-    from warp_check.pipeline.load import load_adapter
+    from warp_check.releases.load import load_adapter
     from warp_check.runs.repair_cases import repair_cases
     from warp_check.suite.loader import load_suite
     loaded = load_suite(suite)

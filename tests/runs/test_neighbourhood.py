@@ -120,9 +120,10 @@ def test_synonyms_auto_draws_them_where_wordnet_is_installed_and_says_so_where_n
     auto = NeighbourSettings(per_case=4, keep_per_case=2, keep_cases=10)
     if wordnet_available():  # the environment with the WordNet extra: auto is synonyms = true
         assert draw_neighbourhood(adapter, evaluation, auto).synonyms is SynonymUse.USED
-        assert draw_neighbourhood(adapter, evaluation, auto).cases == draw_neighbourhood(
-            adapter, evaluation, replace(auto, synonyms=True)
-        ).cases
+        assert (
+            draw_neighbourhood(adapter, evaluation, auto).cases
+            == draw_neighbourhood(adapter, evaluation, replace(auto, synonyms=True)).cases
+        )
     monkeypatch.setitem(sys.modules, "nltk", None)  # `import nltk` fails, as where the WordNet extra is not installed
     hood = draw_neighbourhood(adapter, evaluation, auto)
     off = draw_neighbourhood(adapter, evaluation, replace(auto, synonyms=False))

@@ -14,7 +14,7 @@ from testkit.suite_builder import split_cases, write_suite
 from warp_check.cases import Kind
 from warp_check.certify.certificate import CERTIFICATE_NAME, Certificate
 from warp_check.errors import WarpError
-from warp_check.pipeline.load import load_adapter
+from warp_check.releases.load import load_adapter
 from warp_check.reports.folder import (
     REPORT_HTML,
     REPORT_JSON,

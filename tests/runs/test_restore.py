@@ -11,7 +11,7 @@ import pytest
 from testkit.releases import leaning
 from testkit.suite_builder import exit_code, margins, split_cases, write_suite
 
-from warp_check.pipeline.restore import CHAIN_START, reference_for
+from warp_check.releases.restore import CHAIN_START, reference_for
 
 pytest_plugins = ["pytester"]
 
@@ -144,8 +144,8 @@ def test_the_baselines_answers_are_data_the_repair_takes_as_given(release, tmp_p
     from dataclasses import replace
 
     import warp_check as wc
-    from warp_check.pipeline.baseline_folder import suite_on_baseline
-    from warp_check.pipeline.restore import Reference, judged
+    from warp_check.releases.baseline_folder import suite_on_baseline
+    from warp_check.releases.restore import Reference, judged
     from warp_check.runs.check import check_suite
     from warp_check.runs.repair import model_answers
 

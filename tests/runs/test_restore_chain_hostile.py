@@ -16,7 +16,7 @@ import pytest
 from testkit.releases import leaning
 from testkit.suite_builder import exit_code, split_cases, tree_digest, write_suite
 
-from warp_check.pipeline.restore import reference_for
+from warp_check.releases.restore import reference_for
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")

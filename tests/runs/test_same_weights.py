@@ -37,7 +37,7 @@ def _alone_and_together() -> dict[str, float]:
     import torch
 
     from warp_check.model.encode import encode_cases
-    from warp_check.pipeline.load import load_adapter
+    from warp_check.releases.load import load_adapter
     from warp_check.suite.loader import load_suite
 
     suite = load_suite(EXAMPLE / "reviews-distilbert")

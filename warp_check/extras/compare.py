@@ -534,7 +534,7 @@ def compare_suite(
     encoding_progress: bool | StepProgress = False,
 ) -> Comparison:
     """:func:`compare` on a loaded suite with its repair settings and its model."""
-    from warp_check.pipeline.load import load_adapter
+    from warp_check.releases.load import load_adapter
 
     settings = settings or CompareSettings(batch_size=suite.model.batch_size)
     general_cases = read_cases_file(suite, general) if general is not None else ()

@@ -14,7 +14,7 @@ from warp_check.errors import SettingsError
 from warp_check.modes.base import RunJob
 from warp_check.modes.check import CheckMode, check_job
 from warp_check.options import OPTION, Option
-from warp_check.pipeline.baseline_folder import suite_on_baseline
+from warp_check.releases.baseline_folder import suite_on_baseline
 from warp_check.runs.check import check_suite
 from warp_check.runs.regressions import against_baseline
 from warp_check.runs.result import RunResult
@@ -49,7 +49,7 @@ class BaselineMode(CheckMode):
     def baseline_suite(self, suite: Suite, compute: Mapping[str, Any] | None = None) -> Suite:
         """``suite`` loaded on the baseline model. A baseline whose labels are not the suite's is refused
         (or one that holds no model) naming the baseline
-        (:func:`~warp_check.pipeline.baseline_folder.check_baseline`)."""
+        (:func:`~warp_check.releases.baseline_folder.check_baseline`)."""
         if self.baseline is None:
             raise SettingsError("baseline", None, "baseline mode needs the baseline model folder")
         return suite_on_baseline(suite, self.baseline, compute)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from warp_check.modes.base import RunJob, RunMode
 from warp_check.modes.check import encoder_line, head_shown
 from warp_check.options import OPTION, Option
-from warp_check.pipeline.baseline_folder import suite_on_baseline
+from warp_check.releases.baseline_folder import suite_on_baseline
 from warp_check.runs.check import check_suite
 from warp_check.runs.details import RepairDetails, RunDetails, traffic_of
 from warp_check.runs.messages import num
@@ -121,10 +121,10 @@ class RepairMode(RunMode):
 def restoring(job: RunJob, adapter: ClassifierAdapter, settings: RepairSettings, out: Path) -> Restoring | None:
     """What a repair that restores regressions is handed: the model's answers on the suite, then the
     baseline's on the must_keep cases it gets wrong (the regression gate's computation: the suite on
-    the baseline, :func:`~warp_check.pipeline.baseline_folder.suite_on_baseline`, checked), judged. None
+    the baseline, :func:`~warp_check.releases.baseline_folder.suite_on_baseline`, checked), judged. None
     where no baseline is named (nor the first model of the model's certificate chain) or
     ``restore_regressions`` is off."""
-    from warp_check.pipeline.restore import checked, judged, reference_for
+    from warp_check.releases.restore import checked, judged, reference_for
     from warp_check.runs.repair import model_answers
 
     if not settings.restore_regressions:

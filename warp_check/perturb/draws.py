@@ -115,4 +115,3 @@ def drawing_code(synonyms: bool) -> str:
 
         digest.update(f"nltk {nltk.__version__} {nltk.data.find('corpora/wordnet/lexnames')}".encode())
     return digest.hexdigest()
-

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cache import warm
 from warp_check.cache.warm import WarmEntry
 from warp_check.cases import Case, Kind
-from warp_check.pipeline.load import load_adapter
 from warp_check.progress import Progress
+from warp_check.releases.load import load_adapter
 from warp_check.runs.details import CheckDetails
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus

@@ -22,8 +22,8 @@ from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.errors import SettingsError, SuiteError, WarpError
 from warp_check.pipeline.evaluation import Evaluation, evaluate
-from warp_check.pipeline.restore import Reference, wrong_keep
 from warp_check.progress import Progress
+from warp_check.releases.restore import Reference, wrong_keep
 from warp_check.repair import advice
 from warp_check.repair.records import Miss, RepairResult, RepairStatus
 from warp_check.repair.settings import RepairSettings, check_rank
@@ -84,7 +84,7 @@ class Restoring:
     """A repair that restores regressions, before it runs: the model's own answers on the suite
     (``evaluation``, which names the must_keep cases it gets ``wrong``), the out folder as found
     before that pass, and the baseline with the cases to restore (``reference``, judged on the
-    baseline's answers by the caller: :func:`warp_check.pipeline.restore.judged`)."""
+    baseline's answers by the caller: :func:`warp_check.releases.restore.judged`)."""
 
     evaluation: Evaluation
     destination: Destination
@@ -143,7 +143,7 @@ def repair(
     ``flags`` names, per setting, how the user changes it (for advice in failure messages).
     ``restoring``: the baseline's judgement of the must_keep cases the model gets wrong (data: this
     function loads no other model nor suite); those it got right are restored
-    (:mod:`warp_check.pipeline.restore`). Raises ArtefactError when ``out_dir`` may not be written
+    (:mod:`warp_check.releases.restore`). Raises ArtefactError when ``out_dir`` may not be written
     (before any work is done).
     """
     facts = SuiteFacts.of(suite)

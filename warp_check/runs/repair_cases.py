@@ -43,8 +43,8 @@ from warp_check.model.specs import HeadSpec
 from warp_check.pipeline.evaluation import Evaluation, evaluate
 from warp_check.pipeline.ladder import Climb, Ladder, climb
 from warp_check.pipeline.neighbourhood import Neighbourhood, draw_neighbourhood
-from warp_check.pipeline.restore import Reference
 from warp_check.progress import Progress
+from warp_check.releases.restore import Reference
 from warp_check.repair.records import RepairResult
 from warp_check.repair.settings import RepairSettings, SynonymUse, check_rank
 from warp_check.version import __version__
@@ -101,7 +101,7 @@ def repair_cases(
     where the bound exceeds the sample's ``max_change`` nothing is written (``outcome.over_budget``).
     ``label_name`` names classes in its counts by label pair (default: the model's id2label).
 
-    ``reference``: the suite's baseline (:mod:`~warp_check.pipeline.restore`); its ``restored`` must_keep
+    ``reference``: the suite's baseline (:mod:`~warp_check.releases.restore`); its ``restored`` must_keep
     cases are repaired as must_fix cases and certified so, and the certificate names it.
     """
     settings = settings or RepairSettings()

@@ -30,8 +30,8 @@ from warp_check.data_files import ImportSettings, UnlabelledRow, read_unlabelled
 from warp_check.errors import SuiteError
 from warp_check.model.encode import input_keys
 from warp_check.pipeline.evaluation import evaluate
-from warp_check.pipeline.load import load_adapter
 from warp_check.progress import Progress
+from warp_check.releases.load import load_adapter
 from warp_check.sources.importer import check_id
 from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
 from warp_check.suite.loader import Suite

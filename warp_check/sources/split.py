@@ -18,7 +18,7 @@ from warp_check.cases import Case, Kind
 from warp_check.data_files import ImportSettings, row_error
 from warp_check.errors import SettingsError
 from warp_check.pipeline.evaluation import evaluate
-from warp_check.pipeline.load import load_adapter
+from warp_check.releases.load import load_adapter
 from warp_check.sources.importer import LabelledRow, check_id, import_prefix, read_labelled
 from warp_check.sources.predictions import naming_the_file
 from warp_check.suite.casefile import AppendResult, append_cases, writer_check

@@ -1,2 +1,2 @@
 def make():
-    return 'model'
+    return "model"

@@ -19,7 +19,7 @@ from pathlib import Path
 from warp_check.cases import Kind
 from warp_check.certificates.chain import first_model
 from warp_check.errors import CertificateError, ModelError
-from warp_check.pipeline.baseline_folder import check_baseline
+from warp_check.releases.baseline_folder import check_baseline
 from warp_check.suite.loader import Suite
 
 CHAIN_START = "the first model of the input model's certificate chain"

@@ -1,7 +1,7 @@
 """A suite's baseline model (the last release): what its folder must be (a saved model with the
 suite's classes), and the suite loaded on it, whose check is the one computation the regression gate
 (:mod:`warp_check.modes.baseline`) and a repair's restored regressions (:mod:`warp_check.modes.repair`)
-share. Apart from :mod:`warp_check.pipeline.restore`, so that the gate needs neither the chain of
+share. Apart from :mod:`warp_check.releases.restore`, so that the gate needs neither the chain of
 certificates nor numpy.
 """
 
