@@ -33,6 +33,7 @@ from warp_check.version import __version__
 if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the same at run time)
     from warp_check.budget.tune import Candidate, CandidateScore, TuneResult, candidates, tune, write_choice
     from warp_check.cases import Case, Kind
+    from warp_check.certificates.cases import certify_cases
     from warp_check.certificates.chain import ChainVerification, Link, verify_chain
     from warp_check.certificates.traffic.changes import measure_changes, traffic_inputs
     from warp_check.certificates.traffic.reading import load_traffic, read_traffic
@@ -44,7 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.certify.artefact import write_artefact
     from warp_check.certify.binomial import change_bound
     from warp_check.certify.bounds import eps_star, lipschitz, local_radius
-    from warp_check.certify.cases import certify_cases
     from warp_check.certify.certificate import (
         CERTIFICATE_NAME,
         FORMAT,
@@ -135,7 +135,7 @@ _PUBLIC: dict[str, str] = {
     "eps_star": "warp_check.certify.bounds",
     "lipschitz": "warp_check.certify.bounds",
     "local_radius": "warp_check.certify.bounds",
-    "certify_cases": "warp_check.certify.cases",
+    "certify_cases": "warp_check.certificates.cases",
     "CaseCertificate": "warp_check.certify.certificate",
     "Certificate": "warp_check.certify.certificate",
     "CERTIFICATE_NAME": "warp_check.certify.certificate",

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from warp_check.cases import Kind
 from warp_check.certify.certificate import CaseCertificate
+from warp_check.certify.measured import Bars, CaseGaps, Measured
 from warp_check.repair.settings import RepairSettings
 
 
@@ -40,10 +41,10 @@ class Cert(abc.ABC):
     """One certificate: its ``name`` (its key in the certificate file: ``cert1``), ``title`` (``Cert 1``),
     ``claim`` (what it promises, in words), the ``kinds`` of case it is claimed for (none: the run's).
 
-    Cert 1–3 are measured together, vectorised, by :func:`warp_check.certify.cases.certify_cases`
-    and kept in the case records' own keys; a further certificate measures each case itself
-    (:meth:`measure`, on the gaps recomputed in float64 from the saved weights), at the repair and
-    again at the audit, and the file keeps its verdict and figures in the case's ``further``."""
+    Cert 1–3 measure every case at once (:meth:`measure_cases`, columns over the cases, on the gaps
+    recomputed in float64 from the saved weights) and are kept in the case records' own keys; a
+    further certificate measures each case itself (:meth:`measure`, on those records), at the repair
+    and again at the audit, and the file keeps its verdict and figures in the case's ``further``."""
 
     name: ClassVar[str]
     title: ClassVar[str]
@@ -53,6 +54,11 @@ class Cert(abc.ABC):
     # False for Cert 1–4, whose verdicts and figures have their own keys in the certificate file; a
     # further certificate's are its case's ``further`` claim, and its verdict a property of the case.
     further: ClassVar[bool] = True
+
+    def measure_cases(self, gaps: CaseGaps, bars: Bars) -> Measured | None:
+        """Its verdicts and figures in the case records' own keys, on every case at once (Cert 1–3;
+        None: it keeps none there)."""
+        return None
 
     def measure(self, record: CaseCertificate, settings: RepairSettings) -> tuple[bool, CertNumbers | None] | None:
         """A further certificate's verdict and figures on a case (None: not claimed for it)."""

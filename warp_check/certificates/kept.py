@@ -8,6 +8,7 @@ from warp_check.cases import Kind
 from warp_check.certificates.base import Cert
 from warp_check.certificates.words import named, num
 from warp_check.certify.certificate import CaseCertificate
+from warp_check.certify.measured import Bars, CaseGaps, Measured
 from warp_check.repair.settings import RepairSettings
 
 
@@ -17,6 +18,10 @@ class MustKeepKept(Cert):
     claim = "every must_keep case keeps its label with a gap of at least γ_h"
     further = False
     kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.MUST_KEEP})
+
+    def measure_cases(self, gaps: CaseGaps, bars: Bars) -> Measured:
+        # Kept: right before the repair, and right with a margin of γ_h after it.
+        return Measured(rows=gaps.kept, columns={"cert2": (gaps.held >= bars.gamma_h) & (gaps.gaps_before > 0)})
 
     def verdict(
         self, record: CaseCertificate, settings: RepairSettings, *, label: str | int, gap_before: float | None

@@ -8,6 +8,7 @@ from warp_check.cases import Kind
 from warp_check.certificates.base import Cert
 from warp_check.certificates.words import num
 from warp_check.certify.certificate import CaseCertificate
+from warp_check.certify.measured import Bars, CaseGaps, Measured
 from warp_check.repair.settings import RepairSettings
 
 
@@ -17,6 +18,9 @@ class MustFixMargins(Cert):
     claim = "every must_fix case's gap is at least γ_s on the saved weights"
     further = False
     kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.MUST_FIX})
+
+    def measure_cases(self, gaps: CaseGaps, bars: Bars) -> Measured:
+        return Measured(rows=gaps.fix, columns={"cert1": gaps.held >= bars.gamma_s})
 
     def verdict(self, record: CaseCertificate, settings: RepairSettings) -> tuple[bool, str]:
         """Whether it holds for the must_fix case, and its words."""

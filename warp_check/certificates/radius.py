@@ -11,6 +11,7 @@ from warp_check.cases import Kind
 from warp_check.certificates.base import Cert, CertNumbers
 from warp_check.certificates.words import num
 from warp_check.certify.certificate import CaseCertificate
+from warp_check.certify.measured import Bars, CaseGaps, Measured
 from warp_check.repair.settings import RepairSettings
 
 
@@ -34,6 +35,36 @@ class RobustnessRadius(Cert):
     further = False
     kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.MUST_FIX})
     numbers_type = RadiusNumbers
+
+    def measure_cases(self, gaps: CaseGaps, bars: Bars) -> Measured:
+        # Loaded here, not with the module: front ends read this module for its words alone.
+        import numpy as np
+
+        from warp_check.certify.bounds import eps_star, local_radius
+        from warp_check.certify.falsify import flip_radius, pgd_worst_gap
+
+        fix = gaps.fix
+        eps_s = eps_star(gaps.gaps, gaps.lipschitz.L)
+        eps_l = np.zeros_like(gaps.gaps)
+        worst = np.full_like(gaps.gaps, np.nan)
+        flips = np.full_like(gaps.gaps, np.nan)
+        if fix.any():
+            head, labels = gaps.head, gaps.labels[fix]
+            V_fix = np.asarray(gaps.V[fix], dtype=np.float64)
+            eps_l[fix] = local_radius(head, V_fix, labels)
+            radius = np.maximum(eps_s[fix], eps_l[fix])
+            worst[fix] = pgd_worst_gap(head, V_fix, labels, radius, bars.attack)
+            flips[fix] = flip_radius(head, V_fix, labels, bars.attack)
+        return Measured(
+            rows=fix,
+            columns={
+                "cert3": (eps_s > 0) & (worst > 0),
+                "eps_star": eps_s,
+                "eps_local": eps_l,
+                "attack_min_gap": worst,
+                "flip_radius": flips,
+            },
+        )
 
     def numbers(self, record: CaseCertificate) -> RadiusNumbers | None:
         if record.eps_star is None and record.eps_local is None:

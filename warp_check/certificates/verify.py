@@ -15,12 +15,12 @@ import numpy as np
 
 from warp_check.cases import NEIGHBOUR, Case
 from warp_check.certificates import CERTIFICATES, judged
+from warp_check.certificates.cases import certify_cases
 from warp_check.certificates.traffic.changes import changes_record, predictions, traffic_inputs
 from warp_check.certificates.traffic.sample import TrafficSample
 from warp_check.certify.artefact import folder_weights
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.bounds import lipschitz
-from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import (
     CERTIFICATE_NAME,
     CaseCertificate,

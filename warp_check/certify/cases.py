@@ -1,10 +1,11 @@
-"""Cert 1–3 of every case, recomputed from the repaired weights in float64 and the cached v.
+"""What every certificate of a case reads, recomputed from the repaired weights in float64 and the
+cached v (:func:`measure_gaps`), and the case records made from what each certificate measured on
+them (:func:`case_records`).
 
-Cert 1: a must_fix case's gap ≥ γ_s (and a restored must_keep case's: one the input model got
-wrong and the suite's baseline right, repaired back as a must_fix case is). Cert 2: a must_keep
-case's gap ≥ γ_h with its label kept.
-Cert 3: no perturbation of v within the certified radius flips a must_fix case, and an attack
-inside that ball finds none. Radii live in the space of v, not of texts.
+A certificate measures its own verdicts and figures (:mod:`warp_check.certificates`: Cert 1 in
+``margins``, Cert 2 in ``kept``, Cert 3 in ``radius``), as columns over the cases
+(:class:`~warp_check.certify.measured.Measured`); :func:`case_records` puts them into one
+:class:`CaseCertificate` per case.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from warp_check.cases import Kind
-from warp_check.certify.bounds import eps_star, lipschitz, local_radius
-from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
-from warp_check.certify.falsify import AttackSettings, flip_radius, pgd_worst_gap
+from warp_check.certify.bounds import lipschitz
+from warp_check.certify.certificate import CaseCertificate, Summary
+from warp_check.certify.measured import CaseGaps, Measured
 from warp_check.model.blocks import blocks
 from warp_check.model.head import DenseHead
 
 
-def certify_cases(
+def measure_gaps(
     head: DenseHead,
     *,
     ids: tuple[str, ...],
@@ -29,65 +30,62 @@ def certify_cases(
     V: np.ndarray,
     labels: np.ndarray,
     gaps_before: np.ndarray,
-    gamma_s: float,
-    gamma_h: float,
     excluded: frozenset[str] = frozenset(),
     restored: frozenset[str] = frozenset(),
-    attack: AttackSettings | None = None,
-) -> tuple[list[CaseCertificate], Lipschitz]:
-    """Cert 1–3 for every case from ``head`` (the repaired weights) in float64; ``restored`` must_keep
-    cases are certified as must_fix cases (Cert 1 and 3), their kind kept."""
-    labels = np.asarray(labels)  # the answers, a row per case, as head.decision holds them
+) -> CaseGaps:
+    """The cases' gaps on ``head`` (the repaired weights) in float64 and as saved; ``restored``
+    must_keep cases are certified as must_fix cases, their kind kept."""
+    labels = np.asarray(labels)
     kinds = tuple(Kind(k) for k in kinds)
     gaps, stored = gaps_in_both(head, V, labels)
-    lip = lipschitz(head)
-    back = [k is Kind.MUST_KEEP and case_id in restored for k, case_id in zip(kinds, ids, strict=True)]
-    fix = np.array([k is Kind.MUST_FIX or again for k, again in zip(kinds, back, strict=True)], dtype=bool)
-    eps_s = eps_star(gaps, lip.L)
-    eps_l = np.zeros_like(gaps)
-    worst = np.full_like(gaps, np.nan)
-    flips = np.full_like(gaps, np.nan)
-    if fix.any():
-        V_fix = np.asarray(V[fix], dtype=np.float64)
-        eps_l[fix] = local_radius(head, V_fix, labels[fix])
-        radius = np.maximum(eps_s[fix], eps_l[fix])
-        worst[fix] = pgd_worst_gap(head, V_fix, labels[fix], radius, attack)
-        flips[fix] = flip_radius(head, V_fix, labels[fix], attack)
+    back = np.array([k is Kind.MUST_KEEP and i in restored for k, i in zip(kinds, ids, strict=True)], dtype=bool)
+    fix = np.array([k is Kind.MUST_FIX for k in kinds], dtype=bool) | back
+    left_out = np.array([i in excluded for i in ids], dtype=bool)
+    keep = np.array([k is Kind.MUST_KEEP for k in kinds], dtype=bool)
+    return CaseGaps(
+        head=head,
+        ids=ids,
+        kinds=kinds,
+        V=V,
+        labels=labels,
+        gaps_before=np.asarray(gaps_before),
+        gaps=gaps,
+        stored=stored,
+        fix=fix,
+        restored=back,
+        excluded=left_out,
+        held=np.minimum(gaps, stored),
+        kept=keep & ~fix & ~left_out,
+        lipschitz=lipschitz(head),
+    )
+
+
+def case_records(gaps: CaseGaps, measured: Sequence[Measured]) -> list[CaseCertificate]:
+    """One record per case: its gaps, then what each certificate measured on it."""
+    fix, back, excluded = gaps.fix.tolist(), gaps.restored.tolist(), gaps.excluded.tolist()
+    before, after, stored = gaps.gaps_before.tolist(), gaps.gaps.tolist(), gaps.stored.tolist()
+    # Plain Python values, read once: a million must_keep cases are read case by case.
+    columns = [(m.rows.tolist(), {name: column.tolist() for name, column in m.columns.items()}) for m in measured]
     out = []
-    for i, case_id in enumerate(ids):
-        kind = kinds[i]
-        common = dict(
+    for i, case_id in enumerate(gaps.ids):
+        kind = gaps.kinds[i]
+        fields = dict(
             id=case_id,
             kind=kind,
-            label=head.decision.answer(labels, i),
-            gap_before=float(gaps_before[i]),
-            gap_after=float(gaps[i]),
-            gap_as_saved=float(stored[i]),
+            label=gaps.head.decision.answer(gaps.labels, i),
+            gap_before=float(before[i]),
+            gap_after=after[i],
+            gap_as_saved=stored[i],
         )
-        held = min(gaps[i], stored[i])
         if fix[i]:
-            ok3 = bool(eps_s[i] > 0 and worst[i] > 0)
-            out.append(
-                CaseCertificate(
-                    **common,
-                    restored=back[i],
-                    cert1=bool(held >= gamma_s),
-                    cert3=ok3,
-                    eps_star=float(eps_s[i]),
-                    eps_local=float(eps_l[i]),
-                    attack_min_gap=float(worst[i]),
-                    flip_radius=float(flips[i]),
-                )
-            )
-        elif kind is Kind.MUST_KEEP:
-            if case_id in excluded:
-                out.append(CaseCertificate(**common, excluded=True))
-            else:
-                kept = bool(held >= gamma_h and gaps_before[i] > 0)
-                out.append(CaseCertificate(**common, cert2=kept))
-        else:
-            out.append(CaseCertificate(**common))
-    return out, lip
+            fields["restored"] = back[i]
+        elif kind is Kind.MUST_KEEP and excluded[i]:
+            fields["excluded"] = True
+        for rows, values in columns:
+            if rows[i]:
+                fields.update((name, column[i]) for name, column in values.items())
+        out.append(CaseCertificate(**fields))
+    return out
 
 
 def gaps_in_both(head: DenseHead, V: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

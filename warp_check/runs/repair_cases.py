@@ -17,11 +17,11 @@ from warp_check.budget.fit import fit_to_budget
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
 from warp_check.certificates import judged
+from warp_check.certificates.cases import certify_cases
 from warp_check.certificates.traffic.changes import measure_changes, traffic_inputs
 from warp_check.certificates.traffic.sample import TrafficSample
 from warp_check.certificates.traffic.verdicts import BudgetFit
 from warp_check.certify.artefact import Destination, claim_destination, folder_hashes, write_artefact
-from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import (
     CERTIFICATE_NAME,
     BaselineRecord,

@@ -30,8 +30,8 @@ import numpy as np
 
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
+from warp_check.certificates.cases import certify_cases
 from warp_check.certify.artefact import folder_hashes
-from warp_check.certify.cases import certify_cases
 from warp_check.certify.certificate import CERTIFICATE_NAME, CaseRecord, Certificate
 from warp_check.errors import CertificateError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
