@@ -19,6 +19,7 @@ from warp_check import (
     Case,
     Kind,
     RunResult,
+    SettingsError,
     SuiteError,
     TrafficVerdict,
     Verdict,
@@ -26,6 +27,7 @@ from warp_check import (
     first_line,
     reraise_interrupt,
 )
+from warp_check.frontend import flag_error
 
 from .state import STATE, RunRefused
 
@@ -60,6 +62,8 @@ class SuiteFile(pytest.File):
         except SuiteError as exc:
             shown = shown_path(self.config, Path(exc.path)) if exc.path else None
             raise self.CollectError(str(SuiteError(exc.message, path=shown, line=exc.line, field=exc.field))) from None
+        except SettingsError as exc:  # a flag's value: the flag names it (a model given by --warp-model)
+            raise self.CollectError(flag_error(exc, cli=False) or f"{type(exc).__name__}: {exc}") from None
         except WarpError as exc:
             raise self.CollectError(f"{type(exc).__name__}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 — whatever loading a suite raises: one collection error

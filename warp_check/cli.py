@@ -105,6 +105,7 @@ from warp_check.frontend import (
     RunJob,
     RunMode,
     check_report_destination,
+    flag_error,
     from_interrupt,
     mode_named,
     overriding,
@@ -134,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in commands():
         command.add_to(sub)
+    parser.commands = dict(sub.choices)
     return parser
 
 
@@ -361,7 +363,8 @@ def _run(args: argparse.Namespace) -> int:
         if from_interrupt(exc):
             return _interrupted()  # Ctrl-C that a library re-raised as its own error (pybind11: ImportError)
         if isinstance(exc, WarpError):
-            print(f"warp-check {args.command}: error: {exc}", file=sys.stderr)
+            said = flag_error(exc, cli=True) if isinstance(exc, SettingsError) else None
+            print(f"warp-check {args.command}: error: {said or exc}", file=sys.stderr)
             return EXIT_USAGE
         if isinstance(exc, OSError):  # a folder that cannot be written, a path that is a file, ...: a message
             where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""

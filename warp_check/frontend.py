@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
         ValueKind,
         check_repair_overrides,
         check_traffic_overrides,
+        flag_error,
         overriding,
         setting_flags,
     )
@@ -76,6 +77,7 @@ _FRONTEND: dict[str, str] = {
     "BadValue": "warp_check.options",
     "check_repair_overrides": "warp_check.options",
     "check_traffic_overrides": "warp_check.options",
+    "flag_error": "warp_check.options",
     "OPTION": "warp_check.options",
     "Option": "warp_check.options",
     "OPTIONS": "warp_check.options",

@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from warp_check.certificates.traffic.settings import MAX_CHANGE_RULE
 from warp_check.errors import SettingsError
 from warp_check.model.engines.settings import ENGINE_NAMES, Engine, ray_installed
 from warp_check.progress import PROGRESS_AFTER_S
 from warp_check.repair.settings import MEASURED_KEEP_PER_CASE, MEASURED_PER_CASE, NeighbourSettings, RepairSettings
 from warp_check.suite.model_source import DEVICE_NAME
+from warp_check.validation import share
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _SECTIONS = ("model", "repair", "traffic")  # the warp.toml tables an option may override
@@ -158,12 +158,9 @@ class Option:
             return number
         if self.kind is ValueKind.SHARE:
             try:
-                share = float(text)
-            except ValueError:
-                share = math.nan  # '5%', 'one percent': refused below, in the same words as 0 or 2
-            if not (math.isfinite(share) and 0 < share <= 1):
-                raise BadValue(text, Problem.NOT_SHARE, why=MAX_CHANGE_RULE)
-            return share
+                return share(text)  # 0.01 or 1%
+            except ValueError as exc:
+                raise BadValue(text, Problem.NOT_SHARE, why=str(exc)) from None
         if self.kind is ValueKind.DEVICE and not DEVICE_NAME.fullmatch(text):
             raise BadValue(text, Problem.NOT_DEVICE)
         if self.kind is ValueKind.ENGINE:
@@ -419,12 +416,25 @@ def setting_flags(*, cli: bool) -> dict[str, str]:
     return {option.key or option.name: option.cli[-1] if cli else option.flag for option in named}
 
 
+def flag_error(exc: SettingsError, *, cli: bool) -> str | None:
+    """``exc`` said of the flag that gave its value, where its field is an option a front end takes a
+    model by (``--model``, ``--warp-baseline``): "--model: 'x' is neither a folder ..."; None where it
+    is not (the error names its field itself)."""
+    option = OPTION.get(exc.field)
+    if option is None or option.kind is not ValueKind.MODEL:
+        return None
+    return f"{option.cli[-1] if cli and option.cli else option.flag}: {exc.why}"
+
+
 def check_traffic_overrides(values: Mapping[str, Any]) -> None:
     """Traffic overrides (None: not given) checked as the suite's [traffic] will take them; a
     SettingsError names the setting."""
     max_change = values.get("max_change")
-    if max_change is not None and not (isinstance(max_change, (int, float)) and 0 < max_change <= 1):
-        raise SettingsError("max_change", max_change, MAX_CHANGE_RULE)
+    if max_change is not None:
+        try:
+            share(max_change)
+        except ValueError as exc:
+            raise SettingsError("max_change", max_change, str(exc)) from None
 
 
 def check_repair_overrides(values: Mapping[str, Any]) -> None:

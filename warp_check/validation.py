@@ -44,3 +44,35 @@ def require_fraction(name: str, value: object) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or not 0 < value < 1:  # type: ignore[operator]
         raise SettingsError(name, value, "must be a number in (0, 1)")
+
+
+SHARE_RULE = 'must be a share of predictions: a number in (0, 1) such as 0.01, or a percentage such as "1%"'
+
+
+def share(value: object) -> float:
+    """A budget as people write it: a share in (0, 1) (``0.01``) or a percentage in (0 %, 100 %)
+    (``"1%"``, ``"0.5 %"``), as a share. A bare number ≥ 1 is refused asking whether it meant a
+    percentage (1 read as "all predictions" would be no gate at all: a run without a budget measures
+    and reports the share, ungated); the ValueError says why."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("%"):
+            try:
+                percent = float(text[:-1].strip())
+            except ValueError:
+                raise ValueError(SHARE_RULE) from None
+            if not (math.isfinite(percent) and 0 < percent < 100):
+                raise ValueError(f"a percentage must be in (0 %, 100 %); {SHARE_RULE.removeprefix('must be ')}")
+            return percent / 100
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(SHARE_RULE) from None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise ValueError(SHARE_RULE)
+    if value > 100:
+        raise ValueError(SHARE_RULE)
+    if value >= 1:
+        meant = f"{value:g}"
+        raise ValueError(f'did you mean {meant} %? write {value / 100:g} or "{meant}%" ({SHARE_RULE})')
+    return float(value)

@@ -19,7 +19,15 @@ pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest", "-p", "no:cacheprovider")
 TEXTS = sorted({c["text"] for c in synthetic_cases("binary", 600, seed=7, unseen_rate=0.5)})
 TABLE = '[traffic]\npath = "traffic.jsonl"\n'
-MAX_CHANGE_RULE = "must be a share of predictions in (0, 1], e.g. 0.01 for 1 %"
+MAX_CHANGE_RULE = 'must be a share of predictions: a number in (0, 1) such as 0.01, or a percentage such as "1%"'
+PERCENT_RULE = "a percentage must be in (0 %, 100 %); " + MAX_CHANGE_RULE.removeprefix("must be ")
+
+
+def meant(number: str) -> str:
+    """What a bare number of at least 1 is answered: the percentage it likely meant."""
+    return f'did you mean {number} %? write {float(number) / 100:g} or "{number}%" ({MAX_CHANGE_RULE})'
+
+
 CONFIDENCE_RULE = "must be a number strictly between 0 and 1, e.g. 0.95"
 
 
@@ -205,14 +213,26 @@ def test_an_audit_of_a_traffic_file_edited_since_the_repair_says_it_changed(
 # -- the budget on the command lines ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["0", "-0.1", "1.5", "nan", "5%"])
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [
+        ("0", MAX_CHANGE_RULE),
+        ("-0.1", MAX_CHANGE_RULE),
+        ("nan", MAX_CHANGE_RULE),
+        ("five", MAX_CHANGE_RULE),
+        ("1", meant("1")),  # "1" read as all predictions would be no gate at all
+        ("1.5", meant("1.5")),
+        ("0%", PERCENT_RULE),
+        ("100%", PERCENT_RULE),  # no gate at all: leave the budget out to measure without one
+    ],
+)
 def test_a_bad_max_change_flag_is_the_same_usage_error_in_every_front_end(
-    pytester, capsys, distilbert_dir, tiny_split, value
+    pytester, capsys, distilbert_dir, tiny_split, value, rule
 ):
     suite = traffic_suite(pytester.path / "suite", distilbert_dir, tiny_split, rows(TEXTS))
     out = earlier_model(pytester.path / "earlier")
     before = tree_digest(out)
-    said = f"{value!r}: {MAX_CHANGE_RULE}"
+    said = f"{value!r}: {rule}"
     result, output = inner(pytester, "--warp-repair", "--warp-out", str(out), f"--warp-max-change={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"--warp-max-change={said}" in output
@@ -233,9 +253,11 @@ TOML = {
     # (key = value, the words after "field 'traffic.KEY': ")
     "max_change 0": ("max_change = 0", f"0: {MAX_CHANGE_RULE}"),
     "max_change negative": ("max_change = -0.1", f"-0.1: {MAX_CHANGE_RULE}"),
-    "max_change over 1": ("max_change = 1.5", f"1.5: {MAX_CHANGE_RULE}"),
+    "max_change 1": ("max_change = 1", f"1: {meant('1')}"),
+    "max_change over 1": ("max_change = 1.5", f"1.5: {meant('1.5')}"),
     "max_change nan": ("max_change = nan", f"nan: {MAX_CHANGE_RULE}"),
-    "max_change 5%": ('max_change = "5%"', f"'5%': {MAX_CHANGE_RULE} (a number, not str)"),
+    "max_change 0%": ('max_change = "0%"', f"'0%': {PERCENT_RULE}"),
+    "max_change words": ('max_change = "five percent"', f"'five percent': {MAX_CHANGE_RULE}"),
     "confidence 0": ("confidence = 0", f"0: {CONFIDENCE_RULE}"),
     "confidence 1": ("confidence = 1", f"1: {CONFIDENCE_RULE}"),
     "confidence negative": ("confidence = -0.5", f"-0.5: {CONFIDENCE_RULE}"),
@@ -263,11 +285,11 @@ def test_a_bad_budget_in_warp_toml_names_its_line_and_key_in_both_front_ends(
     assert tree_digest(out) == before
 
 
-def test_a_budget_of_everything_is_shown_as_100_percent(pytester, capsys, distilbert_dir, tiny_split):
+def test_a_budget_written_as_a_percentage_is_shown_as_one(pytester, capsys, distilbert_dir, tiny_split):
     suite = traffic_suite(pytester.path / "suite", distilbert_dir, tiny_split, rows(TEXTS))
-    code = exit_code(["repair", str(suite), "--out", str(pytester.path / "out"), "--cache", "none", "--max-change=1"])
+    code = exit_code(["repair", str(suite), "--out", str(pytester.path / "out"), "--cache", "none", "--max-change=50%"])
     printed = capsys.readouterr().out
-    assert code == 0 and "within the budget max_change = 100 %" in printed and "e+02" not in printed
+    assert code == 0 and "within the budget max_change = 50 %" in printed and "e+" not in printed
 
 
 def test_traffic_the_model_sees_no_text_in_leaves_no_folder_behind(pytester, capsys, distilbert_dir, tiny_split):

@@ -8,6 +8,7 @@ import pytest
 from testkit.suite_builder import write_suite
 
 from warp_check import SettingsError, SuiteError, load_suite
+from warp_check.options import OPTION
 
 
 @pytest.fixture
@@ -33,11 +34,18 @@ def test_a_full_table_loads_and_the_run_overrides_it(folder):
     assert overridden.max_change == 0.5 and overridden.confidence == 0.99
 
 
+@pytest.mark.parametrize(("written", "budget"), [('"2%"', 0.02), ('"0.5 %"', 0.005), ("0.02", 0.02), ('"0.02"', 0.02)])
+def test_a_budget_reads_as_people_write_it_a_share_or_a_percentage(folder, written, budget):
+    suite = load_suite(with_traffic(folder, f'path = "traffic.jsonl"\nmax_change = {written}\n'))
+    assert suite.traffic.max_change == pytest.approx(budget, rel=1e-15)
+    assert OPTION["max_change"].parse(written.strip('"')) == pytest.approx(budget, rel=1e-15)  # the flags, alike
+
+
 @pytest.mark.parametrize(
     ("table", "key", "words"),
     [
-        ('path = "traffic.jsonl"\nmax_change = 0\n', "traffic.max_change", "(0, 1]"),
-        ('path = "traffic.jsonl"\nmax_change = 1.5\n', "traffic.max_change", "(0, 1]"),
+        ('path = "traffic.jsonl"\nmax_change = 0\n', "traffic.max_change", "a number in (0, 1)"),
+        ('path = "traffic.jsonl"\nmax_change = 1.5\n', "traffic.max_change", "did you mean 1.5 %?"),
         ('path = "traffic.jsonl"\nconfidence = 1\n', "traffic.confidence", "strictly between 0 and 1"),
         ('path = "traffic.jsonl"\nconfidence = "high"\n', "traffic.confidence", "must be a number"),
         ('path = "traffic.jsonl"\ntext = 3\n', "traffic.text", "must be a string"),

@@ -49,4 +49,4 @@ def test_a_bad_budget_is_a_usage_error(tiny_suite, tmp_path, capsys):
     assert "a budget needs traffic" in capsys.readouterr().err
     given = ["repair", str(tiny_suite), "--traffic", str(traffic(tmp_path / "t.jsonl")), "--max-change", "0"]
     assert exit_code(given) == 2  # argparse's refusal, as of any bad flag value
-    assert "argument --max-change: '0': must be a share of predictions in (0, 1]" in capsys.readouterr().err
+    assert "argument --max-change: '0': must be a share of predictions: a number in (0, 1)" in capsys.readouterr().err

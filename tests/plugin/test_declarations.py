@@ -193,7 +193,7 @@ _BAD = {
     ValueKind.INTEGER: "x",
     ValueKind.COUNT: "0",
     ValueKind.NUMBER: "nan",
-    ValueKind.SHARE: "5%",
+    ValueKind.SHARE: "5",  # 5 %? refused: a share is below 1
     ValueKind.DEVICE: "tpu",
     ValueKind.ENGINE: "spark",
 }

@@ -93,4 +93,4 @@ def test_a_budget_without_traffic_is_refused_once(pytester, distilbert_dir, tiny
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*a budget needs traffic: give --traffic or [[]traffic] in*"])
     bad = run(pytester, "plain", "--warp-repair", "--warp-max-change", "2")
-    assert bad.ret == pytest.ExitCode.USAGE_ERROR and "must be a share of predictions in (0, 1]" in bad.stderr.str()
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and 'did you mean 2 %? write 0.02 or "2%"' in bad.stderr.str()

@@ -83,6 +83,15 @@ def test_an_uncertified_link_s_drawdown_fails_the_chain_unless_accepted(releases
     lost = set(out["drawdown"]["lost"])
     assert lost and lost <= releases["drawdown_finetuned"]
     assert code == 1 and not out["ok"]
+    # Printed, the last line is the verdict that exit 1 gives (not "every link holds" alone).
+    assert (
+        exit_code(["verify", str(releases["r2_off"]), "--chain", "--suite", suite, "--from", str(releases["r1"])]) == 1
+    )
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("chain of 4 model(s): ")
+    assert last.endswith(
+        f"; FAILED: a drawdown of {len(lost)} case(s), over the 0 accepted (--accept-drawdown N accepts up to N)"
+    )
     code, out = chain(capsys, str(releases["r2_off"]), "--suite", suite, "--from", str(releases["r1"]),
                       "--accept-drawdown", str(len(lost)))  # fmt: skip
     assert code == 0 and out["ok"]

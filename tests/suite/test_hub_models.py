@@ -15,7 +15,7 @@ from testkit.hub import COMMIT, REPO_ID, hub_suite, lay_out_hub_cache
 from testkit.suite_builder import exit_code, write_suite
 
 from warp_check.certify.certificate import Certificate
-from warp_check.errors import ModelError, SuiteError
+from warp_check.errors import ModelError, SettingsError, SuiteError
 from warp_check.model.hub_cache import HubModel, resolve_model
 from warp_check.suite.loader import load_suite
 
@@ -184,15 +184,33 @@ def test_a_local_folder_spelt_like_a_hub_id_wins(hub_cache, tiny_suite, distilbe
 
 def test_a_hub_id_not_in_the_cache_says_how_to_fetch_it(hub_cache, tiny_suite, capsys):
     with pytest.raises(
-        SuiteError,
-        match=r"field 'model.path': the model given to override \[model\]: no model folder 'acme/other' here, and "
-        r"the Hub model 'acme/other' at revision 'main' is not in the local Hugging Face cache .*fetch it once with "
-        r"hf download acme/other --revision main",
+        SettingsError,
+        match=r"model='acme/other': no model folder 'acme/other' here, and the Hub model 'acme/other' at revision "
+        r"'main' is not in the local Hugging Face cache; warp-check never downloads: fetch it once with "
+        r"hf download acme/other --revision main$",
     ):
         load_suite(tiny_suite, model="acme/other")
     assert exit_code(["check", str(tiny_suite), "--model", "acme/other", "--cache", "none"]) == 2
     err = capsys.readouterr().err
+    assert err.startswith("warp-check check: error: --model: no model folder 'acme/other' here")  # not warp.toml's
     assert "hf download acme/other --revision main" in err and "huggingface-cli" not in err
+    assert "local_files_only" not in err  # huggingface_hub's advice to download: warp-check never does
+
+
+def test_a_mistyped_folder_is_named_as_one_with_the_nearest_folder(tiny_suite, distilbert_dir, tmp_path, capsys,
+                                                                   monkeypatch):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(distilbert_dir, tmp_path / "releases" / "r3")
+    (tmp_path / "releases" / "r1").mkdir()
+    for given in ("releases/r3-does-not-exist", "releases/r33"):  # spelt like a Hub id (org/name)
+        assert exit_code(["check", str(tiny_suite), "--model", given, "--cache", "none"]) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"warp-check check: error: --model: {given!r} is neither a folder here nor a Hub model in the local "
+            "cache; did you mean 'releases/r3'?\n"
+        )
+    with pytest.raises(SettingsError, match=r"the model folder '.*r3modle' does not exist; did you mean '.*r3'\?"):
+        load_suite(tiny_suite, model=tmp_path / "releases" / "r3modle")
 
 
 def test_a_revision_moves_the_suites_own_hub_model(hub_cache, tmp_path):

@@ -8,6 +8,8 @@ or default); only a command's own verbs (what to import, which recipe) are decla
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,10 +63,46 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.declared: dict[str, Option] = {}
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top parser's: each command's own
 
     def error(self, message: str):  # argparse's own exit code for usage errors is 2 as well
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {with_choice_meant(message)}\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """argparse's, but an argument no command takes is refused by the command it was given to (its
+        usage, not the top level's), with the flag it likely meant (argparse suggests none before 3.14)."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            chosen = self.commands.get(getattr(parsed, "command", None) or "", self)
+            chosen.error(unrecognised(chosen, extra))
+        return parsed
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+def with_choice_meant(message: str) -> str:
+    """argparse's "invalid choice" (a command's name, a value of a fixed set), with the choice a
+    mistyped one likely meant."""
+    found = _INVALID_CHOICE.search(message)
+    if found is None:
+        return message
+    choices = re.findall(r"'([^']*)'", found["choices"])
+    close = difflib.get_close_matches(found["given"], choices, n=1, cutoff=0.6)
+    return f"{message}; did you mean {close[0]!r}?" if close else message
+
+
+def unrecognised(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """argparse's "unrecognized arguments", with "did you mean" for each flag close to one of ``parser``'s."""
+    flags = [flag for action in parser._actions for flag in action.option_strings]
+    hints = []
+    for token in extra:
+        flag = token.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.75) if flag.startswith("--") else []
+        if close:
+            hints.append(f"{flag}: did you mean {close[0]}?")
+    return f"unrecognized arguments: {' '.join(extra)}" + "".join(f"; {hint}" for hint in hints)
 
 
 def count(text: str, minimum: int = 1) -> int:

@@ -210,4 +210,10 @@ def _print_chain(rows: list[dict[str, Any]], history: Drawdown | None, lost: lis
     unvouched = sum(not row["repaired"] for row in rows[:-1])
     without = f"; {unvouched} model(s) without a certificate" + (" checked with the suite" if history else "")
     holds = "every link holds" if all(row["ok"] for row in rows) else "a link does NOT hold"
-    print(f"chain of {len(rows)} model(s): {holds}{without if unvouched else ''}")
+    # The last line is the verdict the exit code gives: a drawdown over what is accepted fails the chain.
+    over = (
+        f"; FAILED: a drawdown of {len(lost)} case(s), over the {accept} accepted (--accept-drawdown N accepts up to N)"
+        if len(lost) > accept
+        else ""
+    )
+    print(f"chain of {len(rows)} model(s): {holds}{without if unvouched else ''}{over}")

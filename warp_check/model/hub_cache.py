@@ -9,6 +9,7 @@ call: a folder where a file belongs, bytes that are not a commit or a listing th
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass
@@ -66,13 +67,36 @@ def resolve_model(given: str | Path | ModelSource, revision: str | None = None) 
     if at and revision is not None and inline != revision:
         raise ModelError(f"{text!r} names revision {inline!r} and the revision given is {revision!r}: give one")
     if not HUB_ID.fullmatch(name) or (at and not inline):
-        raise ModelError(f"model {text!r} does not exist: give a model folder, or a Hub id (org/name)")
+        raise ModelError(f"model {text!r} does not exist: give a model folder, or a Hub id (org/name){nearest(folder)}")
     wanted = inline or revision or DEFAULT_REVISION
     try:
         snapshot, commit = resolve_hub_model(name, wanted)
     except ModelError as exc:
+        meant = nearest(folder) if isinstance(exc, HubModelMissing) else ""
+        if meant:  # beside folders of a like name: a mistyped folder, not a Hub model
+            raise ModelError(f"{text!r} is neither a folder here nor a Hub model in the local cache{meant}") from None
         raise ModelError(f"no model folder {text!r} here, and {exc}") from None
     return ModelSource(folder=snapshot, hub=HubModel(id=name, revision=wanted, commit=commit))
+
+
+def nearest(folder: Path) -> str:
+    """ "; did you mean …?" naming the folder beside ``folder`` whose name is closest to its name. Where
+    ``folder`` names a folder above it that exists, that folder is what was meant (not a Hub id): its
+    closest folder is named however far; in the working folder, only a close one."""
+    parent = folder.parent
+    try:
+        beside = [p.name for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
+    except OSError:
+        return ""
+    if str(parent) == ".":
+        close = difflib.get_close_matches(folder.name, beside, n=1, cutoff=0.6)
+    else:
+        close = sorted(sorted(beside), key=lambda name: -difflib.SequenceMatcher(None, folder.name, name).ratio())[:1]
+    return f"; did you mean {str(parent / close[0])!r}?" if close else ""
+
+
+class HubModelMissing(ModelError):
+    """The local Hugging Face cache does not hold the Hub model at that revision."""
 
 
 def resolve_hub_model(repo_id: str, revision: str) -> tuple[Path, str]:
@@ -90,10 +114,11 @@ def resolve_hub_model(repo_id: str, revision: str) -> tuple[Path, str]:
         _check_snapshot(repo, commit, fetch)
     try:
         folder = Path(snapshot_download(repo_id, revision=revision, local_files_only=True, cache_dir=cache))
-    except (LocalEntryNotFoundError, FileNotFoundError, ValueError) as exc:
-        raise ModelError(
-            f"the Hub model {repo_id!r} at revision {revision!r} is not in the local Hugging Face cache "
-            f"({first_line(exc)}); warp-check never downloads: fetch it once with {fetch}"
+    except (LocalEntryNotFoundError, FileNotFoundError, ValueError):
+        # Not huggingface_hub's own words: they advise local_files_only=False, and warp-check never downloads.
+        raise HubModelMissing(
+            f"the Hub model {repo_id!r} at revision {revision!r} is not in the local Hugging Face cache; "
+            f"warp-check never downloads: fetch it once with {fetch}"
         ) from None
     except Exception as exc:  # noqa: BLE001 — the library's own failure on a damaged cache: a message
         reraise_interrupt(exc)

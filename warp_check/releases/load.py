@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from warp_check.errors import ModelError
+from warp_check.errors import ModelError, SettingsError
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,6 +36,8 @@ def load_adapter(suite: Suite) -> ClassifierAdapter:
             where = "model.device"
         else:
             where = "model.layer"
-        if suite.model.factory is not None and where == "model.path" and not suite.model_overridden:
+        if where == "model.path" and suite.model_overridden:  # given by a flag: the flag names it
+            raise SettingsError("model", str(suite.model_dir), text) from None
+        if suite.model.factory is not None and where == "model.path":
             where = "model.factory"
         raise suite.error(where, text) from None

@@ -298,19 +298,13 @@ def _model_folder(
     """The model's folder, and the Hub model it is a snapshot of: ``model`` where given (a folder, or
     a Hub id at ``revision``), else the suite's ``[model]`` (``revision`` moving its model.id)."""
     if model is not None:
-        local = not isinstance(model, ModelSource) and (
-            os.path.lexists(Path(model).expanduser()) or not HUB_ID.fullmatch(str(model).partition("@")[0])
-        )
-        if local and revision is None:
-            model_dir = loader.resolve(Path(model).expanduser(), "model.path", str(model))
-            check_model_dir(loader, model_dir, "model.path", overridden=True)
-            return model_dir, None
+        # Given by a flag (or the API's model=): refused naming it, not warp.toml's [model] it overrides.
         try:
-            source = resolve_model(model, revision)
+            return _given_model(loader, model, revision)
+        except SuiteError as exc:
+            raise SettingsError("model", str(model), exc.message) from None
         except ModelError as exc:
-            raise loader.error("model.path", f"the model given to override [model]: {exc}") from None
-        check_model_dir(loader, source.folder, "model.path", overridden=True)
-        return source.folder, source.hub
+            raise SettingsError("model", str(model), str(exc)) from None
     if revision is not None:
         if settings.id is None:
             raise loader.error("model", f"revision {revision!r} applies to a Hub model ([model] id), not to this one")
@@ -327,6 +321,21 @@ def _model_folder(
     model_dir = run_factory(loader, settings.factory or "")
     check_model_dir(loader, model_dir, "model.factory", overridden=False, written=str(model_dir))
     return model_dir, None
+
+
+def _given_model(
+    loader: SuiteToml, model: str | Path | ModelSource, revision: str | None
+) -> tuple[Path, HubModel | None]:
+    local = not isinstance(model, ModelSource) and (
+        os.path.lexists(Path(model).expanduser()) or not HUB_ID.fullmatch(str(model).partition("@")[0])
+    )
+    if local and revision is None:
+        model_dir = loader.resolve(Path(model).expanduser(), "model.path", str(model))
+        check_model_dir(loader, model_dir, "model.path", overridden=True)
+        return model_dir, None
+    source = resolve_model(model, revision)
+    check_model_dir(loader, source.folder, "model.path", overridden=True)
+    return source.folder, source.hub
 
 
 def _field_types(cls: type) -> dict[str, str]:

@@ -20,7 +20,7 @@ from warp_check.decisions import DECISIONS, DecisionKind, LabelSpace, deciding, 
 from warp_check.errors import ModelError, SettingsError, SuiteError, reraise_interrupt
 from warp_check.model.activation_names import exact_name
 from warp_check.model.engines.settings import ENGINE_NAMES, LOCAL, Engine, EngineSettings, RaySettings, require_engine
-from warp_check.model.hub_cache import COMMIT, resolve_hub_model
+from warp_check.model.hub_cache import COMMIT, nearest, resolve_hub_model
 from warp_check.model.loading import read_config
 from warp_check.suite.toml_lines import SuiteToml
 
@@ -200,7 +200,7 @@ def check_model_dir(
     loader: SuiteToml, folder: Path, dotted: str, *, overridden: bool, written: str | None = None
 ) -> None:
     shown = str(folder) if overridden or written is None else written
-    what = "the model folder given to override model.path" if overridden else "model folder"
+    what = "the model folder" if overridden else "model folder"
     if not folder.exists():
         hint = (
             "; relative paths are read from the folder of warp.toml; a Hub model is model.id = 'org/name' with "
@@ -208,7 +208,7 @@ def check_model_dir(
             if not overridden
             else ""
         )
-        raise loader.error(dotted, f"{what} {shown!r} does not exist{hint}")
+        raise loader.error(dotted, f"{what} {shown!r} does not exist{nearest(folder)}{hint}")
     if not folder.is_dir():
         raise loader.error(dotted, f"{what} {shown!r} is not a folder")
     if not (folder / "config.json").is_file():

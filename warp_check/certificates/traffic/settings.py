@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from warp_check.errors import SettingsError, SuiteError
+from warp_check.validation import SHARE_RULE, share
 
 DEFAULT_CONFIDENCE = 0.95
 # What a budget and its confidence must be, in the same words wherever they are given.
-MAX_CHANGE_RULE = "must be a share of predictions in (0, 1], e.g. 0.01 for 1 %"
+MAX_CHANGE_RULE = SHARE_RULE
 CONFIDENCE_RULE = "must be a number strictly between 0 and 1, e.g. 0.95"
 
 
@@ -35,7 +36,8 @@ class TrafficSettings:
     """Where the traffic is, which columns hold its texts, and the budget a repair must keep on it.
 
     ``max_change``: the most a repair may change of the model's predictions on traffic like this,
-    as a share, bounded at ``confidence`` (None: measured and reported, never gating)."""
+    as a share (``0.01``, or ``"1%"`` as written: kept as the share), bounded at ``confidence`` (None:
+    measured and reported, never gating)."""
 
     path: Path
     format: str | None = None  # None: told by the file's name, as `warp-check import` tells it
@@ -55,9 +57,10 @@ class TrafficSettings:
         if not isinstance(self.text, str):
             raise SettingsError("text", self.text, "must be a column name")
         if self.max_change is not None:
-            if not _number(self.max_change) or not 0 < self.max_change <= 1:
-                raise SettingsError("max_change", self.max_change, MAX_CHANGE_RULE)
-            object.__setattr__(self, "max_change", float(self.max_change))
+            try:
+                object.__setattr__(self, "max_change", share(self.max_change))
+            except ValueError as exc:
+                raise SettingsError("max_change", self.max_change, str(exc)) from None
         if not _number(self.confidence) or not 0 < self.confidence < 1:
             raise SettingsError("confidence", self.confidence, CONFIDENCE_RULE)
         object.__setattr__(self, "confidence", float(self.confidence))
@@ -104,7 +107,8 @@ def read_traffic_table(loader: TomlBeingRead, data: dict[str, Any]) -> TrafficSe
         wanted = _TYPES[key]
         # nan and inf are TOML floats: TrafficSettings says what range they miss.
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if isinstance(value, str) if wanted is str else number:
+        written_as_percent = key == "max_change" and isinstance(value, str)  # "1%": TrafficSettings reads it
+        if (isinstance(value, str) if wanted is str else number) or written_as_percent:
             continue
         if wanted is str:
             raise loader.error(f"traffic.{key}", f"must be a string, got {value!r}")
