@@ -130,6 +130,7 @@ class CaseItem(SuiteItem):
         self.stash[VERDICT] = dataclasses.replace(verdict, suite=result.suite)
         state = self.config.stash[STATE]
         self.user_properties += state.options.mode.junit({"kind": verdict.kind.value} | verdict.properties)
+        self.user_properties += [part.junit() for part in verdict.parts]  # a property per label, where several
         if verdict.expected_failure is not None:
             pytest.xfail(verdict.expected_failure)
         if not verdict.passed:

@@ -5,7 +5,16 @@ first. A new kind is one module (a :class:`~warp_check.decisions.base.DecisionKi
 ``register`` call.
 """
 
-from warp_check.decisions.base import AnswerError, Constraints, DecisionKind, LabelSpace, Margins, logit_of
+from warp_check.decisions.base import (
+    AnswerError,
+    Constraints,
+    DecisionKind,
+    LabelSpace,
+    Margins,
+    PartAnswer,
+    PartChange,
+    logit_of,
+)
 from warp_check.decisions.multi_label import MultiLabel
 from warp_check.decisions.registry import DECISIONS, answer_fields, deciding, decision, register
 from warp_check.decisions.single_label import SingleLabel
@@ -23,6 +32,8 @@ __all__ = [
     "LabelSpace",
     "Margins",
     "MultiLabel",
+    "PartAnswer",
+    "PartChange",
     "SingleLabel",
     "answer_fields",
     "deciding",

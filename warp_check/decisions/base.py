@@ -88,6 +88,25 @@ class Constraints:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PartAnswer:
+    """One part of a case's answer, where a kind decides several things at once (a label of a
+    multi-label case), and the model's answer to it: ``gap`` is positive when right."""
+
+    part: int  # the class id the part is about
+    asks: str  # what the case asks of it, in a word ("on", "off")
+    gap: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartChange:
+    """What one changed prediction does to one part, for Cert 4's per-part counts: ``column`` indexes
+    the kind's :attr:`DecisionKind.change_columns` (several labels: turned on, turned off)."""
+
+    part: int
+    column: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class LabelSpace:
     """The classes a case file may name: label names (name → class id) and the class count."""
 
@@ -130,6 +149,12 @@ class DecisionKind(abc.ABC):
     name: ClassVar[str]
     # Hugging Face ``problem_type`` values whose heads this kind decides (None: the config names none).
     problem_types: ClassVar[frozenset[str | None]] = frozenset()
+
+    # Where an answer is several decisions, each with its own margin (:meth:`part_answers`): what one
+    # is called (a report's per-part table, a JUnit property per part: "label") and the columns Cert 4's
+    # changes on traffic count each part under. None: an answer is one decision, with no parts.
+    part_word: ClassVar[str | None] = None
+    change_columns: ClassVar[tuple[str, ...]] = ()
 
     # The case-file fields that state an answer: a case file's reader knows every registered kind's,
     # and a case giving another kind's fields is told which ones this model's kind reads.
@@ -275,6 +300,17 @@ class DecisionKind(abc.ABC):
         """Where a wrong prediction departs from the answer, in words, where a kind decides several
         things at once (None: the prediction and the answer say it all)."""
         return None
+
+    def part_answers(self, logits: Sequence[float], answer: Any) -> tuple[PartAnswer, ...]:
+        """Where a kind decides several things at once (a :attr:`part_word`), each part the case's
+        answer constrains, in class order, with its margin on one row of logits (plain Python, like
+        :meth:`answer_of`); () where the answer is one decision (its gap is the case's)."""
+        return ()
+
+    def part_changes(self, before: Any, after: Any) -> tuple[PartChange, ...]:
+        """Which parts one changed prediction counts under in a report's per-part table, and in which
+        of :attr:`change_columns` (() where the kind has no such table)."""
+        return ()
 
     def change_keys(self, before: Any, after: Any, name: Callable[[int], str]) -> tuple[str, ...]:
         """What one changed prediction counts under in Cert 4's tally (single label: "before→after")."""

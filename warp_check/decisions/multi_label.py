@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from warp_check.decisions.base import AnswerError, Constraints, DecisionKind, LabelSpace
+from warp_check.decisions.base import AnswerError, Constraints, DecisionKind, LabelSpace, PartAnswer, PartChange
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -30,6 +30,8 @@ class MultiLabel(DecisionKind):
     name = "multi_label"
     problem_types = frozenset({"multi_label_classification"})
     answer_fields = ("labels", "on", "off")
+    part_word = "label"
+    change_columns = ("turned on", "turned off")
 
     def __init__(self, thresholds: Mapping[int, float] | None = None) -> None:
         self._thresholds: dict[int, float] = {int(k): float(v) for k, v in (thresholds or {}).items() if v != 0.0}
@@ -251,10 +253,27 @@ class MultiLabel(DecisionKind):
         )
         return "; ".join(parts) or None
 
+    def part_answers(self, logits: Sequence[float], answer: Any) -> tuple[PartAnswer, ...]:
+        """Each constrained label against its threshold, ``(z_j − t_j)·s_j``: what :meth:`answer_of`
+        takes the least of."""
+        on, off = answer
+        values = [float(z) for z in logits]
+        asked = sorted([(j, "on") for j in on] + [(j, "off") for j in off])
+        return tuple(
+            PartAnswer(part=j, asks=asks, gap=(values[j] - self.threshold(j)) * (1.0 if asks == "on" else -1.0))
+            for j, asks in asked
+        )
+
+    def part_changes(self, before: Any, after: Any) -> tuple[PartChange, ...]:
+        """Each label the change turned on (column 0), then each it turned off (column 1)."""
+        was, now = set(self.on_labels(before)), set(self.on_labels(after))
+        return tuple(PartChange(part=c, column=0) for c in sorted(now - was)) + tuple(
+            PartChange(part=c, column=1) for c in sorted(was - now)
+        )
+
     def change_keys(self, before: Any, after: Any, name: Callable[[int], str]) -> tuple[str, ...]:
         """Per label the change turned on or off: "+label" or "−label" (Cert 4 counts per label)."""
-        was, now = set(self.on_labels(before)), set(self.on_labels(after))
-        return tuple(f"+{name(c)}" for c in sorted(now - was)) + tuple(f"−{name(c)}" for c in sorted(was - now))
+        return tuple(f"{'+−'[p.column]}{name(p.part)}" for p in self.part_changes(before, after))
 
     def changed(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
         import numpy as np

@@ -29,6 +29,7 @@ from warp_check.errors import WarpError
 from warp_check.files import replaced_atomically, write_json_atomic, write_text_atomically
 from warp_check.json_bounded import read_json
 from warp_check.reports.html import REPORT_HTML, render_html
+from warp_check.reports.parts import part_table
 from warp_check.reports.summary import CAPTIONS, certificate_facts, headline
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails, traffic_of
 from warp_check.runs.messages import num
@@ -248,6 +249,7 @@ def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str
     out = [f"## {run.name} — {run.mode.value} mode", "", f"**{headline(run).verdict}**", "", f"- suite: `{run.suite}`"]
     out += _facts_markdown(run)
     out.append("")
+    out += _parts_markdown(run)  # the verdict's figures first, then per part, then plots and cases
     titles = {"gaps": "Gap per case", "radius": "Certified radius", "convergence": "Convergence"}
     for key, title in titles.items():
         image = images.get(key)
@@ -258,6 +260,18 @@ def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str
     if missing:
         out += [f"_Not plotted (no data in this run): {', '.join(missing)}._", ""]
     return out + _table_markdown(run) + _traffic_markdown(run)
+
+
+def _parts_markdown(run: RunResult) -> list[str]:
+    """The per-part table (per label, or per class), where the run's kind of decision has one."""
+    table = part_table(run)
+    if table is None:
+        return []
+    out = [f"### Per {table.word}", "", "| " + " | ".join(table.headers) + " |", "|---" * len(table.headers) + "|"]
+    for row in table.rows:
+        name, *figures = table.cells(row)
+        out.append("| " + " | ".join([markdown_text(name), *figures]) + " |")
+    return out + ["", table.caption, ""]
 
 
 def _traffic_markdown(run: RunResult) -> list[str]:

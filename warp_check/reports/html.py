@@ -26,10 +26,10 @@ import json
 import re
 from collections.abc import Sequence
 
-from warp_check.reports.summary import CAPTIONS, CaseRow, Fact, case_rows, headline, is_baseline_run
+from warp_check.reports.parts import PartTable, part_table
+from warp_check.reports.summary import CAPTIONS, CaseRow, Fact, case_rows, headline, is_baseline_run, when_words
 from warp_check.reports.svg import convergence_plot, gaps_plot, radius_plot
 from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails
-from warp_check.runs.modes import Mode
 from warp_check.runs.result import Outcome, RunResult
 
 REPORT_HTML = "index.html"
@@ -106,16 +106,9 @@ def _facts(facts: Sequence[Fact]) -> str:
     return f'<dl class="facts">{"".join(items)}</dl>' if items else ""
 
 
-def _when(run: RunResult) -> tuple[str, str]:
-    """What 'before' and 'after' mean in this run's table."""
-    if run.mode is Mode.CHECK:
-        return ("on the baseline", "now") if is_baseline_run(run) else ("", "")
-    return "before repair", "after repair"
-
-
 def _columns(run: RunResult, rows: Sequence[CaseRow]) -> list[tuple[str, str, str]]:
     """(key, header, type) of the table's columns; a column no case has a value in is left out."""
-    before, after = _when(run)
+    before, after = when_words(run)
     columns = [("case", "case", "text"), ("kind", "kind", "text"), ("text", "text", "text"), ("label", "label", "text")]
     if any(r.gap_before is not None or r.predicted_before is not None for r in rows):
         columns += [
@@ -219,7 +212,7 @@ def _plots(run: RunResult, rows: Sequence[CaseRow], anchor: str) -> str:
         gamma_s, gamma_h = details.gamma_s, details.gamma_h
     history = details.history if isinstance(details, (RepairDetails, CertificateDetails)) else ()
     drawn = {
-        "gaps": gaps_plot(rows, gamma_s=gamma_s, gamma_h=gamma_h, when=_when(run)),
+        "gaps": gaps_plot(rows, gamma_s=gamma_s, gamma_h=gamma_h, when=when_words(run)),
         "radius": radius_plot(rows),
         "convergence": convergence_plot(
             [(h.iteration, h.min_gap_fix, h.min_gap_keep) for h in history], gamma_s=gamma_s, gamma_h=gamma_h
@@ -237,6 +230,23 @@ def _plots(run: RunResult, rows: Sequence[CaseRow], anchor: str) -> str:
     return f'<h3>Plots</h3><div class="plots">{"".join(figures)}</div>' if figures else ""
 
 
+def _parts_html(table: PartTable | None) -> str:
+    """The per-part table (per label, or per class): plain HTML, numbers right-aligned."""
+    if table is None:
+        return ""
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in table.headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{inline(c)}" if i == 0 else f"<td>{esc(c)}" for i, c in enumerate(table.cells(row)))
+        for row in table.rows
+    )
+    return (
+        f"<h3>Per {esc(table.word)}</h3>"
+        f'<div class="scroll parts"><table class="parts"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+        f'<p class="meta">{esc(table.caption)}</p>'
+    )
+
+
 def _run_section(run: RunResult, anchor: str) -> str:
     head = headline(run)
     rows = case_rows(run)
@@ -252,6 +262,7 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{_verdict_html(head.verdict, run)}</p>'
         f"{_facts(head.facts)}"
         f'<p class="meta">{"; ".join(where)}</p><p class="meta">{inline(run.message)}</p>'
+        f"{_parts_html(part_table(run))}"
         f"<h3>Cases</h3>{_table(run, rows, anchor)}{_plots(run, rows, anchor)}</section>"
     )
 
@@ -336,6 +347,11 @@ details summary{cursor:pointer}i.more{color:#777}
 figure{margin:0;max-width:660px}figure svg{width:100%;height:auto;font-size:11px;font-family:inherit}
 figcaption{font-size:13px}.technical{display:block;color:#666;font-size:12px;margin-top:3px}
 .contents{margin:4px 0}
+.scroll.parts{max-height:50vh;display:inline-block;max-width:100%}
+table.parts{border-collapse:collapse;font-size:13px}
+.parts th{position:sticky;top:0;background:#f3f3f3;text-align:left;padding:5px 8px;white-space:nowrap}
+.parts td{padding:3px 8px;border-top:1px solid #eee;text-align:right;white-space:nowrap}
+.parts td:first-child{text-align:left}
 """
 
 # Sort on a header's click (Enter too), filter by kind, outcome and text; a view from the URL

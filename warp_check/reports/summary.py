@@ -115,6 +115,13 @@ def is_baseline_run(run: RunResult) -> bool:
     return run.mode is Mode.CHECK and any("baseline_gap" in v.properties for v in run.verdicts)
 
 
+def when_words(run: RunResult) -> tuple[str, str]:
+    """What 'before' and 'after' mean in this run's tables ("", "" for a check with nothing before)."""
+    if run.mode is Mode.CHECK:
+        return ("on the baseline", "now") if is_baseline_run(run) else ("", "")
+    return "before repair", "after repair"
+
+
 def _answer(label: str, gap: float | None) -> str | None:
     """The prediction a gap implies where the run did not record it: the label, or not the label."""
     if gap is None:

@@ -20,7 +20,7 @@ from warp_check.releases.load import load_adapter
 from warp_check.runs.details import CheckDetails
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.runs.result import RunResult, Verdict
+from warp_check.runs.result import RunResult, Verdict, part_verdicts
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,7 +71,7 @@ def check(
         model_loaded=True,
         identical=evaluation.encoded.identical,
     )
-    return _check_result(suite, cases, evaluation.predictions, evaluation.gaps, details)
+    return _check_result(suite, cases, evaluation.predictions, evaluation.gaps, details, logits=evaluation.logits)
 
 
 def check_suite(
@@ -119,10 +119,16 @@ def check_warm(
     )
     predictions = [p for p, _ in answers]
     gaps = [g for _, g in answers]
-    return _check_result(suite, cases, predictions, gaps, details)
+    # Each case's logits only where its kind reads parts from them (a million single-label cases need none).
+    logits = [entry.logits[warm.case_sha256(c)] for c in cases] if suite.decision.part_word is not None else None
+    return _check_result(suite, cases, predictions, gaps, details, logits=logits)
 
 
-def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, details: CheckDetails) -> RunResult:
+def _check_result(
+    suite: Suite, cases: list[Case], predictions: Any, gaps: Any, details: CheckDetails, *, logits: Any
+) -> RunResult:
+    """The verdicts of ``cases`` from their predictions and gaps, and their parts from each case's row
+    of ``logits`` (None: no parts to read)."""
     verdicts = []
     for i, case in enumerate(cases):
         gap = float(gaps[i])
@@ -156,7 +162,8 @@ def _check_result(suite: Suite, cases: list[Case], predictions: Any, gaps: Any, 
             properties["wrong"] = suite.decision.wrong_words(predicted, case.label, suite.label_name)
             wrong_parts = suite.decision.wrong_parts(predicted, case.label)
             properties["wrong_labels"] = [suite.label_name(c) for c in wrong_parts]
-        verdicts.append(Verdict.of(case, passed=right, message=message, properties=properties))
+        parts = part_verdicts(suite.decision, case.label, logits[i], suite.label_name) if logits is not None else ()
+        verdicts.append(Verdict.of(case, passed=right, message=message, properties=properties, parts=parts))
     wrong = sum(not v.passed for v in verdicts)
     message = f"{len(cases)} case(s) checked on the model as it is, {wrong} predicted wrong"
     return RunResult(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from warp_check.cases import Kind
 from warp_check.certificates.traffic.verdicts import TrafficNote
 from warp_check.certify.certificate import Certificate, HistoryRow, Summary
+from warp_check.decisions import SINGLE_LABEL
 from warp_check.repair.records import IterationRecord
 from warp_check.repair.settings import RepairSettings, SynonymUse
 from warp_check.runs.modes import Mode, RunStatus
@@ -32,6 +33,8 @@ class RunDetails(Record):
     model: str | None
     suite_sha256: str
     counts: Mapping[Kind, int]  # the suite's cases per kind
+    # The kind of decision its cases state (the report's per-part table is the kind's).
+    decision: str = field(default=SINGLE_LABEL.name, metadata=on_disk(omit_default=True))
     # Under pytest: "main", or the xdist worker that ran it for all. Written last, after whatever
     # the run's own details are, and only where it was computed for others.
     computed_by: str | None = field(default=None, metadata=on_disk(omit_none=True, last=True))
@@ -42,13 +45,18 @@ class RunDetails(Record):
         then ``fields``."""
         # A Hub model is named by its id and commit, beside the snapshot folder it was read from.
         model = str(suite.model_dir) if suite.hub is None else f"{suite.hub} ({suite.model_dir})"
-        common = {"model": model, "suite_sha256": suite.digest(), "counts": _suite_counts(suite)}
+        common = {
+            "model": model,
+            "suite_sha256": suite.digest(),
+            "counts": _suite_counts(suite),
+            "decision": suite.decision.name,
+        }
         return cls(**common | fields)
 
     @classmethod
     def beside(cls, run: RunDetails, **fields: Any) -> Any:
         """This kind of details for the suite ``run`` describes (its model, digest and counts), then ``fields``."""
-        common = {"model": run.model, "suite_sha256": run.suite_sha256, "counts": run.counts}
+        common = {"model": run.model, "suite_sha256": run.suite_sha256, "counts": run.counts, "decision": run.decision}
         return cls(**common | fields)
 
 
@@ -202,6 +210,7 @@ class CertificateDetails(Record):
     gamma_h: float
     lipschitz: float
     artefact: str | None  # the folder holding the certificate
+    decision: str = field(default=SINGLE_LABEL.name, metadata=on_disk(omit_default=True))
 
     @classmethod
     def of(cls, certificate: Certificate, *, artefact: str | None) -> CertificateDetails:
@@ -223,6 +232,7 @@ class CertificateDetails(Record):
             gamma_h=certificate.settings.gamma_h,
             lipschitz=certificate.lipschitz.L,
             artefact=artefact,
+            decision=certificate.model.decision,
         )
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from warp_check.cases import Case, Kind
 from warp_check.certificates.kept import CERT2
 from warp_check.certificates.margins import CERT1
@@ -20,6 +22,7 @@ from warp_check.certificates.words import named, num
 from warp_check.certify.artefact import Destination, claim_destination
 from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
+from warp_check.decisions import DecisionKind
 from warp_check.errors import SettingsError, SuiteError, WarpError
 from warp_check.pipeline.evaluation import Evaluation, evaluate
 from warp_check.progress import Progress
@@ -30,7 +33,7 @@ from warp_check.repair.settings import RepairSettings, check_rank
 from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails, RunDetails
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
-from warp_check.runs.result import RunResult, TrafficVerdict, Verdict
+from warp_check.runs.result import PartVerdict, RunResult, TrafficVerdict, Verdict, part_verdicts
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -171,8 +174,12 @@ def repair(
     records, lip = _certified(facts.cases, outcome, attack)
     by_id = {r.id: r for r in records}
     misses = {m.id: m for m in result.misses}
+    parts = _parts(facts, outcome, adapter.decision)
     verdicts = tuple(
-        _verdict(facts, case, result, by_id.get(case.id), misses.get(case.id), dict(flags or {}), reference)
+        replace(
+            _verdict(facts, case, result, by_id.get(case.id), misses.get(case.id), dict(flags or {}), reference),
+            parts=parts.get(case.id, ()),
+        )
         for case in facts.cases
         if case.kind is not Kind.AUX
     )
@@ -207,6 +214,21 @@ def repair(
         if cert4_run is None
         else TrafficVerdict(passed=cert4_run.passed, message=cert4_run.words, properties=cert4_run.figures),
     )
+
+
+def _parts(facts: SuiteFacts, outcome: RepairOutcome, kind: DecisionKind) -> dict[str, tuple[PartVerdict, ...]]:
+    """Per case id, its answer's parts before and after repair, where its kind decides several things
+    at once and the repair settled (after: the repaired head's logits, in float64)."""
+    if kind.part_word is None or not RunStatus.of_repair(outcome.result.status).settled:
+        return {}
+    evaluation = outcome.evaluation
+    rows = {c.id: i for i, c in enumerate(evaluation.cases)}
+    own = [c for c in facts.cases if c.kind is not Kind.AUX and c.id in rows]
+    after = outcome.result.head_after.logits(np.asarray(evaluation.encoded.rows([c.id for c in own]), np.float64))
+    return {
+        c.id: part_verdicts(kind, c.label, after[i], facts.label_name, before=evaluation.logits[rows[c.id]])
+        for i, c in enumerate(own)
+    }
 
 
 def _where_given(suite: SuiteFacts, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:

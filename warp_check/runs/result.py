@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from warp_check.cases import Case, Kind
+from warp_check.decisions.base import DecisionKind
 from warp_check.files import write_json_atomic
 from warp_check.json_bounded import read_json
 from warp_check.runs.details import Details, RunDetails, read_details
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.serial import Reader, on_disk, read, to_json
+from warp_check.serial import Reader, Record, on_disk, read, to_json
 from warp_check.suite.loader import Suite
 
 
@@ -30,6 +32,58 @@ class Outcome(str, enum.Enum):
     FAILED = "failed"
     SKIPPED = "skipped"
     XFAILED = "xfailed"  # an expected failure (regression-only gating: the baseline fails it too)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartVerdict(Record):
+    """One part of a case's answer where its kind decides several things at once (a label of a
+    multi-label case): what the case asks of it, and its gap now (a check) or after repair, and
+    before repair where the run knows it; a gap is positive where the part is answered right."""
+
+    word: str  # what a part is called (the kind's part_word: "label")
+    name: str  # the part's name, as the suite names it
+    asks: str  # what the case asks of it ("on", "off")
+    gap: float | None
+    gap_before: float | None = field(default=None, metadata=on_disk(omit_none=True))
+
+    @property
+    def right(self) -> bool | None:
+        return None if self.gap is None or math.isnan(self.gap) else self.gap > 0
+
+    @property
+    def right_before(self) -> bool | None:
+        return None if self.gap_before is None or math.isnan(self.gap_before) else self.gap_before > 0
+
+    def junit(self) -> tuple[str, str]:
+        """The part's JUnit property: ``label:anger`` = ``on, right, gap 1.23[, gap_before -0.5]``."""
+        said = {True: "right", False: "wrong", None: "unknown"}
+        value = f"{self.asks}, {said[self.right]}, gap {_figure(self.gap)}"
+        if self.gap_before is not None:
+            value += f", gap_before {_figure(self.gap_before)}"
+        return f"{self.word}:{self.name}", value
+
+
+def _figure(value: float | None) -> str:
+    return "nan" if value is None else f"{value:.6g}"
+
+
+def part_verdicts(
+    kind: DecisionKind,
+    answer: Any,
+    logits: Sequence[float],
+    name: Callable[[int], str],
+    *,
+    before: Sequence[float] | None = None,
+) -> tuple[PartVerdict, ...]:
+    """The parts of a case's ``answer`` on a row of ``logits`` (and on ``before``'s, where given), as
+    its kind decides them; () where the kind's answer is one decision."""
+    if kind.part_word is None:
+        return ()
+    was = {p.part: p.gap for p in kind.part_answers(before, answer)} if before is not None else {}
+    return tuple(
+        PartVerdict(word=kind.part_word, name=name(p.part), asks=p.asks, gap=p.gap, gap_before=was.get(p.part))
+        for p in kind.part_answers(logits, answer)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,9 +106,19 @@ class Verdict:
     outcome: Outcome | None = field(default=None, metadata=on_disk(omit_none=True))
     # A failure that is expected, and why (regression-only gating: the baseline fails the case too).
     expected_failure: str | None = field(default=None, metadata=on_disk(omit_none=True))
+    # Where the case's kind decides several things at once, each part's answer (JUnit: a property each).
+    parts: tuple[PartVerdict, ...] = field(default=(), metadata=on_disk(omit_default=True))
 
     @classmethod
-    def of(cls, case: Case, *, passed: bool, message: str, properties: dict[str, Any] | None = None) -> Verdict:
+    def of(
+        cls,
+        case: Case,
+        *,
+        passed: bool,
+        message: str,
+        properties: dict[str, Any] | None = None,
+        parts: tuple[PartVerdict, ...] = (),
+    ) -> Verdict:
         """``case``'s verdict, carrying its id, kind and input."""
         return cls(
             case_id=case.id,
@@ -64,6 +128,7 @@ class Verdict:
             text=case.text,
             text_pair=case.text_pair,
             properties=properties or {},
+            parts=parts,
         )
 
     @property
