@@ -11,6 +11,7 @@ import pytest
 from testkit.releases import leaning
 from testkit.suite_builder import exit_code, margins, split_cases, write_suite
 
+import warp_check
 from warp_check.releases.restore import CHAIN_START, reference_for
 
 pytest_plugins = ["pytester"]
@@ -62,8 +63,10 @@ def test_a_regression_is_restored_and_certified_against_the_baseline(release, tm
     baseline = written["baseline"]
     assert (baseline["source"], baseline["chosen_by"]) == (str(release["old"]), "--baseline")
     assert set(baseline["restored"]) == release["regressions"]
-    # Re-checked from the files: the restored cases' Cert 1 and 3 hold.
-    assert exit_code(["verify", str(out)]) == 0  # verify reads no cache unless given one
+    # Re-checked from the files: the restored cases' Cert 1 and 3 hold; the case left out fails, as in the repair.
+    verification = warp_check.verify(out)  # verify reads no cache unless given one
+    assert [(c.name, c.case_id) for c in verification.failures()] == [("left_out", release["both_wrong"])]
+    assert exit_code(["verify", str(out)]) == 1
     # A baseline that is not there is refused before any work, naming the flag.
     missing = ["repair", str(suite), "--model", str(release["new"]), "--baseline", str(tmp_path / "nowhere")]
     assert exit_code([*missing, "--out", str(tmp_path / "never"), "--cache", "none"]) == 2

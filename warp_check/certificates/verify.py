@@ -52,8 +52,16 @@ GAP_TOLERANCE = 1e-3
 REL_TOLERANCE = 1e-6
 
 
+LEFT_OUT = (
+    "the certificate left this must_keep case out: the input model got it wrong, so nothing certifies it "
+    "(repair it back from a baseline, move it to a must_fix file, or check its label)"
+)
+
+
 @dataclass(frozen=True)
 class Check:
+    """One claim of a certificate, checked (``case_id``: the case it is about, None: the model's)."""
+
     name: str
     ok: bool
     detail: str
@@ -72,7 +80,22 @@ class Verification:
 
     @property
     def ok(self) -> bool:
+        """What a gate asks: every claim holds and no case was left out (the audit fails those too)."""
         return all(c.ok for c in self.checks + self.traffic)
+
+    @property
+    def holds(self) -> bool:
+        """Every claim of the certificate holds (a case it left out claims nothing: see ``left_out``)."""
+        return not self.failed_claims()
+
+    def failed_claims(self) -> list[Check]:
+        """The certificate's claims that do not hold (not the cases it left out)."""
+        return [c for c in self.failures() if c.name != "left_out"]
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        """The must_keep cases the certificate left out: the input model got them wrong."""
+        return tuple(c.case_id for c in self.checks if c.name == "left_out" and c.case_id is not None)
 
     def failures(self) -> list[Check]:
         return [c for c in self.checks + self.traffic if not c.ok]
@@ -341,6 +364,8 @@ def _case_checks(
                 cid,
             )
         )
+    if claim.excluded:  # one input, one verdict: the audit and pytest fail such a case too
+        checks.append(Check("left_out", False, LEFT_OUT, cid))
     return checks
 
 

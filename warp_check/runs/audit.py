@@ -62,7 +62,7 @@ def audit(
         name=suite.name,
         mode=Mode.AUDIT,
         ok=ok,
-        status=RunStatus.VERIFIED if verification.ok else RunStatus.FAILED,
+        status=RunStatus.VERIFIED if verification.holds else RunStatus.FAILED,  # a case left out: its verdict fails
         message=message,
         verdicts=verdicts,
         details=_details(suite, model_dir, certificate, verification, traffic),

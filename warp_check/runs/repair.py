@@ -260,6 +260,13 @@ def _run_message(result: RepairResult, status: RunStatus) -> str:
         return "nothing to repair: every case already meets its margin; nothing was written"
     if not status.settled:
         return f"repair failed ({status.value}): {result.message}; nothing was written"
+    left_out = sorted(result.excluded_keep)
+    if left_out:  # said with the result, not only in the verdicts: the run does not pass with them
+        shown = ", ".join(map(repr, left_out[:5])) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+        return (
+            f"{result.message}; {len(left_out)} must_keep case(s) left out, which fail: the input model gets them "
+            f"wrong and nothing certifies them ({shown}; each verdict says why and what helps)"
+        )
     return result.message
 
 
