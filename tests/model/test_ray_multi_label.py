@@ -18,6 +18,9 @@ from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'warp-check[ray]')")
+# Ray Data imported at collection, before any test runs: an in-process pytester run (test_ray_engine_hostile.py)
+# drops the modules it imported first, and pyarrow refuses a second copy of Ray Data's tensor type.
+pytest.importorskip("ray.data")
 pytestmark = pytest.mark.slow
 
 
