@@ -22,8 +22,10 @@
    texts with any label decision changed, repair seconds and peak memory. A sample of test texts is
    re-run through plain transformers on the saved model, as a check of the head's factorisation.
 5. ``--compare``: ``warp-check compare`` (LoRA, fine-tuning, WARP) on the same suite in a
-   subprocess, on ``--compare-keep`` of the must_keep cases (``--compare-general``: that many test texts as
-   its general set); its JSON, or where it failed.
+   subprocess (every must_keep case, or a seeded ``--compare-keep`` of them), the test texts its general
+   set (``--compare-general``: the first N of them), its baselines trained for ``--compare-epochs``: per
+   method must_fix fixed, must_keep kept, test micro and macro F1 at the thresholds, seconds
+   (:func:`compare_summary`), and its JSON, or where it failed.
 
 Run: ``python -m benchmarks.multi_label [--model bert] [--keep 2000] [--compare] [--json] [--save]``.
 """
@@ -238,6 +240,13 @@ def usable(rows: list[dict]) -> list[dict]:
             continue
         out.append(row)
     return out
+
+
+def distinct_texts(rows: list[dict]) -> list[dict]:
+    """The rows, each text once (its first row): a case file states one answer per text, and GoEmotions'
+    test split repeats a few texts (6 of 5,427 rows), one of them with other labels."""
+    seen: set[str] = set()
+    return [row for row in rows if not (row["text"] in seen or seen.add(row["text"]))]
 
 
 def truth_of(rows: list[dict], num_labels: int) -> np.ndarray:
@@ -472,8 +481,8 @@ def plain_transformers_check(after: Path, rows: list[dict], head_logits: np.ndar
 
 
 def run_compare(suite_dir: Path, general: Path | None, cache_dir: Path, args, log) -> dict:
-    """``warp-check compare`` on the suite (LoRA, fine-tuning, WARP) in a subprocess, on a seeded
-    ``--compare-keep`` of its must_keep: its JSON, or the failure's last lines."""
+    """``warp-check compare`` on the suite (LoRA, fine-tuning, WARP) in a subprocess, on its must_keep
+    (or a seeded ``--compare-keep`` of them): its JSON and :func:`compare_summary`, or the failure's last lines."""
     command = [
         sys.executable,
         "-c",
@@ -481,8 +490,7 @@ def run_compare(suite_dir: Path, general: Path | None, cache_dir: Path, args, lo
         "compare",
         str(suite_dir),
         *(["--general", str(general)] if general is not None else []),
-        "--keep-size",
-        str(args.compare_keep),
+        *(["--keep-size", str(args.compare_keep)] if args.compare_keep is not None else []),
         "--epochs",
         str(args.compare_epochs),
         "--restore-best",
@@ -501,9 +509,31 @@ def run_compare(suite_dir: Path, general: Path | None, cache_dir: Path, args, lo
         log(f"compare failed ({done.returncode}):\n{done.stderr[-3000:]}")
         return record | {"failed": True, "stderr_tail": done.stderr[-3000:], "stdout_tail": done.stdout[-1000:]}
     try:
-        return record | {"comparison": json.loads(done.stdout)}
+        comparison = json.loads(done.stdout)
     except ValueError:
         return record | {"failed": True, "stdout_tail": done.stdout[-3000:], "stderr_tail": done.stderr[-2000:]}
+    return record | {"summary": compare_summary(comparison), "comparison": comparison}
+
+
+def compare_summary(comparison: dict) -> list[dict]:
+    """Per method of a ``warp-check compare --json``: must_fix fixed and must_keep kept (%, every
+    constrained label as stated), the general set's micro and macro F1, and the seconds it took."""
+
+    def pct(accuracy: float | None) -> float | None:
+        return None if accuracy is None else round(100 * accuracy, 2)
+
+    return [
+        {
+            "method": row["title"],
+            "fixed_pct": pct(row["repair_acc"]),
+            "kept_pct": pct(row["remain_acc"]),
+            "micro_f1": row.get("general_micro_f1"),
+            "macro_f1": row.get("general_macro_f1"),
+            "seconds": None if row["seconds"] is None else round(row["seconds"], 1),
+            "epochs": row["details"].get("epochs"),
+        }
+        for row in comparison["methods"]
+    ]
 
 
 # -- the run ---------------------------------------------------------------------------------------------
@@ -616,11 +646,11 @@ def run(args, log) -> dict:
         if sample:
             result["plain_transformers"] = plain_transformers_check(out_dir, sample, test_after[: len(sample)], t)
     if args.compare:
-        general = work / "general.jsonl" if args.compare_general else None
+        general = work / "general.jsonl" if args.compare_general != 0 else None
         if general is not None:
             lines = [
                 json.dumps({"id": r["id"], "text": r["text"], "labels": [names[j] for j in r["labels"]]}) + "\n"
-                for r in test[: args.compare_general]
+                for r in distinct_texts(test[: args.compare_general])  # None: every test text
             ]
             general.write_text("".join(lines), encoding="utf-8")
         result["compare"] = run_compare(suite_dir, general, encodings, args, log)
@@ -659,9 +689,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", action="store_true", help="also run warp-check compare on the suite")
     parser.add_argument("--compare-epochs", type=int, default=3, help="compare's baseline epoch limit (default 3)")
     parser.add_argument(
-        "--compare-general", type=int, default=0, help="test texts as compare's general set (default 0: none)"
+        "--compare-general", type=int, help="the first N test texts as compare's general set (default: all; 0: none)"
     )
-    parser.add_argument("--compare-keep", type=int, default=500, help="must_keep cases compare trains on (default 500)")
+    parser.add_argument(
+        "--compare-keep", type=int, help="a seeded N of the must_keep cases for compare (default: all of them)"
+    )
     parser.add_argument("--work", help="where the suite and the repaired model go (default: a new temp folder)")
     add_output_arguments(parser)
     return parser
@@ -705,7 +737,14 @@ def print_text(result: dict) -> None:
             f"{test['macro_f1_after']:.4f}; texts changed {test['texts_changed']}/{test['texts']}"
         )
     if "compare" in result:
-        print(json.dumps(result["compare"], indent=1)[:3000])
+        compared = result["compare"]
+        if compared.get("failed"):
+            print(f"compare FAILED:\n{compared.get('stderr_tail', '')}")
+            return
+        print("method | must_fix fixed % | must_keep kept % | test micro-F1 | test macro-F1 | seconds")
+        for row in compared["summary"]:
+            f1 = [("n/a" if row[k] is None else f"{row[k]:.4f}") for k in ("micro_f1", "macro_f1")]
+            print(f"{row['method']} | {row['fixed_pct']} | {row['kept_pct']} | {f1[0]} | {f1[1]} | {row['seconds']}")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,16 @@ four-label tiny BERT, no MiniLM."""
 
 from __future__ import annotations
 
+import argparse
+import json
+
 import numpy as np
 import pytest
-from testkit.multi_label import NAMES, build_multi_label
+from testkit.multi_label import NAMES, build_multi_label, logits_of, texts, truth
 
 from benchmarks import multi_label
 from warp_check.cases import Kind
+from warp_check.decisions import MULTI_LABEL
 from warp_check.suite.loader import load_suite
 
 
@@ -75,3 +79,48 @@ def test_the_written_suite_is_a_multi_label_suite_of_label_sets(tmp_path):
     assert [c.label for c in multi_label.as_cases(fix + keep, Kind.MUST_KEEP, len(NAMES))] == [
         c.label for c in suite.cases
     ]
+
+
+def test_the_kind_s_f1_is_the_benchmark_s_and_counts_only_the_labels_a_partial_answer_states():
+    truth = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 0]], dtype=bool)
+    predicted = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 0]], dtype=bool)
+    answers = np.where(truth, 1, -1).astype(np.int8)
+    f1 = MULTI_LABEL.label_f1(predicted, answers)
+    assert (f1.micro, f1.macro) == pytest.approx(multi_label.f1_scores(predicted, truth))
+    answers[0, 1] = 0  # the first text's label 1 unstated: its false positive no longer counts
+    assert MULTI_LABEL.label_f1(predicted, answers).micro == pytest.approx(2 * 2 / (2 * 2 + 1))
+
+
+def test_compare_scores_every_method_by_f1_on_the_test_texts(tmp_path):
+    """The --compare path on a tiny four-label model: each method's must_fix fixed, must_keep kept and
+    the general set's F1; the original's F1 is the benchmark's own, from plain transformers' logits."""
+    model = build_multi_label(tmp_path / "model")
+    batch = texts(120, seed=5)
+    logits = logits_of(model, batch)
+    rows = [{"id": f"t{i}", "text": t, "labels": list(truth(t))} for i, t in enumerate(batch)]
+    right = [(logits[i] > 0) == multi_label.truth_of([r], len(NAMES))[0] for i, r in enumerate(rows)]
+    wrong = [r for r, ok in zip(rows, right, strict=True) if not ok.all()][:3]
+    keep = [r for r, ok in zip(rows, right, strict=True) if ok.all()][:20]
+    general = rows[60:]
+    folder = multi_label.write_suite(tmp_path / "suite", model, list(NAMES), {"must_fix": wrong, "must_keep": keep}, {})
+    general_file = tmp_path / "general.jsonl"
+    general_file.write_text(
+        "".join(
+            json.dumps({"id": r["id"], "text": r["text"], "labels": [NAMES[j] for j in r["labels"]]}) + "\n"
+            for r in general
+        )
+    )
+    args = argparse.Namespace(compare_keep=None, compare_epochs=2, threads=1)
+    compared = multi_label.run_compare(folder, general_file, tmp_path / "cache", args, lambda _message: None)
+    assert not compared.get("failed"), compared
+    summary = {row["method"].split(" ")[0]: row for row in compared["summary"]}
+    assert set(summary) == {"Original", "Same-layer", "All-layers", "WARP"}
+    assert summary["Original"]["fixed_pct"] == 0 and summary["Original"]["kept_pct"] == 100
+    assert summary["WARP"]["fixed_pct"] == 100 and summary["WARP"]["kept_pct"] == 100
+    micro, macro = multi_label.f1_scores(logits[60:] > 0, multi_label.truth_of(general, len(NAMES)))
+    assert (summary["Original"]["micro_f1"], summary["Original"]["macro_f1"]) == pytest.approx((micro, macro))
+    assert all(
+        0 <= row["micro_f1"] <= 1 and row["seconds"] is not None
+        for row in summary.values()
+        if row["method"] != "Original"
+    )

@@ -323,3 +323,35 @@ class DecisionKind(abc.ABC):
     def regressed(self, baseline: np.ndarray, now: np.ndarray, answers: np.ndarray) -> np.ndarray:
         """Per case, whether a baseline's prediction was right and the prediction now is not."""
         return self.right(baseline, answers) & ~self.right(now, answers)
+
+    # Two answers asked of one input, and how well predictions answer many (issue 57).
+    def conflict(self, first: Any, later: Any, name: Callable[[int], str], num_classes: int | None) -> Conflict | None:
+        """Why no prediction answers both ``first`` and ``later``, two cases the model sees as one input
+        (None: one can), ``name`` naming one class as a case file does. By default two answers conflict
+        when they differ (single label: two classes)."""
+        if first == later:
+            return None
+        return Conflict(field=self.answer_fields[0], reason=None)
+
+    def label_f1(self, predictions: np.ndarray, answers: np.ndarray) -> LabelF1 | None:
+        """Micro and macro F1 of the label decisions the answers state, where a kind decides several
+        labels per text (None: a kind that decides one thing per text, scored by accuracy alone)."""
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Conflict:
+    """Why two answers of one input cannot both hold: the case-file field of the later case that
+    states the clash, and the clash in words (None: the two answers, stated, say it all)."""
+
+    field: str
+    reason: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelF1:
+    """F1 over label decisions: micro (every (text, label) decision pooled) and macro (the mean of the
+    labels' own F1; a label neither stated on nor predicted on scores 0)."""
+
+    micro: float
+    macro: float

@@ -17,7 +17,16 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from warp_check.decisions.base import AnswerError, Constraints, DecisionKind, LabelSpace, PartAnswer, PartChange
+from warp_check.decisions.base import (
+    AnswerError,
+    Conflict,
+    Constraints,
+    DecisionKind,
+    LabelF1,
+    LabelSpace,
+    PartAnswer,
+    PartChange,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -289,3 +298,31 @@ class MultiLabel(DecisionKind):
         base_right = np.asarray(baseline, dtype=bool) == want
         now_right = np.asarray(now, dtype=bool) == want
         return np.any((answers != 0) & base_right & ~now_right, axis=1)
+
+    # Two answers asked of one input, and how well predictions answer many.
+    def conflict(self, first: Any, later: Any, name: Callable[[int], str], num_classes: int | None) -> Conflict | None:
+        """A label one answer wants on and the other off: two partial answers that constrain different
+        labels (``"on": [a]`` and ``"off": [b]``) ask for one prediction that has both."""
+        (on_first, off_first), (on_later, off_later) = first, later
+        clash = sorted((set(on_first) & set(off_later)) | (set(off_first) & set(on_later)))
+        if not clash:
+            return None
+        if num_classes is not None and len(on_later) + len(off_later) == num_classes:
+            field = "labels"  # every label stated: the case file gave "labels"
+        else:
+            field = "on" if clash[0] in on_later else "off"
+        words = ", ".join(name(c) for c in clash)
+        said = f"label {words} is" if len(clash) == 1 else f"labels {words} are"
+        return Conflict(field=field, reason=f"{said} on in one and off in the other")
+
+    def label_f1(self, predictions: np.ndarray, answers: np.ndarray) -> LabelF1:
+        """Over the constrained label decisions: a label stated on is a positive, one stated off a negative."""
+        import numpy as np
+
+        predicted, answers = np.asarray(predictions, dtype=bool), np.asarray(answers)
+        on = answers > 0
+        tp = (predicted & on).sum(axis=0)
+        wrong = (predicted & (answers < 0)).sum(axis=0) + (~predicted & on).sum(axis=0)
+        micro = 2 * tp.sum() / max(2 * tp.sum() + wrong.sum(), 1)
+        per_label = np.where(2 * tp + wrong > 0, 2 * tp / np.maximum(2 * tp + wrong, 1), 0.0)
+        return LabelF1(micro=float(micro), macro=float(per_label.mean()) if per_label.size else 0.0)

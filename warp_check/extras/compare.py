@@ -44,6 +44,7 @@ from warp_check.repair.records import RepairStatus
 from warp_check.validation import is_integer, require_integer
 
 if TYPE_CHECKING:  # pragma: no cover
+    from warp_check.decisions.base import LabelF1
     from warp_check.model.adapter import ClassifierAdapter
     from warp_check.model.head import DenseHead
     from warp_check.pipeline.evaluation import Evaluation
@@ -131,6 +132,8 @@ class MethodResult:
     attack_by_source: dict[str, Accuracy]
     seconds: float | None  # wall time of producing the model (None for the original)
     details: dict[str, Any] = field(default_factory=dict)
+    # Micro and macro F1 of the general set's label decisions, where the kind decides several labels.
+    general_f1: LabelF1 | None = None
 
     @property
     def attack_source_mean(self) -> float | None:
@@ -150,6 +153,8 @@ class MethodResult:
             "general_acc": acc(self.general),
             "attack_gen": acc(self.attack),
             "attack_gen_source_mean": self.attack_source_mean,
+            "general_micro_f1": None if self.general_f1 is None else self.general_f1.micro,
+            "general_macro_f1": None if self.general_f1 is None else self.general_f1.macro,
             "counts": {
                 "repair": self.repair.to_dict(),
                 "remain": self.remain.to_dict(),
@@ -343,10 +348,12 @@ class _Scorer:
         def acc(rows: np.ndarray) -> Accuracy:
             return Accuracy(int(correct[rows].sum()), int(len(rows)))
 
-        general = attack = None
+        general = attack = general_f1 = None
         by_source: dict[str, Accuracy] = {}
         if "general" in self.extra:
-            general = _accuracy(self.extra["general"], self.extra["general"].cases, predictions["general"])
+            clean = self.extra["general"]
+            general = _accuracy(clean, clean.cases, predictions["general"])
+            general_f1 = clean.decision.label_f1(np.asarray(predictions["general"]), clean.answers(clean.cases))
         if "heldout" in self.extra:
             evaluation = self.extra["heldout"]
             held = evaluation.cases
@@ -366,6 +373,7 @@ class _Scorer:
             attack_by_source=by_source,
             seconds=seconds,
             details=details,
+            general_f1=general_f1,
         )
 
 
@@ -588,17 +596,18 @@ def render_markdown(comparison: Comparison, *, heading: str = "##") -> str:
         f"must_keep {sizes['must_keep']} (of {sizes['must_keep_available']}), general {sizes['general'] or 'none'}, "
         f"held-out attacks {sizes['heldout'] or 'none'}; seed {comparison.settings.seed}."
     )
-    lines += [
-        "",
-        "| Method | Repair Acc | Remain Acc | General Acc | Atk. Gen | Time |",
-        "|---|---|---|---|---|---|",
-    ]
+    scored_f1 = any(row.general_f1 is not None for row in comparison.rows)  # a kind deciding several labels
+    f1_heads = ["General micro-F1", "General macro-F1"] if scored_f1 else []
+    heads = ["Method", "Repair Acc", "Remain Acc", "General Acc", *f1_heads, "Atk. Gen", "Time"]
+    lines += ["", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for row in comparison.rows:
         title = row.title
         if row.method == "warp" and not row.details.get("ok", True):
             title += f" ({row.details['status']})"
-        cells = [title, _pct(row.repair), _pct(row.remain), _pct(row.general), _pct(row.attack), _seconds(row.seconds)]
-        lines.append("| " + " | ".join(cells) + " |")
+        f1 = row.general_f1
+        f1_cells = ([f"{f1.micro:.4f}", f"{f1.macro:.4f}"] if f1 is not None else ["n/a", "n/a"]) if scored_f1 else []
+        cells = [title, _pct(row.repair), _pct(row.remain), _pct(row.general), *f1_cells, _pct(row.attack)]
+        lines.append("| " + " | ".join([*cells, _seconds(row.seconds)]) + " |")
     warp = [r for r in comparison.rows if r.method == "warp"]
     if warp:
         lines += [

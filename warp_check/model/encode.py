@@ -151,23 +151,36 @@ def _sees_no_text(adapter: ClassifierAdapter) -> Callable[[dict], bool]:
     return lambda feature: bool(special) and all(token in special for token in feature["input_ids"])
 
 
-def check_no_conflicts(cases: Sequence[Case], input_keys: Sequence[str], max_length: int) -> None:
+def check_no_conflicts(adapter: ClassifierAdapter, cases: Sequence[Case], input_keys: Sequence[str]) -> None:
     """Refuse two must_fix / must_keep cases the tokenizer makes one input (lowercasing, truncation at
-    ``max_length``) with different labels, naming both: no repair can satisfy both, and no setting helps."""
-    first: dict[str, Case] = {}
+    the adapter's ``max_length``) whose answers conflict as the model's kind of decision judges them
+    (single label: two classes; several labels: a label on in one and off in the other), naming both:
+    no repair can satisfy both, and no setting helps."""
+    decision, num_classes = adapter.decision, adapter.num_classes
+
+    def name(label: int) -> str:
+        return repr(adapter.label_name(label))
+
+    earlier: dict[str, list[Case]] = {}  # per input, its cases of distinct answers
     for case, key in zip(cases, input_keys, strict=True):
         if case.kind is Kind.AUX:
             continue
-        other = first.setdefault(key, case)
-        if other is not case and other.label != case.label:
-            raise _case_error(
-                case,
-                "label",
-                f"case {case.id!r} (label {case.label}, {case.kind.value}) and case {other.id!r} at "
-                f"{other.origin or '?'} (label {other.label}, {other.kind.value}) are the same input to the model: "
-                f"its tokenizer gives both the same token ids (lowercasing, or truncation at max_length "
-                f"{max_length}), so no model can satisfy both labels and no setting helps; relabel or remove one",
-            )
+        same = earlier.setdefault(key, [])
+        for other in same:
+            conflict = decision.conflict(other.label, case.label, name, num_classes)
+            if conflict is not None:
+                raise _case_error(
+                    case,
+                    conflict.field,
+                    f"case {case.id!r} (asks {decision.stated(case.label, name)}, {case.kind.value}) and case "
+                    f"{other.id!r} at {other.origin or '?'} (asks {decision.stated(other.label, name)}, "
+                    f"{other.kind.value}) are the same input to the model: its tokenizer gives both the same "
+                    f"token ids (lowercasing, or truncation at max_length {adapter.max_length}), "
+                    f"{'and ' + conflict.reason + ', ' if conflict.reason else ''}so no model can satisfy both "
+                    "and no setting helps; relabel or remove one",
+                )
+        if all(other.label != case.label for other in same):
+            same.append(case)
 
 
 def _case_error(case: Case, field: str, message: str) -> SuiteError:

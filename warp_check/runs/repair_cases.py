@@ -110,7 +110,7 @@ def repair_cases(
     if out_dir is not None and destination is None:  # refuse a bad destination before the work, not after
         destination = claim_destination(out_dir, adapter.source)
     evaluation = evaluation or evaluate(adapter, cases, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
-    check_no_conflicts(evaluation.cases, evaluation.encoded.input_keys, adapter.max_length)
+    check_no_conflicts(adapter, evaluation.cases, evaluation.encoded.input_keys)
     restored = frozenset(reference.restored) if reference is not None else frozenset()
     evaluation = _restoring(evaluation, restored)
     hood = None

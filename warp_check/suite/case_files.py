@@ -55,7 +55,7 @@ class CaseReader:
         self.num_classes = num_classes
         self.cases: list[Case] = []
         self.locations: dict[str, Location] = {}
-        self.texts: dict[tuple[str, str | None], Case] = {}  # (text, text_pair) -> first must_fix/keep case
+        self.texts: dict[tuple[str, str | None], list[Case]] = {}  # (text, text_pair) -> must_fix/keep cases
         self.space = LabelSpace(names=labels, num_classes=num_classes)
         self.decision = decision  # what a case's answer is
         # Every kind's answer fields are known (another kind's is refused by this kind, saying so); the
@@ -126,14 +126,16 @@ class CaseReader:
         if kind not in _KINDS:
             raise error("kind", f"unknown kind {kind!r}; use one of {', '.join(_KINDS)}")
         if kind != Kind.AUX.value:
-            same = self.texts.get((text, pair))
-            if same is not None and same.label != label:
-                first = self.locations[same.id]
-                raise error(
-                    "label",
-                    f"the same text is case {same.id!r} at {self._shown(first.path)}:{first.line} labelled "
-                    f"{self._name(same.label)}, here {self._name(label)}: no model can satisfy both",
-                )
+            for same in self.texts.get((text, pair), ()):
+                conflict = self.decision.conflict(same.label, label, self._class_name, self.num_classes)
+                if conflict is not None:
+                    first = self.locations[same.id]
+                    raise error(
+                        conflict.field,
+                        f"the same text is case {same.id!r} at {self._shown(first.path)}:{first.line} labelled "
+                        f"{self._name(same.label)}, here {self._name(label)}: no model can satisfy both"
+                        + (f" ({conflict.reason})" if conflict.reason else ""),
+                    )
         for key in ("source", "original", "fixed_by"):
             value = record.get(key)
             if value is not None and not isinstance(value, str):
@@ -147,8 +149,9 @@ class CaseReader:
             source=record.get("source"),
             origin=f"{rel}:{number}",
         )
-        if case.kind is not Kind.AUX:
-            self.texts.setdefault((text, pair), case)
+        same = self.texts.setdefault((text, pair), []) if case.kind is not Kind.AUX else []
+        if all(other.label != case.label for other in same):  # one case of each answer is compared
+            same.append(case)
         return case
 
     def _shown(self, path: Path) -> str:
