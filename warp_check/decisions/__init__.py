@@ -7,8 +7,10 @@ first. A new kind is one module (a :class:`~warp_check.decisions.base.DecisionKi
 
 from warp_check.decisions.base import (
     AnswerError,
+    Conflict,
     Constraints,
     DecisionKind,
+    LabelF1,
     LabelSpace,
     Margins,
     PartAnswer,
@@ -27,8 +29,10 @@ __all__ = [
     "MULTI_LABEL",
     "SINGLE_LABEL",
     "AnswerError",
+    "Conflict",
     "Constraints",
     "DecisionKind",
+    "LabelF1",
     "LabelSpace",
     "Margins",
     "MultiLabel",
