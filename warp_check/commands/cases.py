@@ -185,6 +185,7 @@ ATTACK_FLAGS = {
 
 def import_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite, empty=True)  # a suite just made has no cases yet
+    suite.refuse_per_word("import")
     try:
         file_format = args.format or import_format_of(args.source)
     except SettingsError as exc:
@@ -309,6 +310,7 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
 
 def neighbours_command(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args)
+    suite.refuse_per_word("neighbours")
     out = Path(args.out) if args.out else must_fix_file(suite)
     adapter = load_adapter(suite)
     flags = {
@@ -335,6 +337,7 @@ def neighbours_command(args: argparse.Namespace) -> int:
 
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
+    suite.refuse_per_word("promote")
     folder = resolve_model(args.repaired, args.revision).folder
     promotion = promote(
         suite, folder, dry_run=args.dry_run, cache_dir=cache_of(args, suite), progress=progress_of(args)
@@ -378,6 +381,7 @@ def attack_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     check_recipe_ready(recipe)
     suite = load_suite(args.suite, model=args.model, revision=args.revision)
+    suite.refuse_per_word("attack")
     settings = dataclasses.replace(settings, batch_size=suite.model.batch_size)
     out = None if args.dry_run else Path(args.out) if args.out else must_fix_file(suite)
     if out is not None:

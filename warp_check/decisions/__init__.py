@@ -7,16 +7,19 @@ first. A new kind is one module (a :class:`~warp_check.decisions.base.DecisionKi
 
 from warp_check.decisions.base import AnswerError, Constraints, DecisionKind, LabelSpace, Margins, logit_of
 from warp_check.decisions.multi_label import MultiLabel
-from warp_check.decisions.registry import DECISIONS, answer_fields, deciding, decision, register
+from warp_check.decisions.registry import DECISIONS, answer_fields, deciding, deciding_config, decision, register
 from warp_check.decisions.single_label import SingleLabel
+from warp_check.decisions.token_tags import TokenTags
 
 SINGLE_LABEL = DECISIONS[SingleLabel.name]
 MULTI_LABEL = DECISIONS[MultiLabel.name]
+TOKEN_TAGS = DECISIONS[TokenTags.name]
 
 __all__ = [
     "DECISIONS",
     "MULTI_LABEL",
     "SINGLE_LABEL",
+    "TOKEN_TAGS",
     "AnswerError",
     "Constraints",
     "DecisionKind",
@@ -24,8 +27,10 @@ __all__ = [
     "Margins",
     "MultiLabel",
     "SingleLabel",
+    "TokenTags",
     "answer_fields",
     "deciding",
+    "deciding_config",
     "decision",
     "logit_of",
     "register",
