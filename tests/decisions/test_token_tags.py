@@ -31,7 +31,7 @@ from warp_check.suite.loader import load_suite
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
 SPACE = LabelSpace(names={t: i for i, t in enumerate(TAGS)}, num_classes=len(TAGS))
-FAMILIES = ("bert", "distilbert")
+FAMILIES = ("bert", "distilbert", "roberta")
 
 
 # -- what a case file states -----------------------------------------------------------------------
@@ -146,6 +146,9 @@ def test_a_suite_reads_a_row_per_constrained_word_and_v_is_the_word_s_first_sub_
     assert suite.cases[0].kind is Kind.MUST_FIX and suite.locations[suite.cases[0].id].line == 1
     adapter = ClassifierAdapter.from_pretrained(model_dir)
     assert adapter.spec.form is HeadForm.FINAL_LINEAR and adapter.spec.repair_layer == "classifier"
+    # A byte-level BPE tokenizer saved without add_prefix_space takes a word as it starts a text ('the',
+    # not 'Ġthe'): pre-split words are read with the prefix space, as Hugging Face's NER guide does.
+    assert getattr(adapter.tokenizer, "add_prefix_space", True) is True
     encoded = encode_cases(adapter, suite.cases, progress=False)
     # The head's logits of each row's v are the model's own tag logits at its word (plain transformers).
     records = wrong + right

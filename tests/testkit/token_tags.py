@@ -20,7 +20,11 @@ from transformers import (
     BertForTokenClassification,
     DistilBertConfig,
     DistilBertForTokenClassification,
+    RobertaConfig,
+    RobertaForTokenClassification,
+    RobertaTokenizer,
 )
+from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from testkit import tiny_models as tm
 
@@ -51,9 +55,38 @@ def sentences(n: int, seed: int, *, unseen_rate: float = 0.3) -> list[list[str]]
     return out
 
 
+def bpe_tokenizer() -> RobertaTokenizer:
+    """A byte-level BPE tokenizer over the shared words, as RoBERTa's: a word inside a sentence is one
+    token with its leading space (``Ġgood``), and pre-split words need ``add_prefix_space``."""
+    vocab: dict[str, int] = {}
+    for token in ("<s>", "<pad>", "</s>", "<unk>", "<mask>", *bytes_to_unicode().values()):
+        vocab.setdefault(token, len(vocab))
+    merges: list[tuple[str, str]] = []
+    for word in (w for w in tm.VOCAB if not w.startswith("[")):
+        built = word[0]
+        for ch in word[1:]:
+            if (built, ch) not in merges:
+                merges.append((built, ch))
+            built += ch
+            vocab.setdefault(built, len(vocab))
+        merges.append(("Ġ", word))
+        vocab.setdefault("Ġ" + word, len(vocab))
+    return RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=tm.MAX_LENGTH)
+
+
 def _config(family: str):
     if family == "bert":
         return BertForTokenClassification, BertConfig(**tm._encoder_sizes()), None
+    if family == "roberta":
+        sizes = tm._encoder_sizes(
+            vocab_size=len(bpe_tokenizer()),
+            max_position_embeddings=tm._MAX_POSITIONS + 2,
+            type_vocab_size=1,
+            pad_token_id=1,
+            bos_token_id=0,
+            eos_token_id=2,
+        )
+        return RobertaForTokenClassification, RobertaConfig(**sizes), ["input_ids", "attention_mask"]
     config = DistilBertConfig(
         vocab_size=len(tm.VOCAB),
         dim=32,
@@ -68,14 +101,19 @@ def _config(family: str):
 
 
 def build_tagger(out_dir: Path | str, *, family: str = "bert", seed: int = 0) -> Path:
-    """A trained four-tag token classifier of ``family`` (bert, distilbert), saved as a Hugging Face folder."""
+    """A trained four-tag token classifier of ``family`` (bert, distilbert, roberta), saved as a Hugging
+    Face folder."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model_cls, config, input_names = _config(family)
     config.num_labels = len(TAGS)
     config.id2label = dict(enumerate(TAGS))
     config.label2id = {tag: i for i, tag in enumerate(TAGS)}
-    tokenizer = tm.make_tokenizer(out, model_input_names=input_names)
+    if family == "roberta":
+        bpe_tokenizer().save_pretrained(out)
+        tokenizer = _words_tokenizer(out)
+    else:
+        tokenizer = tm.make_tokenizer(out, model_input_names=input_names)
     train = sentences(1500, 10_000 + seed, unseen_rate=0.0)
     enc = tokenizer(train, is_split_into_words=True, padding=True, return_tensors="pt")
     labels = torch.full(enc["input_ids"].shape, -100)
@@ -104,13 +142,23 @@ def build_tagger(out_dir: Path | str, *, family: str = "bert", seed: int = 0) ->
         torch.set_num_threads(threads)
     model.eval()
     model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    if family != "roberta":  # its folder keeps the tokenizer as saved, without add_prefix_space
+        tokenizer.save_pretrained(out)
     return out
+
+
+def _words_tokenizer(model_dir: Path | str):
+    """The folder's tokenizer as a tagger's user loads it for pre-split words (Hugging Face's token
+    classification guide: RoBERTa's with ``add_prefix_space=True``)."""
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if getattr(tokenizer, "add_prefix_space", None) is False:
+        return AutoTokenizer.from_pretrained(model_dir, add_prefix_space=True)
+    return tokenizer
 
 
 def word_logits(model_dir: Path | str, batch: list[list[str]]) -> list[np.ndarray]:
     """Per sentence, (words, tags) logits at each word's first sub-token, with plain transformers."""
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = _words_tokenizer(model_dir)
     model = AutoModelForTokenClassification.from_pretrained(model_dir).eval()
     enc = tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")
     inputs = {k: v for k, v in enc.items() if k in tokenizer.model_input_names}

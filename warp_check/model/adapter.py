@@ -447,7 +447,17 @@ class ClassifierAdapter:
             return PROBE_TEXTS
         from warp_check.decisions.token_tags import row_text
 
-        return tuple(row_text(t.split(), i) for t in PROBE_TEXTS for i in (0, len(t.split()) - 1))
+        probes = []
+        for text in PROBE_TEXTS:
+            words = text.split()
+            # A sentence over the window is refused, never truncated: a probe keeps the words that fit.
+            while (
+                len(words) > 1
+                and len(self.tokenizer(words, is_split_into_words=True, verbose=False)["input_ids"]) > self.max_length
+            ):
+                words.pop()
+            probes += [row_text(words, 0), row_text(words, len(words) - 1)]
+        return tuple(probes)
 
     def tokenize(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> list[dict[str, list[int]]]:
         """One encoding per text (no padding), limited to the keys the model's forward takes; for a
@@ -485,7 +495,7 @@ class ClassifierAdapter:
                 raise SentenceRefused(str(exc), index=i, reason=str(exc)) from None
         words = [list(w) for w, _ in sentences]
         try:
-            encoded = self.tokenizer(words, is_split_into_words=True, truncation=False)
+            encoded = self.tokenizer(words, is_split_into_words=True, truncation=False, verbose=False)
         except Exception as exc:  # noqa: BLE001 — the tokenizer's own failure: say on which text
             reraise_interrupt(exc)
             raise _tokenizer_failure(
