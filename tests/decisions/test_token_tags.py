@@ -261,7 +261,6 @@ def token_suite(tmp_path_factory, bert_tagger) -> Path:
         ["tune", "{suite}", "--traffic", "{traffic}"],
         ["promote", "{suite}", "--from", "{suite}"],
         ["neighbours", "{suite}"],
-        ["import", "{suite}", "{traffic}"],
     ],
 )
 def test_a_command_not_built_for_tokens_is_refused_by_name(token_suite, tmp_path, capsys, command):
@@ -329,3 +328,76 @@ def test_a_token_classifier_cannot_be_named_a_kind_of_whole_texts(token_suite, t
     with pytest.raises(SuiteError) as error:
         load_suite(folder)
     assert error.value.field == "model.decision" and "it is a token classifier (a tag per word)" in str(error.value)
+
+
+# -- CoNLL files into a token suite ---------------------------------------------------------------------
+
+
+def conll(batch: list[list[str]], *, docstart: bool = True) -> str:
+    """``token<TAB>tag`` a line, a blank line between sentences, as CoNLL-2003 and WikiANN ship them."""
+    head = "-DOCSTART-\tO\n\n" if docstart else ""
+    return head + "\n".join("".join(f"{w}\t{tag_of(w)}\n" for w in words) for words in batch)
+
+
+def empty_suite(folder: Path, model_dir: Path) -> Path:
+    write(folder, model_dir, [], [])
+    return folder
+
+
+def test_conll_sentences_are_imported_and_split_by_the_model(tmp_path, bert_tagger, capsys):
+    batch = sentences(40, seed=5)
+    (tmp_path / "dev.conll").write_text(conll(batch), encoding="utf-8")
+    folder = empty_suite(tmp_path / "suite", bert_tagger)
+    args = ["import", str(folder), str(tmp_path / "dev.conll"), "--format", "conll", "--split-by-model"]
+    assert main(args) == 0
+    logits = word_logits(bert_tagger, batch)
+    right = [
+        all(TAGS[int(z.argmax())] == tag_of(w) for w, z in zip(words, rows, strict=True))
+        for words, rows in zip(batch, logits, strict=True)
+    ]
+    assert 0 < sum(right) < len(batch), "the tiny tagger's errors moved: pick another seed"
+    kept = [json.loads(line) for line in (folder / "must_keep.jsonl").read_text().splitlines()]
+    fixed = [json.loads(line) for line in (folder / "must_fix.jsonl").read_text().splitlines()]
+    assert [r["tokens"] for r in kept] == [words for words, ok in zip(batch, right, strict=True) if ok]
+    assert [r["tokens"] for r in fixed] == [words for words, ok in zip(batch, right, strict=True) if not ok]
+    assert all(r["tags"] == [tag_of(w) for w in r["tokens"]] for r in kept + fixed)
+    # A sentence's id is the file's name and its first line (after -DOCSTART- and a blank line).
+    starts = np.cumsum([3] + [len(words) + 1 for words in batch[:-1]])
+    assert sorted(r["id"] for r in kept + fixed) == sorted(f"dev-{n}" for n in starts)
+    # Importing again adds nothing.
+    capsys.readouterr()
+    assert main(args) == 0
+    assert (
+        f"0 sentence(s) appended to {folder / 'must_keep.jsonl'}, {sum(right)} already there" in capsys.readouterr().out
+    )
+    # The suite loads them: a row per word, must_fix rows failing exactly where the model is wrong.
+    suite = load_suite(folder)
+    assert len(suite.cases) == sum(len(words) for words in batch)
+
+
+@pytest.mark.parametrize(
+    ("lines", "where", "words"),
+    [
+        ("the\tO\nfood\tB-PSO\n", "dev.conll:2: field 'tag'", "unknown label 'B-PSO' (did you mean 'B-POS'?)"),
+        ("the\tO\n\nfood B-POS\n", "dev.conll:3:", "expected token<TAB>tag"),
+        ("the\tO\nice cream\tO\n", "dev.conll:2: field 'token'", "holds a space"),
+        ("the\tO\n\n" + "good\tB-POS\n" * 40, "dev.conll:3: field 'tokens'", "longer than the model's window"),
+    ],
+)
+def test_a_bad_conll_file_names_file_line_and_field_and_writes_nothing(
+    tmp_path, bert_tagger, capsys, lines, where, words
+):
+    (tmp_path / "dev.conll").write_text(lines, encoding="utf-8")
+    folder = empty_suite(tmp_path / "suite", bert_tagger)
+    assert main(["import", str(folder), str(tmp_path / "dev.conll"), "--format", "conll"]) != 0
+    err = capsys.readouterr().err
+    assert where in err and words in err, err
+    assert (folder / "must_keep.jsonl").read_text() == "" and (folder / "must_fix.jsonl").read_text() == ""
+
+
+def test_import_into_a_token_suite_takes_conll_only(token_suite, tmp_path, capsys):
+    (tmp_path / "rows.jsonl").write_text('{"text": "the food was good", "label": "O"}\n')
+    assert main(["import", str(token_suite), str(tmp_path / "rows.jsonl")]) != 0
+    assert "--format jsonl: a token classifier's suite imports sentences of tagged words: --format conll" in (
+        capsys.readouterr().err
+    )

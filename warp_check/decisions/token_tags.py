@@ -60,6 +60,13 @@ def sentence_id(row: str) -> str:
     return row.rpartition(ROW_SEPARATOR)[0] or row
 
 
+def word_problem(word: str) -> str | None:
+    """Why ``word`` cannot be a word of a row's text (a space, or a mark), or None."""
+    if _SPACE.search(word) or OPEN in word or CLOSE in word:
+        return f"{word!r} holds a space or {OPEN}{CLOSE}: give each word alone (split it in two)"
+    return None
+
+
 def words_of(text: str) -> tuple[tuple[str, ...], int]:
     """(the words, the index of the marked one) of a row's text; ValueError where it marks no single
     word (a plain text: a token classifier is asked about one word of a sentence at a time)."""
@@ -103,11 +110,8 @@ class TokenTags(SingleLabel):
         for i, word in enumerate(words):
             if not isinstance(word, str) or not word:
                 raise AnswerError("tokens", f"word {i} must be a non-empty string, got {_shown(word)}")
-            if _SPACE.search(word) or OPEN in word or CLOSE in word:
-                raise AnswerError(
-                    "tokens",
-                    f"word {i} {word!r} holds a space or {OPEN}{CLOSE}: give each word alone (split it in two)",
-                )
+            if (problem := word_problem(word)) is not None:
+                raise AnswerError("tokens", f"word {i} {problem}")
         if not isinstance(tags, list):
             raise AnswerError("tags", f"must be a list with a tag (or null) per word, got {_shown(tags)}")
         if len(tags) != len(words):
