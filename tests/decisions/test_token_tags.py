@@ -26,6 +26,7 @@ from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
 from warp_check.model.specs import HeadForm
+from warp_check.sources.conll import read_conll
 from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
@@ -393,6 +394,40 @@ def test_a_bad_conll_file_names_file_line_and_field_and_writes_nothing(
     err = capsys.readouterr().err
     assert where in err and words in err, err
     assert (folder / "must_keep.jsonl").read_text() == "" and (folder / "must_fix.jsonl").read_text() == ""
+
+
+def test_a_line_of_nothing_visible_ends_a_sentence(tmp_path):
+    """WNUT-17's dev file has lines holding only a byte order mark where a blank line belongs."""
+    path = tmp_path / "dev.conll"
+    path.write_text("the\tO\nfood\tB-TOPIC\n\ufeff\ngood\tB-POS\n\u200b\n\nbad\tB-NEG\r\n", encoding="utf-8")
+    read = read_conll(path, SPACE)
+    assert [(s.words, s.tags, s.line) for s in read] == [
+        (("the", "food"), ("O", "B-TOPIC"), 1),
+        (("good",), ("B-POS",), 4),
+        (("bad",), ("B-NEG",), 7),
+    ]
+
+
+SHARED_NER = Path(__file__).resolve().parents[3] / "shared" / "data" / "ner"
+
+
+@pytest.mark.skipif(not SHARED_NER.is_dir(), reason="the issue's NER data is not beside this checkout")
+@pytest.mark.parametrize(
+    ("name", "counts"),
+    [
+        ("wikiann-en", {"train": 20000, "dev": 10000, "test": 10000}),
+        ("wnut17", {"train": 3394, "dev": 1009, "test": 1287}),
+    ],
+)
+def test_the_issue_s_ner_files_are_read_whole(name, counts):
+    """WikiANN (PER/ORG/LOC) and WNUT-17 as shipped: every sentence, at the published counts."""
+    for part, count in counts.items():
+        path = SHARED_NER / name / f"{part}.conll"
+        lines = path.read_text(encoding="utf-8").split("\n")
+        tags = sorted({line.split("\t")[1].strip() for line in lines if "\t" in line})
+        read = read_conll(path, LabelSpace(names={t: i for i, t in enumerate(tags)}, num_classes=len(tags)))
+        assert len(read) == count
+        assert sum(len(s.words) for s in read) == sum(1 for line in lines if "\t" in line)
 
 
 def test_import_into_a_token_suite_takes_conll_only(token_suite, tmp_path, capsys):

@@ -8,6 +8,7 @@ model (``split``), a sentence it tags all right becomes a must_keep case, any ot
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,9 +73,10 @@ def read_conll(path: str | Path, space: LabelSpace) -> list[ConllSentence]:
             words.clear()
             tags.clear()
 
-    for number, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
-        if not line.strip():
-            close()
+    # Lines end at "\n" only: a token may hold U+2028 or U+0085, which str.splitlines() would break on.
+    for number, line in enumerate((raw.removesuffix("\r") for raw in text.split("\n")), start=1):
+        if not any(unicodedata.category(ch)[0] not in "CZ" for ch in line):
+            close()  # blank, or only a byte order mark or other invisible characters (WNUT-17's dev has two)
             continue
         if line.startswith(DOCSTART):
             continue
