@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -207,15 +208,23 @@ def test_check_fails_each_wrong_word_naming_it_and_repair_certifies_every_word(p
     before = np.stack([plain[sentence_id(row_id)][word] for row_id, word, _, _ in rows])
     tags = np.array([r[3] for r in rows])
     right_now = before.argmax(axis=1) == tags
-    checked = pytester.runpytest(*INNER)
+    checked = pytester.runpytest(*INNER, "--junitxml=check.xml")
     checked.assert_outcomes(passed=int(right_now.sum()), failed=int((~right_now).sum()))
+    # JUnit names each row's word.
+    junit = ElementTree.parse(pytester.path / "check.xml")
+    subjects = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}.get("subject")
+        for case in junit.iter("testcase")
+    }
+    assert subjects == {row_id: f"word {word} {words[word]!r}" for row_id, word, words, _ in rows}
     # The failure names the word (marked in its sentence), what it should be, what it is, by how much.
     i = int(np.flatnonzero(~right_now)[0])
     row_id, word, words, tag = rows[i]
     gap = before[i, tag] - np.max(np.delete(before[i], tag))
     checked.stdout.fnmatch_lines(
         [
-            f"*must_fix case not fixed yet: predicted '{TAGS[int(before[i].argmax())]}', labelled '{TAGS[tag]}' "
+            f"*must_fix case not fixed yet: word {word} {words[word]!r} predicted '{TAGS[int(before[i].argmax())]}', "
+            f"labelled '{TAGS[tag]}' "
             f"(gap {gap:.3f}*",
             f"*must_fix case '{row_id}' at *must_fix.jsonl:*",
             f"*text: '{row_text(words, word)}'",
@@ -244,6 +253,26 @@ def test_check_fails_each_wrong_word_naming_it_and_repair_certifies_every_word(p
     assert verify(out).ok
     audited = pytester.runpytest(*INNER, "--warp-certificate", str(out / CERTIFICATE_NAME))
     audited.assert_outcomes(passed=len(rows))
+
+
+@pytest.mark.slow
+def test_ray_encodes_a_word_s_rows_as_the_local_pass_does_bit_for_bit(bert_tagger):
+    """The Ray encoder's workers load the tagger as the driver does (the kind from its architecture)
+    and take each row's v at its word."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'warp-check[ray]')")
+    from warp_check.model.engines.settings import Engine, EngineSettings, RaySettings
+
+    wrong, right = split_by_model(bert_tagger, fix=2, keep=10)
+    cases = load_suite(write(Path(bert_tagger).parent / "ray_suite", bert_tagger, wrong, right)).cases
+    local = encode_cases(ClassifierAdapter.from_pretrained(bert_tagger), cases, batch_size=8, progress=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        engine = EngineSettings(kind=Engine.RAY, ray=RaySettings(num_workers=2))
+        on_ray = ClassifierAdapter.from_pretrained(bert_tagger, engine=engine)
+        got = encode_cases(on_ray, cases, batch_size=8, progress=False)
+    finally:
+        ray.shutdown()
+    assert np.array_equal(got.V, local.V) and got.input_keys == local.input_keys
 
 
 # -- what a token suite does not do yet: refused, named ------------------------------------------------

@@ -302,3 +302,8 @@ class DecisionKind(abc.ABC):
         """Where a kind decides per word, a row's words and the index of the word it decides
         (ValueError: the text marks no word); None where a kind decides whole texts."""
         return None
+
+    def subject(self, text: str) -> str | None:
+        """Where a kind decides a part of a text, the part a row's text decides, in words (a verdict
+        names it); None where it decides the whole text."""
+        return None

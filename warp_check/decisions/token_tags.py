@@ -133,6 +133,10 @@ class TokenTags(SingleLabel):
     def word_of(self, text: str) -> tuple[tuple[str, ...], int] | None:
         return words_of(text)
 
+    def subject(self, text: str) -> str | None:
+        words, word = words_of(text)
+        return f"word {word} {words[word]!r}"
+
 
 def _shown(value: Any) -> str:
     text = repr(value)
