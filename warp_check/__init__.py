@@ -116,6 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.runs.repair_cases import RepairOutcome, repair_cases
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict
     from warp_check.runs.workdir import default_cache_dir, default_out_dir, user_cache_dir, workdir
+    from warp_check.sources.conll import ConllImport, import_conll, read_conll
     from warp_check.sources.importer import LabelledRow, import_cases, read_labelled
     from warp_check.sources.neighbours import add_neighbours
     from warp_check.sources.predictions import import_predicted
@@ -189,6 +190,9 @@ _PUBLIC: dict[str, str] = {
     "import_predicted": "warp_check.sources.predictions",
     "promote": "warp_check.sources.promote",
     "import_split": "warp_check.sources.split",
+    "import_conll": "warp_check.sources.conll",
+    "read_conll": "warp_check.sources.conll",
+    "ConllImport": "warp_check.sources.conll",
     "SplitImport": "warp_check.sources.split",
     "load_traffic": "warp_check.certificates.traffic.reading",
     "read_traffic": "warp_check.certificates.traffic.reading",

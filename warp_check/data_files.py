@@ -20,7 +20,8 @@ from warp_check.cases import Kind, text_problem
 from warp_check.errors import SettingsError, SuiteError, reraise_interrupt
 from warp_check.json_bounded import parse_json
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet", "advglue", "goemotions")
+# conll: a token classifier's sentences, token<TAB>tag a line (warp_check.sources.conll reads it).
+FORMATS = ("csv", "tsv", "jsonl", "parquet", "advglue", "goemotions", "conll")
 # GoEmotions' release: TSV without a header, a row `text<TAB>label ids, comma-separated<TAB>comment id`.
 GOEMOTIONS_COLUMNS = ("text", "label", "id")
 # AdvGLUE dev.json: {task: [{"idx", "label", <text fields>}]}; the fields of each task, in order.

@@ -85,8 +85,8 @@ def test_the_suite_names_its_kind_and_its_cases_state_the_kinds_answers(tmp_path
         load_suite(tmp_path / "suite")
     assert (error.value.field, error.value.line) == ("model.decision", 3)
     assert (
-        "'top_of_set' is not a registered kind of decision; use one of 'single_label', 'multi_label', 'top_in_set'"
-        in str(error.value)
+        "'top_of_set' is not a registered kind of decision; use one of 'single_label', 'multi_label', "
+        "'token_tags', 'top_in_set'" in str(error.value)
     )
 
 

@@ -201,5 +201,5 @@ def test_the_import_command(suite, tmp_path, capsys):
     assert exit_code(["import", str(suite.root), str(unknown), "--out", str(out)]) == 2
     assert capsys.readouterr().err.strip() == (
         "warp-check import: error: --format: cannot tell the format of 'cases.txt': give one of csv, tsv, jsonl, "
-        "parquet, advglue, goemotions"
+        "parquet, advglue, goemotions, conll"
     )

@@ -20,6 +20,7 @@ from warp_check import (
     add_neighbours,
     default_cache_dir,
     import_cases,
+    import_conll,
     import_predicted,
     import_split,
     load_adapter,
@@ -190,6 +191,8 @@ def import_command(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"warp-check import: error: --format: {exc.why}", file=sys.stderr)
         return EXIT_USAGE
+    if suite.decision.per_word or file_format == "conll":
+        return _import_conll(suite, args, file_format)
     if args.predicted and (args.kind != Kind.MUST_KEEP.value or args.label is not None):
         why = f"makes must_keep cases, not {args.kind}" if args.label is None else "reads no label column (--label)"
         print(f"warp-check import: error: --predicted {why}", file=sys.stderr)
@@ -222,6 +225,45 @@ def import_command(args: argparse.Namespace) -> int:
         f"{appended.duplicates} already there"
     )
     _say_where_to_list(suite, appended)
+    return EXIT_OK
+
+
+def _import_conll(suite, args: argparse.Namespace, file_format: str) -> int:
+    """A token classifier's sentences from a CoNLL file (warp_check.sources.conll)."""
+    if not suite.decision.per_word:
+        why = f"--format conll: a token classifier's format; this suite's model decides {suite.decision.name}"
+    elif file_format != "conll":
+        why = f"--format {file_format}: a token classifier's suite imports sentences of tagged words: --format conll"
+    elif args.predicted or args.drop_wrong:
+        why = f"{'--predicted' if args.predicted else '--drop-wrong'} is not built for a token classifier's suite yet"
+    elif args.split_by_model and args.kind != Kind.MUST_KEEP.value:
+        why = f"--split-by-model makes must_keep cases of the sentences the model tags right, not {args.kind} cases"
+    else:
+        why = None
+    if why is not None:
+        print(f"warp-check import: error: {why}", file=sys.stderr)
+        return EXIT_USAGE
+    out = Path(args.out) if args.out else case_file_of(suite, Kind(args.kind))
+    fix_out = (
+        (Path(args.fix_out) if args.fix_out else case_file_of(suite, Kind.MUST_FIX)) if args.split_by_model else None
+    )
+    workdir(suite)
+    result = import_conll(
+        suite,
+        args.source,
+        load_adapter(suite),
+        out=out,
+        kind=Kind(args.kind),
+        fix_out=fix_out,
+        cache_dir=default_cache_dir(suite),
+        progress=progress_of(args),
+    )
+    print(f"{result.sentences} sentence(s) read from {args.source}")
+    for appended, what in ((result.kept, "right" if fix_out else "read"), (result.fixed, "wrong")):
+        if appended is not None:
+            added = f"{len(appended.added)} sentence(s) appended to {appended.path}"
+            print(f"  {what}: {added}, {appended.duplicates} already there")
+            _say_where_to_list(suite, appended)
     return EXIT_OK
 
 
@@ -309,6 +351,7 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
 
 def neighbours_command(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args)
+    suite.refuse_per_word("neighbours")
     out = Path(args.out) if args.out else must_fix_file(suite)
     adapter = load_adapter(suite)
     flags = {
@@ -335,6 +378,7 @@ def neighbours_command(args: argparse.Namespace) -> int:
 
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
+    suite.refuse_per_word("promote")
     folder = resolve_model(args.repaired, args.revision).folder
     promotion = promote(
         suite, folder, dry_run=args.dry_run, cache_dir=cache_of(args, suite), progress=progress_of(args)
@@ -378,6 +422,7 @@ def attack_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     check_recipe_ready(recipe)
     suite = load_suite(args.suite, model=args.model, revision=args.revision)
+    suite.refuse_per_word("attack")
     settings = dataclasses.replace(settings, batch_size=suite.model.batch_size)
     out = None if args.dry_run else Path(args.out) if args.out else must_fix_file(suite)
     if out is not None:

@@ -18,16 +18,19 @@ from warp_check.decisions.base import (
     logit_of,
 )
 from warp_check.decisions.multi_label import MultiLabel
-from warp_check.decisions.registry import DECISIONS, answer_fields, deciding, decision, register
+from warp_check.decisions.registry import DECISIONS, answer_fields, deciding, deciding_config, decision, register
 from warp_check.decisions.single_label import SingleLabel
+from warp_check.decisions.token_tags import TokenTags
 
 SINGLE_LABEL = DECISIONS[SingleLabel.name]
 MULTI_LABEL = DECISIONS[MultiLabel.name]
+TOKEN_TAGS = DECISIONS[TokenTags.name]
 
 __all__ = [
     "DECISIONS",
     "MULTI_LABEL",
     "SINGLE_LABEL",
+    "TOKEN_TAGS",
     "AnswerError",
     "Conflict",
     "Constraints",
@@ -39,8 +42,10 @@ __all__ = [
     "PartAnswer",
     "PartChange",
     "SingleLabel",
+    "TokenTags",
     "answer_fields",
     "deciding",
+    "deciding_config",
     "decision",
     "logit_of",
     "register",

@@ -338,6 +338,26 @@ class DecisionKind(abc.ABC):
         labels per text (None: a kind that decides one thing per text, scored by accuracy alone)."""
         return None
 
+    # A decision per word (a token classifier): each row a suite reads is one word of a sentence.
+    per_word: ClassVar[bool] = False  # a row's text is its sentence with the word it decides marked
+    # Hugging Face architectures this kind decides, by how their names end (None: by problem_type).
+    architecture_suffix: ClassVar[str | None] = None
+
+    def decides_architecture(self, architectures: Sequence[Any]) -> bool:
+        """Whether a config's ``architectures`` name a head of this kind."""
+        suffix = self.architecture_suffix
+        return suffix is not None and any(isinstance(a, str) and a.endswith(suffix) for a in architectures)
+
+    def word_of(self, text: str) -> tuple[tuple[str, ...], int] | None:
+        """Where a kind decides per word, a row's words and the index of the word it decides
+        (ValueError: the text marks no word); None where a kind decides whole texts."""
+        return None
+
+    def subject(self, text: str) -> str | None:
+        """Where a kind decides a part of a text, the part a row's text decides, in words (a verdict
+        names it); None where it decides the whole text."""
+        return None
+
 
 @dataclass(frozen=True, kw_only=True)
 class Conflict:

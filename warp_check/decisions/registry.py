@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from warp_check.decisions.base import DecisionKind
 from warp_check.decisions.multi_label import MultiLabel
 from warp_check.decisions.single_label import SingleLabel
+from warp_check.decisions.token_tags import TokenTags
 
 DECISIONS: dict[str, DecisionKind] = {}
 
@@ -38,5 +41,13 @@ def deciding(problem_type: str | None) -> DecisionKind | None:
     return next((kind for kind in DECISIONS.values() if problem_type in kind.problem_types), None)
 
 
+def deciding_config(architectures: Any, problem_type: str | None) -> DecisionKind | None:
+    """The kind that decides a model of a config: the first registered one naming one of its
+    ``architectures`` (a token classifier), else the one deciding its ``problem_type``, or None."""
+    named = architectures if isinstance(architectures, (list, tuple)) else ()
+    return next((k for k in DECISIONS.values() if k.decides_architecture(named)), None) or deciding(problem_type)
+
+
 register(SingleLabel())
 register(MultiLabel())
+register(TokenTags())

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from warp_check.decisions import SINGLE_LABEL, DecisionKind, deciding
+from warp_check.decisions import SINGLE_LABEL, DecisionKind, deciding_config
 from warp_check.errors import ModelError, TokenizerFailure, first_line, reraise_interrupt
 from warp_check.model.activations import get_activation
 from warp_check.model.discovery import find_head, pooled_positions
@@ -23,7 +23,7 @@ from warp_check.model.engines.settings import LOCAL, EngineSettings
 from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
 from warp_check.model.hub_cache import HUB_ID, HubModel, resolve_model
 from warp_check.model.loading import load_model_folder
-from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec
+from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec, token_head_spec
 from warp_check.model.threads import capped_threads
 from warp_check.validation import is_decimal
 
@@ -34,6 +34,27 @@ if TYPE_CHECKING:  # pragma: no cover
 # logits, by the dtype the model computes in: its rounding of each layer's output is the error.
 EQUIVALENCE_TOLERANCE: dict[str, float] = {"float64": 1e-5, "float32": 1e-5, "float16": 1e-2, "bfloat16": 6e-2}
 PROBE_TEXTS = ("a plain probe sentence.", "another, longer probe sentence to check the head with.")
+
+
+class SentenceRefused(TokenizerFailure):
+    """A sentence a token classifier cannot be asked about as given (longer than its window, a word
+    with no sub-token): ``reason`` says why, for the case's file and line."""
+
+
+# A per-word row's feature: the position of its word's first sub-token (not a forward argument).
+WORD_POSITION = "word_position"
+
+
+def decision_of_model(model: Any) -> DecisionKind:
+    """The kind a model's config names by its architecture or problem_type; single label where none."""
+    config = getattr(model, "config", None)
+    kind = deciding_config(getattr(config, "architectures", None), getattr(config, "problem_type", None))
+    return kind or SINGLE_LABEL
+
+
+def _sentence_key(feature: dict[str, list[int]]) -> str:
+    """What the model is run on for a per-word row: its input, whichever word the row decides."""
+    return repr(sorted((k, v) for k, v in feature.items() if k != WORD_POSITION))
 
 
 def equivalence_tolerance(dtype: str) -> float:
@@ -175,9 +196,8 @@ class ClassifierAdapter:
     ) -> None:
         self.device = resolve_device(device)
         self.engine = engine  # where encode_cases runs the encoder pass
-        # what the logits decide (None: the kind the config's problem_type names, else single label)
-        config = getattr(model, "config", None)
-        self.decision = decision or deciding(getattr(config, "problem_type", None)) or SINGLE_LABEL
+        # what the logits decide (None: the kind the config's architecture or problem_type names, else single label)
+        self.decision = decision or decision_of_model(model)
         # torch CPU threads while encoding; None: model.threads.default_threads()
         self.threads = None if threads is None else capped_threads(threads)
         self.model = model.eval().to(self.device)
@@ -212,7 +232,7 @@ class ClassifierAdapter:
         self.one_at_a_time = pad_id is None or getattr(tokenizer, "pad_token_id", None) is None
         if check:
             self.check_finite()
-            self.check_equivalence(PROBE_TEXTS)
+            self.check_equivalence(self.probe_texts)
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -274,9 +294,11 @@ class ClassifierAdapter:
         """``layer = "auto"``: the per-architecture table's head where it reproduces the logits, else the
         head traced from the model itself (dense → σ → linear, or the final linear layer); a dense head
         found so falls back to the final linear layer where its repair does not converge.
-        ``layer = "final"``: the final linear layer, whatever comes before it."""
+        ``layer = "final"``: the final linear layer, whatever comes before it. A token classifier's head
+        is its classifier, the final linear layer, either way."""
+        per_word = (decision or decision_of_model(model)).per_word
         table = HEAD_SPECS.get(getattr(getattr(model, "config", None), "model_type", None))
-        if layer == "auto" and table is not None:
+        if layer == "auto" and table is not None and not per_word:
             spec = replace(table, found_by=f"the head table's entry for {model.config.model_type}").falling_back()
             try:
                 adapter = cls(
@@ -297,19 +319,22 @@ class ClassifierAdapter:
             if adapter is not None and check:
                 adapter.check_finite()
                 try:
-                    adapter.check_equivalence(PROBE_TEXTS)
+                    adapter.check_equivalence(adapter.probe_texts)
                 except ModelError:
                     adapter = None
             if adapter is not None:
                 return adapter
-        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
-        tolerance = equivalence_tolerance(dtype)
-        batch = {k: v.to(resolve_device(device)) for k, v in _probe_batch(model, tokenizer, max_length).items()}
-        spec = find_head(model, batch, atol=tolerance, rtol=tolerance)
-        if layer == "final" and spec.classifier is not None:
-            spec = HeadSpec.final_linear(spec.classifier, found_by="layer = 'final': the final linear layer")
-        elif layer == "auto":
-            spec = spec.falling_back()
+        if per_word:
+            spec = token_head_spec(model)
+        else:
+            dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+            tolerance = equivalence_tolerance(dtype)
+            batch = {k: v.to(resolve_device(device)) for k, v in _probe_batch(model, tokenizer, max_length).items()}
+            spec = find_head(model, batch, atol=tolerance, rtol=tolerance)
+            if layer == "final" and spec.classifier is not None:
+                spec = HeadSpec.final_linear(spec.classifier, found_by="layer = 'final': the final linear layer")
+            elif layer == "auto":
+                spec = spec.falling_back()
         return cls(
             model,
             tokenizer,
@@ -414,10 +439,33 @@ class ClassifierAdapter:
         return new
 
     # -- encoding -----------------------------------------------------------------------
+    @property
+    def probe_texts(self) -> tuple[str, ...]:
+        """The texts the head is checked on at load: for a kind deciding per word, the probe sentences'
+        first and last words."""
+        if not self.decision.per_word:
+            return PROBE_TEXTS
+        from warp_check.decisions.token_tags import row_text
+
+        probes = []
+        for text in PROBE_TEXTS:
+            words = text.split()
+            # A sentence over the window is refused, never truncated: a probe keeps the words that fit.
+            while (
+                len(words) > 1
+                and len(self.tokenizer(words, is_split_into_words=True, verbose=False)["input_ids"]) > self.max_length
+            ):
+                words.pop()
+            probes += [row_text(words, 0), row_text(words, len(words) - 1)]
+        return tuple(probes)
+
     def tokenize(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> list[dict[str, list[int]]]:
-        """One encoding per text (no padding), limited to the keys the model's forward takes."""
+        """One encoding per text (no padding), limited to the keys the model's forward takes; for a
+        kind deciding per word, with the position of the word's first sub-token (:data:`WORD_POSITION`)."""
         if not texts:
             return []  # Hugging Face tokenizers fail on an empty batch (IndexError)
+        if self.decision.per_word:
+            return self._tokenize_words(texts, pairs)
         pairs = list(pairs) if pairs is not None else [None] * len(texts)
         if any(p is not None for p in pairs) and not all(p is not None for p in pairs):
             return [self.tokenize([t], [p])[0] for t, p in zip(texts, pairs, strict=True)]
@@ -433,6 +481,44 @@ class ClassifierAdapter:
             raise _tokenizer_failure(self.tokenizer, texts, pairs, self.max_length, exc, self.source) from None
         keys = [k for k in encoded.keys() if k in self._forward_keys]
         return [{k: list(encoded[k][i]) for k in keys} for i in range(len(texts))]
+
+    def _tokenize_words(self, texts: Sequence[str], pairs: Sequence[str | None] | None) -> list[dict[str, list[int]]]:
+        """Each row's sentence as its words (``is_split_into_words``), untruncated: a sentence longer than
+        the model's window is refused, since truncation would drop words silently."""
+        sentences = []
+        for i, text in enumerate(texts):
+            try:
+                if pairs is not None and pairs[i] is not None:
+                    raise ValueError("a token classifier tags one sentence: a text_pair has no words it tags")
+                sentences.append(self.decision.word_of(text))
+            except ValueError as exc:
+                raise SentenceRefused(str(exc), index=i, reason=str(exc)) from None
+        words = [list(w) for w, _ in sentences]
+        try:
+            encoded = self.tokenizer(words, is_split_into_words=True, truncation=False, verbose=False)
+        except Exception as exc:  # noqa: BLE001 — the tokenizer's own failure: say on which text
+            reraise_interrupt(exc)
+            raise _tokenizer_failure(
+                self.tokenizer, texts, [None] * len(texts), self.max_length, exc, self.source
+            ) from None
+        keys = [k for k in encoded.keys() if k in self._forward_keys]
+        features = []
+        for i, (sentence, word) in enumerate(sentences):
+            ids = encoded["input_ids"][i]
+            if len(ids) > self.max_length:
+                why = (
+                    f"the sentence of {len(sentence)} words is {len(ids)} sub-tokens, longer than the model's window "
+                    f"of {self.max_length}: truncation would drop words silently; split the sentence"
+                )
+                raise SentenceRefused(why, index=i, reason=why)
+            word_ids = encoded.word_ids(i)
+            if word not in word_ids:
+                why = f"word {word} {sentence[word]!r} tokenizes to no sub-token: the model sees no word there"
+                raise SentenceRefused(why, index=i, reason=why)
+            feature = {k: list(encoded[k][i]) for k in keys}
+            feature[WORD_POSITION] = [word_ids.index(word)]
+            features.append(feature)
+        return features
 
     def padded(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
         """The model's forward arguments for ``features``, padded to the longest."""
@@ -454,6 +540,12 @@ class ClassifierAdapter:
             return np.vstack([p[0] for p in parts]), np.vstack([p[1] for p in parts])
         import torch
 
+        # A kind deciding per word: the rows of one sentence (one input, several words) share one pass.
+        run, sentence = features, list(range(len(features)))
+        if self.decision.per_word:
+            first: dict[str, int] = {}
+            sentence = [first.setdefault(_sentence_key(f), len(first)) for f in features]
+            run = [features[sentence.index(s)] for s in range(len(first))]
         inputs: list[torch.Tensor] = []
         outputs: list[torch.Tensor] = []
         handles = [
@@ -462,7 +554,7 @@ class ClassifierAdapter:
         ]
         try:
             with torch.inference_mode():
-                logits = self.model(**self.padded(features)).logits
+                logits = self.model(**self.padded(run)).logits
         finally:
             for handle in handles:
                 handle.remove()
@@ -475,6 +567,11 @@ class ClassifierAdapter:
                 "position when the model takes its logits from one position of the final layer"
             )
         v = inputs[0]
+        if self.decision.per_word:  # each row's word: its first sub-token's state and tag logits
+            rows = torch.as_tensor(sentence, device=v.device)
+            at = torch.as_tensor([f[WORD_POSITION][0] for f in features], device=v.device)
+            picked = logits[rows.to(logits.device), at.to(logits.device)]
+            return v[rows, at].float().cpu().numpy(), picked.float().cpu().numpy()
         if v.ndim == 3:  # run on every position; the model pooled one of them into the logits
             per_position = outputs[0].double().cpu().numpy()
             positions = pooled_positions(per_position, logits.double().cpu().numpy())

@@ -18,6 +18,7 @@ import numpy as np
 from warp_check.cache.shards import ShardStore
 from warp_check.cases import Case, Kind
 from warp_check.errors import SuiteError, TokenizerFailure
+from warp_check.model.adapter import SentenceRefused
 from warp_check.model.batches import length_batches
 from warp_check.model.engines.settings import Engine
 from warp_check.model.hashing import input_sha256, upstream_sha256
@@ -120,6 +121,8 @@ def _tokenized(adapter: ClassifierAdapter, cases: Sequence[Case]) -> list[dict]:
     """The cases' encodings; a case the tokenizer fails on is refused naming its file and line."""
     try:
         return adapter.tokenize([c.text for c in cases], [c.text_pair for c in cases])
+    except SentenceRefused as exc:
+        raise _case_error(cases[exc.index], "tokens", exc.reason) from None
     except TokenizerFailure as exc:
         case = cases[exc.index]
         raise _case_error(

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from warp_check.decisions import deciding
+from warp_check.decisions import deciding, deciding_config
 from warp_check.errors import ModelError, exception_chain, first_line, reraise_interrupt
 
 
@@ -41,7 +41,8 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
 
     Any failure is the folder's: a ModelError that names it and says what is wrong.
     """
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    import transformers
+    from transformers import AutoTokenizer
 
     path = Path(path)
     if not path.is_dir():
@@ -50,7 +51,7 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
     if not (path / "config.json").is_file() or not weights:
         what = "config.json" if not (path / "config.json").is_file() else "weights (*.safetensors)"
         raise ModelError(f"model folder {str(path)!r} has no {what}: not a Hugging Face model folder")
-    read_config(path)
+    auto_class = getattr(transformers, auto_model(read_config(path)))
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
         raise ModelError(
             f"model folder {str(path)!r} has no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}, ...): save the "
@@ -59,10 +60,12 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
     try:
         with quiet_transformers_progress():
             # dtype="auto": the checkpoint's own dtype (transformers 4 would load float32 otherwise)
-            model, info = AutoModelForSequenceClassification.from_pretrained(
+            model, info = auto_class.from_pretrained(
                 path, trust_remote_code=False, local_files_only=True, output_loading_info=True, dtype="auto"
             )
             tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
+            if auto_class is transformers.AutoModelForTokenClassification:
+                tokenizer = words_tokenizer(path, tokenizer)
     except Exception as exc:  # noqa: BLE001 — any loader failure is the folder's fault: say which
         reraise_interrupt(exc)
         pointer = next((w.name for w in weights if _is_lfs_pointer(w)), None)
@@ -85,6 +88,26 @@ def load_model_folder(path: str | Path) -> tuple[Any, Any]:
         raise ModelError(f"cannot load the model in {str(path)!r}: {why}") from exc
     _check_whole(path, info)
     return model, tokenizer
+
+
+def auto_model(config: dict[str, Any]) -> str:
+    """The transformers auto class that loads a model of ``config``: a token classifier's where a
+    kind deciding per word decides its architecture, else a sequence classifier's."""
+    kind = deciding_config(config.get("architectures"), config.get("problem_type"))
+    per_word = kind is not None and kind.per_word
+    return "AutoModelForTokenClassification" if per_word else "AutoModelForSequenceClassification"
+
+
+def words_tokenizer(path: Path, tokenizer: Any) -> Any:
+    """A tokenizer that takes a sentence's words (``is_split_into_words``). Byte-level BPE ones
+    (RoBERTa, GPT-2) do only when told each word follows a space, as a word inside a sentence does."""
+    from transformers import AutoTokenizer
+
+    if getattr(tokenizer, "add_prefix_space", None) is False:
+        return AutoTokenizer.from_pretrained(
+            path, trust_remote_code=False, local_files_only=True, add_prefix_space=True
+        )
+    return tokenizer
 
 
 # What a model folder's tokenizer can be saved as; save_pretrained writes the first two.

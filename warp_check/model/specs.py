@@ -110,6 +110,25 @@ HEAD_SPECS: dict[str, HeadSpec] = {
 }
 
 
+# Token classifiers (``...ForTokenClassification``) of these families put a dropout and one Linear,
+# ``classifier``, on every position's final hidden state: no dense layer before it, so the classifier
+# itself is repaired, exactly, as the final linear layer on each word's state.
+TOKEN_HEAD_FAMILIES = frozenset({"bert", "distilbert", "roberta", "xlm-roberta", "camembert", "electra", "deberta-v2"})
+TOKEN_CLASSIFIER = "classifier"
+
+
+def token_head_spec(model: Any) -> HeadSpec:
+    """The head of a token classifier: its classifier as the final linear layer."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in TOKEN_HEAD_FAMILIES:
+        known = ", ".join(sorted(TOKEN_HEAD_FAMILIES))
+        raise ModelError(
+            f"no token-classifier head entry for model_type {model_type!r} (known: {known}); name the linear "
+            "layer that gives each token's tag logits: layer = [final_layer]"
+        )
+    return HeadSpec.final_linear(TOKEN_CLASSIFIER, found_by=f"a {model_type} token classifier: its classifier")
+
+
 def resolve_spec(model: Any, layer: str | HeadSpec | Sequence[str] = "auto") -> HeadSpec:
     """The HeadSpec for ``model``: from the table (``"auto"``) or given explicitly.
 

@@ -67,7 +67,7 @@ class RunMode(abc.ABC):
     command: str | None = None
     command_help: str = ""
     cli_options: tuple[str, ...] = ()
-    junit_properties: tuple[str, ...] | None = ("kind", "label", "predicted", "gap", "wrong")
+    junit_properties: tuple[str, ...] | None = ("kind", "label", "predicted", "gap", "wrong", "subject")
     recalls_checks: bool = False  # True: an earlier check of the model folder may answer, the model unloaded
     # True: a suite with traffic gets a ``traffic`` item, Cert 4's verdict (a repair measures it, an audit
     # recomputes it); a check changes nothing, so it has none.

@@ -137,6 +137,9 @@ def _check_result(
         label = labelled(suite, case.label)
         quoted = lambda c: repr(suite.label_name(c))  # noqa: E731
         said = f"predicted {suite.decision.said(predicted, quoted)}, labelled {label}"
+        subject = suite.decision.subject(case.text)  # a kind deciding per word: which word
+        if subject is not None:
+            said = f"{subject} {said}"
         wrong_words = None if right else suite.decision.wrong_words(predicted, case.label, quoted)
         if wrong_words:
             said += f" ({wrong_words})"
@@ -158,6 +161,8 @@ def _check_result(
             "predicted": suite.decision.said(predicted, suite.label_name),
             "gap": gap,
         }
+        if subject is not None:
+            properties["subject"] = subject
         if wrong_words:  # where a kind decides several things at once, which of them are wrong
             properties["wrong"] = suite.decision.wrong_words(predicted, case.label, suite.label_name)
             wrong_parts = suite.decision.wrong_parts(predicted, case.label)

@@ -56,6 +56,7 @@ class CaseReader:
         self.cases: list[Case] = []
         self.locations: dict[str, Location] = {}
         self.texts: dict[tuple[str, str | None], list[Case]] = {}  # (text, text_pair) -> must_fix/keep cases
+        self.sentences: dict[str, Location] = {}  # a kind deciding per word: each sentence's id, where it is
         self.space = LabelSpace(names=labels, num_classes=num_classes)
         self.decision = decision  # what a case's answer is
         # Every kind's answer fields are known (another kind's is refused by this kind, saying so); the
@@ -75,10 +76,13 @@ class CaseReader:
         for number, line in enumerate(raw.split(b"\n"), start=1):
             line = line.rstrip(b"\r")
             if line.strip():
-                self.cases.append(self._case(line, case_file, rel, number))
-                self.locations[self.cases[-1].id] = Location(path=path, line=number)
+                for case in self._case(line, case_file, rel, number):
+                    self.cases.append(case)
+                    self.locations[case.id] = Location(path=path, line=number)
 
-    def _case(self, line_bytes: bytes, case_file: CaseFile, rel: str, number: int) -> Case:
+    def _case(self, line_bytes: bytes, case_file: CaseFile, rel: str, number: int) -> list[Case]:
+        """The case a line states: one, or for a kind deciding per word, a row per constrained word."""
+
         def error(field_name: str | None, message: str) -> SuiteError:
             return SuiteError(message, path=case_file.path, line=number, field=field_name)
 
@@ -115,16 +119,14 @@ class CaseReader:
         if case_id in self.locations:
             first = self.locations[case_id]
             raise error("id", f"duplicate id {case_id!r}: already used at {self._shown(first.path)}:{first.line}")
+        if self.decision.per_word:
+            return self._word_rows(record, case_id, case_file, (rel, number), error)
         if "text" not in record:
             raise error("text", "missing field 'text'")
         text = self._text(record, "text", error)
         pair = self._text(record, "text_pair", error) if record.get("text_pair") is not None else None
         label = self._label({k: record[k] for k in self.answer_keys if k in record}, error)
-        kind = record.get("kind", case_file.kind.value if case_file.kind else None)
-        if kind is None:
-            raise error("kind", "missing field 'kind': give it on the line or as the kind of its [[cases]] table")
-        if kind not in _KINDS:
-            raise error("kind", f"unknown kind {kind!r}; use one of {', '.join(_KINDS)}")
+        kind = self._kind(record, case_file, error)
         if kind != Kind.AUX.value:
             for same in self.texts.get((text, pair), ()):
                 conflict = self.decision.conflict(same.label, label, self._class_name, self.num_classes)
@@ -136,10 +138,7 @@ class CaseReader:
                         f"{self._name(same.label)}, here {self._name(label)}: no model can satisfy both"
                         + (f" ({conflict.reason})" if conflict.reason else ""),
                     )
-        for key in ("source", "original", "fixed_by"):
-            value = record.get(key)
-            if value is not None and not isinstance(value, str):
-                raise error(key, f"must be a string, got {type(value).__name__}")
+        self._strings(record, error)
         case = Case(
             id=case_id,
             text=text,
@@ -152,7 +151,83 @@ class CaseReader:
         same = self.texts.setdefault((text, pair), []) if case.kind is not Kind.AUX else []
         if all(other.label != case.label for other in same):  # one case of each answer is compared
             same.append(case)
-        return case
+        return [case]
+
+    def _word_rows(
+        self, record: dict[str, Any], case_id: str, case_file: CaseFile, where: tuple[str, int], error: Any
+    ) -> list[Case]:
+        """A sentence's rows, one per constrained word (id ``sentence#word``, its text the sentence with
+        that word marked, its label the word's tag): warp_check.decisions.token_tags."""
+        from warp_check.decisions.token_tags import row_id
+
+        if "text" in record or "text_pair" in record:
+            key = "text" if "text" in record else "text_pair"
+            raise error(
+                key,
+                'a token classifier\'s case gives its sentence as "tokens" (its words) with "tags"; a "text" with '
+                'character "entities" is not read yet',
+            )
+        if "label" in record:
+            raise error("label", 'a token classifier\'s case states a tag per word: give "tags", one per token')
+        if case_id in self.sentences:
+            first = self.sentences[case_id]
+            raise error("id", f"duplicate id {case_id!r}: already used at {self._shown(first.path)}:{first.line}")
+        try:
+            sentence = self.decision.read_sentence(record, self.space)
+        except AnswerError as exc:
+            raise error(exc.field, str(exc)) from None
+        kind = self._kind(record, case_file, error)
+        self._strings(record, error)
+        rel, number = where
+        self.sentences[case_id] = Location(path=case_file.path, line=number)
+        rows = []
+        for row in sentence.rows:
+            text = sentence.row_text(row)
+            if len(text) > MAX_TEXT_CHARS:
+                raise error("tokens", f"is {len(text):,} characters long (limit {MAX_TEXT_CHARS:,}): is this a case?")
+            problem = text_problem(text)
+            if problem is not None:
+                raise error("tokens", problem)
+            rid = row_id(case_id, row.word)
+            if rid in self.locations:
+                first = self.locations[rid]
+                raise error(
+                    "id",
+                    f"row id {rid!r} (word {row.word}) is already a case at {self._shown(first.path)}:{first.line}",
+                )
+            earlier = self.texts.get((text, None), []) if kind != Kind.AUX.value else []
+            same = next((other for other in earlier if other.label != row.tag), None)
+            if same is not None:
+                first = self.locations[same.id]
+                raise error(
+                    "tags",
+                    f"word {row.word} {sentence.words[row.word]!r} of the same sentence is tagged "
+                    f"{self._name(same.label)} in case {same.id!r} at {self._shown(first.path)}:{first.line}, "
+                    f"here {self._name(row.tag)}: no model can satisfy both",
+                )
+            case = Case(
+                id=rid, text=text, label=row.tag, kind=Kind(kind), source=record.get("source"), origin=f"{rel}:{number}"
+            )
+            if case.kind is not Kind.AUX and not earlier:
+                self.texts.setdefault((text, None), []).append(case)
+            rows.append(case)
+        return rows
+
+    @staticmethod
+    def _kind(record: dict[str, Any], case_file: CaseFile, error: Any) -> str:
+        kind = record.get("kind", case_file.kind.value if case_file.kind else None)
+        if kind is None:
+            raise error("kind", "missing field 'kind': give it on the line or as the kind of its [[cases]] table")
+        if kind not in _KINDS:
+            raise error("kind", f"unknown kind {kind!r}; use one of {', '.join(_KINDS)}")
+        return kind
+
+    @staticmethod
+    def _strings(record: dict[str, Any], error: Any) -> None:
+        for key in ("source", "original", "fixed_by"):
+            value = record.get(key)
+            if value is not None and not isinstance(value, str):
+                raise error(key, f"must be a string, got {type(value).__name__}")
 
     def _shown(self, path: Path) -> str:
         root = self.loader.toml.parent

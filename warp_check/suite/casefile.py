@@ -130,6 +130,30 @@ def append_cases(
     return AppendResult(path=path, added=tuple(added), duplicates=duplicates)
 
 
+def append_sentences(
+    path: str | Path, records: Sequence[Mapping[str, Any]], *, check: CaseFileCheck | None = None
+) -> AppendResult:
+    """Append a token classifier's sentences (``{"id", "tokens", "tags"}``) not yet in ``path``: none
+    with an id or the same words and tags already there. The file as written must load (``check``)."""
+    from filelock import FileLock
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(_lock_path(path)):
+        original = path.read_bytes() if path.exists() else b""
+        seen_ids, _ = _existing(path, original)
+        seen = {_sentence_key(json.loads(raw)) for raw in original.splitlines() if raw.strip()}
+        fresh = [r for r in records if r["id"] not in seen_ids and _sentence_key(r) not in seen]
+        if fresh:
+            prefix = original if not original or original.endswith(b"\n") else original + b"\n"
+            _write_atomically(path, prefix + "".join(_json_line(r) + "\n" for r in fresh).encode(), check)
+    return AppendResult(path=path, added=tuple(r["id"] for r in fresh), duplicates=len(records) - len(fresh))
+
+
+def _sentence_key(record: Mapping[str, Any]) -> str:
+    return json.dumps([record.get("tokens"), record.get("tags")])
+
+
 def _lock_path(path: Path) -> str:
     # In the temp folder, not beside the case file: no litter in the user's suite.
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]

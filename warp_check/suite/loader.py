@@ -155,6 +155,10 @@ class Suite:
         give every option that overrides a [repair] key (``warp_check.options``) by that key."""
         changes = _replaced(self.repair, "repair", overrides, words={"neighbours": self.repair.neighbours.overridden})
         settings = dataclasses.replace(self.repair, **changes) if changes else self.repair
+        if self.decision.per_word and settings.neighbours.enabled:
+            raise SettingsError(
+                "neighbours", settings.neighbours.per_case, _not_per_word("a neighbourhood of perturbed copies")
+            )
         if settings.gamma_h > settings.gamma_s:
             name = "gamma_h" if "gamma_h" in changes or "gamma_s" not in changes else "gamma_s"
             raise SettingsError(name, getattr(settings, name), advice.margins_out_of_order(settings))
@@ -163,7 +167,15 @@ class Suite:
     def traffic_settings(self, *, path: Path | None = None, max_change: float | None = None) -> TrafficSettings | None:
         """The traffic a run measures Cert 4 on: ``[traffic]`` with the run's overrides (None: keep the
         suite's); None where there is none."""
-        return traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
+        traffic = traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
+        if traffic is not None and self.decision.per_word:
+            raise SettingsError("traffic", str(traffic.path), _not_per_word("Cert 4 on traffic"))
+        return traffic
+
+    def refuse_per_word(self, command: str) -> None:
+        """Refuse ``command`` on a suite whose model decides per word, where it is not built for one yet."""
+        if self.decision.per_word:
+            raise SettingsError("command", command, _not_per_word(f"warp-check {command}"))
 
     def with_compute(self, **overrides: Any) -> Suite:
         """This suite with where and how its encoder runs overridden, by their [model] key (None: keep the
@@ -272,6 +284,12 @@ def load_suite(
     cases, locations = read_cases(loader, case_files, labels, num_classes, decision=kind, empty=empty)
     repair = _repair_settings(loader, data)
     traffic = read_traffic_table(loader, data)
+    if kind.per_word and traffic is not None:
+        raise loader.error("traffic", _not_per_word("Cert 4 on traffic ([traffic])"))
+    if kind.per_word and repair.neighbours.enabled:
+        raise loader.error(
+            "repair.neighbours", _not_per_word("a neighbourhood of perturbed copies ([repair.neighbours])")
+        )
     return Suite(
         toml=toml,
         name=name.strip(),
@@ -289,6 +307,13 @@ def load_suite(
         key_lines=dict(loader.keys.lines),
         traffic=traffic,
         decision=kind,
+    )
+
+
+def _not_per_word(what: str) -> str:
+    return (
+        f"{what} is not built for a token classifier yet (decision token_tags: a tag per word); a token "
+        "suite runs check, repair, the audit, verify, diff and report"
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_check.decisions import DECISIONS, DecisionKind, LabelSpace, deciding, logit_of
+from warp_check.decisions import DECISIONS, DecisionKind, LabelSpace, deciding_config, logit_of
 from warp_check.errors import ModelError, SettingsError, SuiteError, reraise_interrupt
 from warp_check.model.activation_names import exact_name
 from warp_check.model.engines.settings import ENGINE_NAMES, LOCAL, Engine, EngineSettings, RaySettings, require_engine
@@ -322,15 +322,24 @@ def decision_of(
 
 
 def kind_of(loader: SuiteToml, settings: ModelSettings, model_dir: Path) -> DecisionKind:
-    """The suite's kind of decision: ``[model] decision``, else the one the model's config
-    ``problem_type`` names (single label where it names none)."""
-    if settings.decision is not None:
-        return DECISIONS[settings.decision]
+    """The suite's kind of decision: ``[model] decision``, else the one the model's config names by
+    its ``architectures`` (a token classifier) or ``problem_type`` (single label where it names none)."""
     try:
-        problem_type = read_config(model_dir).get("problem_type")
+        config = read_config(model_dir)
     except ModelError as exc:
         raise loader.error("model.path", str(exc)) from None
-    kind = deciding(problem_type)
+    problem_type = config.get("problem_type")
+    kind = deciding_config(config.get("architectures"), problem_type)
+    if settings.decision is not None:
+        named = DECISIONS[settings.decision]
+        if named.per_word != (kind is not None and kind.per_word):
+            model = "a token classifier (a tag per word)" if named.per_word is False else "a classifier of whole texts"
+            raise loader.error(
+                "model.decision",
+                f"{settings.decision!r} cannot decide this model: it is {model} (architectures "
+                f"{config.get('architectures')!r}); leave [model] decision out to use the model's own",
+            )
+        return named
     if kind is None:
         known = ", ".join(map(repr, DECISIONS))
         why = f"no registered kind of decision decides problem_type {problem_type!r}; name one of {known}"

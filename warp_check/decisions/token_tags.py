@@ -1,0 +1,143 @@
+"""A tag per word (token classifiers: NER, PII redaction, slot filling): each word's tag is the argmax
+of the tag logits at its first sub-token, so every constrained word is one single-label decision.
+
+A case file states a sentence as its words and their tags, ``{"id", "tokens": [...], "tags": [...]}``,
+``null`` for a word left unconstrained. The suite reads it into one *row* per constrained word (a
+:class:`~warp_check.cases.Case` whose id is ``sentence#word`` and whose label is the word's tag), so
+the loop, the QP, the certificates and the audit take word rows as they take texts: one v (the
+word's first sub-token at the repair layer) and one argmax per row. A row's text is the sentence
+with its word marked, ``Obama visited ⟦Washington⟧ today``: readable in every report, and all the
+encoder needs to find the word again (a certificate re-encodes from it).
+
+Standard library only at import, as every kind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from warp_check.decisions.base import AnswerError, LabelSpace
+from warp_check.decisions.single_label import SingleLabel
+
+OPEN, CLOSE = "⟦", "⟧"  # around the word a row decides; no word may hold either
+ROW_SEPARATOR = "#"  # a row's id: the sentence's id, '#', the word's index (from 0)
+_SPACE = re.compile(r"\s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WordRow:
+    """One constrained word of a sentence: its index among the words and its tag (a class id)."""
+
+    word: int
+    tag: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaggedSentence:
+    """A case file's sentence: its words and the rows it asks for (the words whose tag it states)."""
+
+    words: tuple[str, ...]
+    rows: tuple[WordRow, ...]
+
+    def row_text(self, row: WordRow) -> str:
+        return row_text(self.words, row.word)
+
+
+def row_text(words: Sequence[str], word: int) -> str:
+    """The text of the row deciding word ``word``: the words, spaced, that one marked."""
+    return " ".join(f"{OPEN}{w}{CLOSE}" if i == word else w for i, w in enumerate(words))
+
+
+def row_id(sentence_id: str, word: int) -> str:
+    return f"{sentence_id}{ROW_SEPARATOR}{word}"
+
+
+def sentence_id(row: str) -> str:
+    """The id of the sentence a row's id belongs to."""
+    return row.rpartition(ROW_SEPARATOR)[0] or row
+
+
+def word_problem(word: str) -> str | None:
+    """Why ``word`` cannot be a word of a row's text (a space, or a mark), or None."""
+    if _SPACE.search(word) or OPEN in word or CLOSE in word:
+        return f"{word!r} holds a space or {OPEN}{CLOSE}: give each word alone (split it in two)"
+    return None
+
+
+def words_of(text: str) -> tuple[tuple[str, ...], int]:
+    """(the words, the index of the marked one) of a row's text; ValueError where it marks no single
+    word (a plain text: a token classifier is asked about one word of a sentence at a time)."""
+    words = text.split(" ")
+    marked = [i for i, w in enumerate(words) if w.startswith(OPEN) and w.endswith(CLOSE) and len(w) > 2]
+    if len(marked) != 1 or any(not w for w in words):
+        raise ValueError(
+            f"{text[:60]!r} is no word of a sentence: a token classifier's input is the sentence's words, "
+            f"single-spaced, with the word asked about marked {OPEN}so{CLOSE}"
+        )
+    index = marked[0]
+    words[index] = words[index][len(OPEN) : -len(CLOSE)]
+    return tuple(words), index
+
+
+class TokenTags(SingleLabel):
+    """One tag per constrained word; a row (case, word) is decided as one class, as a single label is."""
+
+    name = "token_tags"
+    problem_types = frozenset()  # token classifiers are found by their architecture
+    answer_fields = ("tokens", "tags")
+    per_word = True
+    architecture_suffix = "ForTokenClassification"
+
+    def read_answer(self, fields: Mapping[str, Any], space: LabelSpace) -> Any:
+        """A row's answer is its word's tag: a suite reads sentences with :meth:`read_sentence`."""
+        if "label" in fields:
+            return super().read_answer(fields, space)
+        raise AnswerError(
+            next(iter(fields), "tags"), 'a token classifier\'s case states its sentence: give "tokens" and "tags"'
+        )
+
+    def read_sentence(self, fields: Mapping[str, Any], space: LabelSpace) -> TaggedSentence:
+        """A case file's ``tokens`` and ``tags``; :class:`AnswerError` names the field and says why not."""
+        for key in ("tokens", "tags"):
+            if key not in fields:
+                raise AnswerError(key, f'missing field {key!r}: a token classifier\'s case gives "tokens" and "tags"')
+        words, tags = fields["tokens"], fields["tags"]
+        if not isinstance(words, list) or not words:
+            raise AnswerError("tokens", f"must be a non-empty list of words, got {_shown(words)}")
+        for i, word in enumerate(words):
+            if not isinstance(word, str) or not word:
+                raise AnswerError("tokens", f"word {i} must be a non-empty string, got {_shown(word)}")
+            if (problem := word_problem(word)) is not None:
+                raise AnswerError("tokens", f"word {i} {problem}")
+        if not isinstance(tags, list):
+            raise AnswerError("tags", f"must be a list with a tag (or null) per word, got {_shown(tags)}")
+        if len(tags) != len(words):
+            raise AnswerError(
+                "tags", f"has {len(tags)} tag(s) for {len(words)} word(s): give one per word, null where unconstrained"
+            )
+        rows = []
+        for i, tag in enumerate(tags):
+            if tag is None:
+                continue
+            try:
+                rows.append(WordRow(word=i, tag=space.class_id(tag)))
+            except ValueError as exc:
+                raise AnswerError("tags", f"word {i} {words[i]!r}: {exc}") from None
+        if not rows:
+            raise AnswerError("tags", "constrains no word: every tag is null; give the tag of at least one word")
+        return TaggedSentence(words=tuple(words), rows=tuple(rows))
+
+    def word_of(self, text: str) -> tuple[tuple[str, ...], int] | None:
+        return words_of(text)
+
+    def subject(self, text: str) -> str | None:
+        words, word = words_of(text)
+        return f"word {word} {words[word]!r}"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
