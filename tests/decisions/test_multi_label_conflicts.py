@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from testkit.multi_label import NAMES, build_multi_label, logits_of, texts, truth, write_suite
+from testkit.multi_label import NAMES, build_multi_label, logits_of, texts, truth
+from testkit.suite_builder import write_kind_suite as write_suite
 
 from warp_check.cli import main
 from warp_check.decisions import MULTI_LABEL, SINGLE_LABEL

@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from testkit.multi_label import NAMES, build_multi_label, logits_of, texts, truth
 from testkit.report_runs import check_run, repair_details, repair_run
+from testkit.suite_builder import write_kind_suite
 
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.decisions import MULTI_LABEL, SINGLE_LABEL, MultiLabel, logit_of
@@ -116,16 +117,6 @@ def _thresholds() -> np.ndarray:
     return t
 
 
-def _write_suite(folder: Path, model: Path, wrong: list[dict], right: list[dict]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    toml = f"[model]\npath = {json.dumps(str(model))}\nthresholds = {{ intense = 0.6 }}\n"
-    for name, records in (("must_fix", wrong), ("must_keep", right)):
-        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        toml += f'[[cases]]\npath = "{name}.jsonl"\nkind = "{name}"\n'
-    (folder / "warp.toml").write_text(toml, encoding="utf-8")
-    return folder
-
-
 def _asked(record: dict) -> dict[int, bool]:
     """Per constrained label id, whether the case asks it on."""
     if "labels" in record:
@@ -214,7 +205,7 @@ def _in_order(report: Path) -> None:
 
 def test_a_check_reports_each_label_s_decisions_and_junit_a_property_per_constrained_label(pytester, model_dir, cases):
     wrong, right = cases
-    _write_suite(pytester.path / "suite", model_dir, wrong, right)
+    write_kind_suite(pytester.path / "suite", model_dir, wrong, right, model_table="thresholds = { intense = 0.6 }\n")
     records = wrong + right
     logits = logits_of(model_dir, [r["text"] for r in records])
     checked = pytester.runpytest(*INNER, "--junitxml=check.xml", "--warp-report", "rep")
@@ -261,7 +252,7 @@ def test_a_check_reports_each_label_s_decisions_and_junit_a_property_per_constra
 
 def test_a_repair_reports_each_label_fixed_kept_and_changed_on_traffic(pytester, model_dir, cases):
     wrong, right = cases
-    _write_suite(pytester.path / "suite", model_dir, wrong, right)
+    write_kind_suite(pytester.path / "suite", model_dir, wrong, right, model_table="thresholds = { intense = 0.6 }\n")
     batch = texts(150, seed=99)
     (pytester.path / "traffic.jsonl").write_text("".join(json.dumps({"text": x}) + "\n" for x in batch))
     out = pytester.path / "repaired"

@@ -14,6 +14,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
+from testkit.suite_builder import write_kind_suite
 from testkit.tiny_models import build_bert
 from testkit.token_tags import TAGS, build_tagger, sentences, tag_of, word_logits
 
@@ -118,13 +119,7 @@ def split_by_model(model_dir: Path, *, fix: int = 5, keep: int = 30, seed: int =
 
 
 def write(folder: Path, model: Path, wrong: list[dict], right: list[dict], *, extra: str = "") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    toml = f"[model]\npath = {json.dumps(str(model))}\n{extra}"
-    for name, records in (("must_fix", wrong), ("must_keep", right)):
-        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        toml += f'[[cases]]\npath = "{name}.jsonl"\nkind = "{name}"\n'
-    (folder / "warp.toml").write_text(toml, encoding="utf-8")
-    return folder
+    return write_kind_suite(folder, model, wrong, right, model_table=extra)
 
 
 def rows_of(records: list[dict]) -> list[tuple[str, int, list[str], int]]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from testkit.multi_label import NAMES, build_multi_label, logits_of, texts, truth, write_suite
+from testkit.multi_label import NAMES, build_multi_label, logits_of, texts, truth
+from testkit.suite_builder import write_kind_suite as write_suite
 
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main

@@ -7,7 +7,6 @@ that hinge on them are the ones the model most often gets wrong on a label: real
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -82,15 +81,3 @@ def logits_of(model_dir: Path, batch: list[str]) -> np.ndarray:
     enc = tokenizer(batch, padding=True, truncation=True, return_tensors="pt")
     with torch.inference_mode():
         return model(**{k: v for k, v in enc.items() if k != "token_type_ids"}).logits.double().numpy()
-
-
-def write_suite(folder: Path, model: Path, fix: list[dict], keep: list[dict], *, model_table: str = "") -> Path:
-    """A suite folder: warp.toml naming ``model`` (and ``model_table``'s lines in its [model] table), the
-    records as must_fix.jsonl and must_keep.jsonl, one JSON object a line as given."""
-    folder.mkdir(parents=True, exist_ok=True)
-    toml = f"[model]\npath = {json.dumps(str(model))}\n{model_table}"
-    for kind, records in (("must_fix", fix), ("must_keep", keep)):
-        (folder / f"{kind}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        toml += f'[[cases]]\npath = "{kind}.jsonl"\nkind = "{kind}"\n'
-    (folder / "warp.toml").write_text(toml, encoding="utf-8")
-    return folder

@@ -77,6 +77,18 @@ def write_suite(
     return folder
 
 
+def write_kind_suite(folder: Path, model: Path, fix: list[dict], keep: list[dict], *, model_table: str = "") -> Path:
+    """A suite folder: warp.toml naming ``model`` (and ``model_table``'s lines in its [model] table), the
+    records as must_fix.jsonl and must_keep.jsonl, one JSON object a line as given."""
+    folder.mkdir(parents=True, exist_ok=True)
+    toml = f"[model]\npath = {json.dumps(str(model))}\n{model_table}"
+    for kind, records in (("must_fix", fix), ("must_keep", keep)):
+        (folder / f"{kind}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        toml += f'[[cases]]\npath = "{kind}.jsonl"\nkind = "{kind}"\n'
+    (folder / "warp.toml").write_text(toml, encoding="utf-8")
+    return folder
+
+
 def tree_digest(folder: Path, *, skip: str | None = None) -> str:
     """SHA-256 over every file (name and bytes) under ``folder`` (but under its subfolder ``skip``)."""
     h = hashlib.sha256()
