@@ -36,6 +36,14 @@ hypothesis_settings.register_profile("explore")
 hypothesis_settings.load_profile("same-everywhere")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files holding slow tests run first, each file's tests in their order: xdist hands a file whole
+    to one worker (loadfile, below), and a slow file dealt last keeps one worker busy while the
+    others wait (CI's two cores)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # stable: the rest keep their order
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist, send each test file whole to one worker (``--dist loadfile``) unless the
     command line chose a distribution.

@@ -1,6 +1,7 @@
-"""engine 'ray' on a multi-label model (several labels per text): the check's verdicts and the
-repair's certificate (Cert 1-3 of every case) are the in-process encoder's. The workers are other
-processes, so the gaps are compared to float tolerance; every verdict and count exactly.
+"""engine 'ray' on a multi-label model (several labels per text): the repair's certificate (every
+case's answer, its gap before the repair as Ray's workers encoded it, Cert 1-3) is the in-process
+encoder's. The workers are other processes, so the gaps are compared to float tolerance; every
+verdict and count exactly.
 
 Slow (every Ray worker imports torch and loads the model), as the other Ray tests."""
 
@@ -72,16 +73,6 @@ def same_within_tolerance(got: object, expected: object, where: str = "") -> Non
             same_within_tolerance(a, b, f"{where}[{i}]")
     else:
         assert got == expected, where
-
-
-def test_ray_checks_a_multi_label_suite_as_the_local_encoder_does(local_ray, suite, tmp_path, capsys):
-    local = main(["check", str(suite), "--cache", str(tmp_path / "local"), "--json"])
-    expected = json.loads(capsys.readouterr().out)
-    on_ray = main(["check", str(suite), "--cache", str(tmp_path / "ray"), "--json", "--engine", "ray"])
-    got = json.loads(capsys.readouterr().out)
-    assert on_ray == local == 1  # the must_fix cases fail before a repair
-    assert len(got["cases"]) == len(expected["cases"]) > 0
-    same_within_tolerance(got["cases"], expected["cases"], "cases")  # every verdict and prediction; gaps to 1e-4
 
 
 def test_ray_repairs_a_multi_label_suite_with_the_local_certificates(local_ray, suite, tmp_path):
