@@ -52,7 +52,8 @@ GAP_TOLERANCE = 1e-3
 REL_TOLERANCE = 1e-6
 
 
-LEFT_OUT = (
+LEFT_OUT = "left_out"  # the check a case the certificate left out fails
+LEFT_OUT_WORDS = (
     "the certificate left this must_keep case out: the input model got it wrong, so nothing certifies it "
     "(repair it back from a baseline, move it to a must_fix file, or check its label)"
 )
@@ -90,12 +91,12 @@ class Verification:
 
     def failed_claims(self) -> list[Check]:
         """The certificate's claims that do not hold (not the cases it left out)."""
-        return [c for c in self.failures() if c.name != "left_out"]
+        return [c for c in self.failures() if c.name != LEFT_OUT]
 
     @property
     def left_out(self) -> tuple[str, ...]:
         """The must_keep cases the certificate left out: the input model got them wrong."""
-        return tuple(c.case_id for c in self.checks if c.name == "left_out" and c.case_id is not None)
+        return tuple(c.case_id for c in self.checks if c.name == LEFT_OUT and c.case_id is not None)
 
     def failures(self) -> list[Check]:
         return [c for c in self.checks + self.traffic if not c.ok]
@@ -365,7 +366,7 @@ def _case_checks(
             )
         )
     if claim.excluded:  # one input, one verdict: the audit and pytest fail such a case too
-        checks.append(Check("left_out", False, LEFT_OUT, cid))
+        checks.append(Check(LEFT_OUT, False, LEFT_OUT_WORDS, cid))
     return checks
 
 
