@@ -29,6 +29,7 @@ from testkit.suite_builder import write_kind_suite
 
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.decisions import MULTI_LABEL, SINGLE_LABEL, MultiLabel, logit_of
+from warp_check.model import blocks as model_blocks
 from warp_check.reports.folder import REPORT_HTML, REPORT_JSON, REPORT_MD, read_report, write_report
 from warp_check.runs.result import Outcome, PartVerdict, RunResult
 
@@ -250,8 +251,9 @@ def test_a_check_reports_each_label_s_decisions_and_junit_a_property_per_constra
     assert {p.name for p in run.verdict(right[0]["id"]).parts} == set(PARTIAL)
 
 
-def test_a_repair_reports_each_label_fixed_kept_and_changed_on_traffic(pytester, model_dir, cases):
+def test_a_repair_reports_each_label_fixed_kept_and_changed_on_traffic(pytester, model_dir, cases, monkeypatch):
     wrong, right = cases
+    monkeypatch.setattr(model_blocks, "BLOCK_ROWS", 4)  # the cases' v is read a block at a time: several here
     write_kind_suite(pytester.path / "suite", model_dir, wrong, right, model_table="thresholds = { intense = 0.6 }\n")
     batch = texts(150, seed=99)
     (pytester.path / "traffic.jsonl").write_text("".join(json.dumps({"text": x}) + "\n" for x in batch))

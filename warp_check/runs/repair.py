@@ -24,6 +24,7 @@ from warp_check.certify.certificate import CaseCertificate, Lipschitz, Summary
 from warp_check.certify.falsify import AttackSettings
 from warp_check.decisions import DecisionKind
 from warp_check.errors import SettingsError, SuiteError, WarpError
+from warp_check.model.blocks import blocks
 from warp_check.pipeline.evaluation import Evaluation, evaluate
 from warp_check.progress import Progress
 from warp_check.releases.restore import Reference, wrong_keep
@@ -224,11 +225,14 @@ def _parts(facts: SuiteFacts, outcome: RepairOutcome, kind: DecisionKind) -> dic
     evaluation = outcome.evaluation
     rows = {c.id: i for i, c in enumerate(evaluation.cases)}
     own = [c for c in facts.cases if c.kind is not Kind.AUX and c.id in rows]
-    after = outcome.result.head_after.logits(np.asarray(evaluation.encoded.rows([c.id for c in own]), np.float64))
-    return {
-        c.id: part_verdicts(kind, c.label, after[i], facts.label_name, before=evaluation.logits[rows[c.id]])
-        for i, c in enumerate(own)
-    }
+    parts: dict[str, tuple[PartVerdict, ...]] = {}
+    for block in blocks(len(own)):  # v in float64 a block at a time: a whole suite's would not fit at scale
+        cases = own[block]
+        V = np.asarray(evaluation.encoded.rows([c.id for c in cases]), np.float64)
+        after = outcome.result.head_after.logits(V)
+        for c, logits in zip(cases, after, strict=True):
+            parts[c.id] = part_verdicts(kind, c.label, logits, facts.label_name, before=evaluation.logits[rows[c.id]])
+    return parts
 
 
 def _where_given(suite: SuiteFacts, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:
