@@ -84,8 +84,8 @@ def test_a_repair_that_wrote_its_model_names_it_and_the_next_step(failed):
     said = run_verdict(repair_run(6, 10, failed=failed))
     assert said.passed is (failed == 0) and said.written == "/out/repaired"
     assert said.next == (
-        "promote the fixed cases into must_keep so they stay fixed (warp-check promote SUITE --from the repaired "
-        "model), and gate the next release on this one"
+        "promote the fixed cases into must_keep so they stay fixed (warp-check promote /suites/s --from "
+        "/out/repaired), and gate the next release on this one"
         if not failed
         else "read the failing cases' messages"
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from warp_check.cases import Kind
 from warp_check.certificates.traffic.verdicts import ADVICE, TrafficNote
@@ -157,9 +158,10 @@ def _repair(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdic
     written = artefact or None
     if passed:
         happened = f"the repair {figures}{traffic}; each claim is certified from the saved weights"
+        suite = Path(run.suite).parent.as_posix() if run.suite else "SUITE"
         next_step = (
-            "promote the fixed cases into must_keep so they stay fixed (warp-check promote SUITE --from the "
-            "repaired model), and gate the next release on this one"
+            f"promote the fixed cases into must_keep so they stay fixed (warp-check promote {suite} --from "
+            f"{written}), and gate the next release on this one"
             if written
             else ""
         )
