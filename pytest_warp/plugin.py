@@ -19,7 +19,7 @@ from . import record, shutdown
 from .items import REFUSED, RESULT, TRAFFIC_VERDICT, VERDICT, CaseItem, SuiteFile, SuiteItem, TrafficItem
 from .options import add_options, read_options
 from .state import STATE, WarpSession
-from .summary import lines
+from .summary import add_to_junit, lines
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -106,6 +106,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 def pytest_runtestloop(session: pytest.Session):
     done = yield
     shutdown.tests_done()  # not after an interrupt: a second Ctrl-C may still end a slow shutdown
+    add_to_junit(session.config, session.config.stash[STATE])  # before --junitxml writes its file
     return done
 
 

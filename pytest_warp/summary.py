@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+from _pytest.junitxml import xml_key  # --junitxml's writer: pytest's own record_testsuite_property reads it so
+
 from warp_check import REPORT_HTML, Kind, RunDetails, RunResult, RunStatus, Verdict
-from warp_check.frontend import RunMode, tally
+from warp_check.frontend import RunMode, run_verdict, tally
 
 from .state import WarpSession
 
@@ -46,4 +49,22 @@ def _suite_lines(mode: RunMode, run: RunResult, verdicts: Sequence[Verdict], roo
     computed_by = details.computed_by if isinstance(details, RunDetails) else None
     if computed_by not in (None, "main"):
         out.append(f"  computed once, by xdist worker {computed_by}")
-    return out
+    return out + [f"  {line}" for line in run_verdict(run, verdicts).lines()]
+
+
+def junit_properties(state: WarpSession) -> list[tuple[str, str]]:
+    """Each suite's verdict as JUnit properties of the test suite (``warp <suite> verdict``, ...)."""
+    return [
+        (f"warp {run.name} {name}", value)
+        for suite_path, run in state.runs.items()
+        for name, value in run_verdict(run, state.cases.get(suite_path, [])).properties()
+    ]
+
+
+def add_to_junit(config: pytest.Config, state: WarpSession) -> None:
+    """Each suite's verdict as properties of the JUnit file's test suite, where --junitxml writes one."""
+    xml = config.stash.get(xml_key, None)
+    if xml is None or state.is_worker:
+        return
+    for name, value in junit_properties(state):
+        xml.add_global_property(name, value)

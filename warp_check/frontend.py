@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
     from warp_check.runs.check import warm_entry
     from warp_check.runs.notices import collected as collected_notices
     from warp_check.runs.result import tally
+    from warp_check.runs.verdict import run_verdict
     from warp_check.runs.workdir import model_cache_dir
     from warp_check.sources.importer import case_file_of
     from warp_check.suite.loader import SUITE_FILE
@@ -78,6 +79,7 @@ _FRONTEND: dict[str, str] = {
     "check_repair_overrides": "warp_check.options",
     "check_traffic_overrides": "warp_check.options",
     "flag_error": "warp_check.options",
+    "run_verdict": "warp_check.runs.verdict",
     "OPTION": "warp_check.options",
     "Option": "warp_check.options",
     "OPTIONS": "warp_check.options",

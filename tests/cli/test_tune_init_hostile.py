@@ -8,6 +8,7 @@ needed, the write path is tested through the function tune writes with (write_ch
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import sys
@@ -400,7 +401,7 @@ def test_init_says_generic_label_names_are_made_up(distilbert_dir, tmp_path, cap
     out = capsys.readouterr().out
     assert "labels: LABEL_0 (0), LABEL_1 (1)" in out and "made-up names" in out
     text = (tmp_path / "suite" / "warp.toml").read_text(encoding="utf-8")
-    assert "[labels]  # transformers' made-up names" in text
+    assert re.search(r"^\[labels\] +# transformers' made-up names", text, re.M)
     assert load_suite(tmp_path / "suite", empty=True).labels == {"LABEL_0": 0, "LABEL_1": 1}
 
 

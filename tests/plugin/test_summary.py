@@ -51,7 +51,19 @@ def repair_details(**changes) -> RepairDetails:
     return dataclasses.replace(RepairDetails.from_json(REPAIR), **changes)
 
 
+VERDICT_LINES = ("  verdict: ", "  written: ", "  next: ")
+
+
 def summary(
+    status: RunStatus, details, mode: Mode = Mode.REPAIR, message: str = "the run's message", run_mode=None
+) -> list[str]:
+    """The summary's lines before the verdict's (the verdict's own test reads those)."""
+    out = summary_with_verdict(status, details, mode, message, run_mode)
+    assert out[-1].startswith(VERDICT_LINES)  # every suite's lines end with its verdict
+    return [line for line in out if not line.startswith(VERDICT_LINES)]
+
+
+def summary_with_verdict(
     status: RunStatus, details, mode: Mode = Mode.REPAIR, message: str = "the run's message", run_mode=None
 ) -> list[str]:
     run = RunResult(
@@ -184,3 +196,15 @@ def test_a_baseline_run_says_it_is_one_and_against_which_model():
     baseline = mode_named("baseline").chosen_with("/old")
     out = summary(RunStatus.CHECKED, check, mode=Mode.CHECK, run_mode=baseline)
     assert out[:2] == ["suite 's' (s/warp.toml): baseline mode (regressions against /old)", "  model: /new (h)"]
+
+
+def test_every_suite_ends_with_its_verdict_what_was_written_and_what_next():
+    out = summary_with_verdict(RunStatus.CONVERGED, repair_details())
+    assert out[-3:] == [
+        "  verdict: FAILED: the repair fixes 1 of 1 must_fix cases and keeps 0 of 1 must_keep cases: 1 of 2 cases fail",
+        "  written: /out/repaired",
+        "  next: read the failing cases' messages",
+    ]
+    nothing = summary_with_verdict(RunStatus.INFEASIBLE, repair_details(status=RunStatus.INFEASIBLE, artefact=None))
+    assert nothing[-3].startswith("  verdict: FAILED: the repair did not succeed (infeasible)")
+    assert nothing[-2] == "  written: nothing: the repair did not converge, so there is no repaired model"

@@ -23,6 +23,7 @@ from warp_check.reports.folder import (
     run_from_certificate,
     write_report,
 )
+from warp_check.reports.svg import MIN_HISTOGRAM
 from warp_check.runs.check import check
 from warp_check.runs.modes import RunStatus
 from warp_check.runs.repair import repair
@@ -55,15 +56,19 @@ def test_repair_report_has_markdown_json_and_three_plots(repaired, tmp_path):
     pyplot_before = "matplotlib.pyplot" in sys.modules
     path = write_report(tmp_path / "rep", [result])
     assert path == tmp_path / "rep" / REPORT_MD
-    for plot in ("gaps", "radius", "convergence"):
+    radii = sum(1 for v in result.verdicts if v.kind is Kind.MUST_FIX and v.properties.get("radius") is not None)
+    plots = ("gaps", "convergence", *(("radius",) if radii >= MIN_HISTOGRAM else ()))  # a histogram needs 10
+    for plot in plots:
         height, width, channels = image_shape(tmp_path / "rep" / f"suite-{plot}.png")
         assert height > 100 and width > 100 and channels in (3, 4)
     assert ("matplotlib.pyplot" in sys.modules) == pyplot_before  # no global backend touched
     text = path.read_text()
     certs = result.details.certs
     assert f"Cert 1 {certs.cert1}, Cert 2 {certs.cert2}, Cert 3 {certs.cert3}" in text
-    for plot in ("gaps", "radius", "convergence"):
+    for plot in plots:
         assert f"(suite-{plot}.png)" in text
+    if "radius" not in plots:
+        assert "fewer than 10 radii): Certified radius._" in text
     texts = {case.id: case.text for case in suite.cases}
     for verdict in result.verdicts:  # one table row per case, with its text and gaps
         gap_after = f"{verdict.properties['gap_after']:.4g}"
@@ -73,7 +78,7 @@ def test_repair_report_has_markdown_json_and_three_plots(repaired, tmp_path):
     data = json.loads((tmp_path / "rep" / REPORT_JSON).read_text())
     assert data["runs"] == [json.loads(json.dumps(result.to_dict()))]
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == sorted(
-        [REPORT_MD, REPORT_JSON, REPORT_HTML, "suite-gaps.png", "suite-radius.png", "suite-convergence.png"]
+        [REPORT_MD, REPORT_JSON, REPORT_HTML, *(f"suite-{plot}.png" for plot in plots)]
     )  # nothing half-written left behind
 
 
@@ -97,7 +102,7 @@ def test_check_run_plots_gaps_only_and_says_what_is_missing(repaired, tmp_path):
     result = check(suite, adapter)
     path = write_report(tmp_path, [result, result])  # two runs of one name: no clash
     text = path.read_text()
-    assert "_Not plotted (no data in this run): Certified radius, Convergence._" in text
+    assert "_Not plotted (no data in this run, or fewer than 10 radii): Certified radius, Convergence._" in text
     assert (tmp_path / "suite-gaps.png").is_file() and (tmp_path / "suite-2-gaps.png").is_file()
     assert not (tmp_path / "suite-radius.png").exists()
 

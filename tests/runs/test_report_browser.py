@@ -8,12 +8,16 @@ it, having installed Debian's ``chromium``) a missing browser fails them instead
 
 from __future__ import annotations
 
+import html
+import json
+import re
+import struct
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from testkit.report_runs import check_run, repair_run
+from testkit.report_runs import check_run, over_budget, repair_run
 
 from warp_check.reports.folder import REPORT_HTML, write_report
 from warp_check.reports.html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, SHOWN_ROWS
@@ -193,3 +197,79 @@ def test_show_more_adds_the_next_rows_until_every_case_is_shown(browser, large_p
         page.write_text(large_page.read_text(encoding="utf-8").replace("</body>", clicks.replace("CLICKS", str(n))))
         dom = rendered(browser, page, tmp_path)
         assert dom.counts == [count] and len(dom.tables[0]) == min(1200, 500 * (n + 1)) and dom.more is more
+
+
+# What a reader sees of the layout, measured by a script the test adds to a copy of the page once the
+# page's own script is done: the viewport's width, how far the page runs past it, the elements that do
+# (each one's tag), scroll boxes around a case table, and where the verdict, the plots and the table
+# start. The copy is shown in a frame of the width measured (headless Chromium's window is at least
+# 500 px wide), which the script tells what it saw.
+MEASURE = r"""<script>(function wait(){
+var b=document.body;if(!b.getAttribute("data-ready")){setTimeout(wait,10);return;}
+var d=document.documentElement,w=d.clientWidth,out=[],boxes=0;
+Array.prototype.forEach.call(b.querySelectorAll("*"),function(e){
+  var r=e.getBoundingClientRect();if(r.width&&r.right>w+1){out.push(e.tagName);}
+});
+Array.prototype.forEach.call(document.querySelectorAll("table.cases"),function(t){
+  for(var e=t.parentElement;e&&e!==b;e=e.parentElement){
+    var s=getComputedStyle(e);if(/auto|scroll/.test(s.overflowX+s.overflowY)){boxes++;}
+  }
+});
+var top=function(q){var e=document.querySelector(q);return e?Math.round(e.getBoundingClientRect().top+scrollY):-1;};
+parent.postMessage(JSON.stringify({width:innerWidth,overflow:d.scrollWidth-w,past:out.slice(0,5),
+  boxes:boxes,verdict:top("section.run p.verdict"),plots:top(".plots"),cases:top("table.cases")}),"*");
+})();</script></body>"""
+FRAME = (
+    '<!DOCTYPE html><html><body style="margin:0"><iframe src="{src}" style="border:0;width:{width}px;'
+    'height:{height}px"></iframe><script>addEventListener("message",function(e){{'
+    'document.body.setAttribute("data-measured",e.data);}});</script></body></html>'
+)
+
+
+def framed(page: Path, tmp_path: Path, width: int, height: int, *, measuring: bool) -> Path:
+    """``page`` (a copy with the measuring script, where ``measuring``) in a frame ``width`` px wide."""
+    copy = tmp_path / f"copy-{width}.html"
+    text = page.read_text(encoding="utf-8")
+    copy.write_text(text.replace("</body>", MEASURE) if measuring else text, encoding="utf-8")
+    frame = tmp_path / f"frame-{width}.html"
+    frame.write_text(FRAME.format(src=copy.name, width=width, height=height), encoding="utf-8")
+    return frame
+
+
+def measured(browser: str, page: Path, tmp_path: Path, width: int) -> dict:
+    frame = framed(page, tmp_path, width, 900, measuring=True)
+    done = run_browser(browser, tmp_path / "profile", "--virtual-time-budget=30000", "--dump-dom", frame.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'data-measured="([^"]*)"', done.stdout)
+    assert found, "the measuring script did not run"
+    return json.loads(html.unescape(found[1]))
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == PNG_SIGNATURE
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_page_fits_its_width_verdict_first_then_plots_then_the_table(browser, page, tmp_path, width):
+    seen = measured(browser, page, tmp_path, width)
+    assert seen["width"] == width
+    assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"
+    assert seen["boxes"] == 0, "the case table sits in a scroll box of its own"
+    assert 0 <= seen["verdict"] < seen["plots"] < seen["cases"]
+    shot = tmp_path / f"report-{width}.png"
+    frame = framed(page, tmp_path, width, 1800, measuring=False)
+    done = run_browser(
+        browser, tmp_path / "profile", "--hide-scrollbars", f"--window-size={width},1800", f"--screenshot={shot}",
+        "--virtual-time-budget=10000", frame.as_uri(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert png_size(data) == (width, 1800) and len(data) > 20_000  # the page drawn at that width, not blank
+
+
+def test_a_repair_over_its_budget_fits_too(browser, tmp_path):
+    write_report(tmp_path / "budget", [over_budget()])
+    for width in (1280, 390):
+        seen = measured(browser, tmp_path / "budget" / REPORT_HTML, tmp_path, width)
+        assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"

@@ -133,7 +133,7 @@ def fingerprint(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("failing", ["plot_radius", "render_html"])
 def test_a_report_that_fails_leaves_the_one_before_intact(tmp_path, monkeypatch, failing):
-    write_report(tmp_path, [repair_run(4, 6, name="suite")])
+    write_report(tmp_path, [repair_run(12, 6, name="suite")])  # 10 radii or more: a histogram
     before = fingerprint(tmp_path)
     assert set(before) >= {REPORT_MD, REPORT_JSON, REPORT_HTML, "suite-gaps.png", "suite-radius.png"}
 
@@ -166,7 +166,7 @@ def test_the_report_command_that_fails_says_why_in_one_line_and_keeps_the_old_re
 
 
 def test_a_new_report_replaces_the_plots_the_old_one_had_and_it_has_not(tmp_path):
-    write_report(tmp_path, [repair_run(4, 6)])
+    write_report(tmp_path, [repair_run(12, 6)])
     assert (tmp_path / "suite-radius.png").is_file()
     run = repair_run(0, 6)  # nothing to fix: no radius to plot
     write_report(tmp_path, [run])

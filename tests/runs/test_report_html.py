@@ -39,7 +39,8 @@ def test_the_page_opens_with_the_verdict_and_has_one_row_per_case_with_its_text(
     page = page_of(run)
     assert page.index('id="verdict"') < page.index("<table")
     assert '<p id="verdict" class="verdict fail" data-passed="false">FAILED</p>' in page
-    assert "Failed: 2 of 16 cases fail on the repaired model." in page
+    said = "Failed: the repair fixes 6 of 6 must_fix cases and keeps 8 of 10 must_keep cases: 2 of 16 cases fail."
+    assert said in page
     rows = parsed(page).rows
     assert len(rows) == 16
     by_id = {row[0]: row for row in rows}
@@ -151,7 +152,9 @@ def test_a_repair_says_what_it_fixed_kept_and_certified():
     assert facts["kept"].value == "10 of 10 must_keep cases"
     assert facts["certificates"].value == "Cert 1 6/6, Cert 2 10/10, Cert 3 6/6"
     assert "restored" not in facts and "traffic" not in facts and "left out" not in facts
-    assert headline(repair_run(6, 10)).verdict.startswith("Passed: the repaired model fixes 6 must_fix cases")
+    assert headline(repair_run(6, 10)).verdict.startswith(
+        "Passed: the repair fixes 6 of 6 must_fix cases and keeps 10 of 10 must_keep cases"
+    )
 
 
 def traffic_note(*, n: int, changed: int, bound: float, confidence: float) -> TrafficNote:
@@ -211,7 +214,7 @@ def test_a_check_says_how_many_cases_the_model_gets_wrong():
 
 def test_a_run_that_failed_before_its_verdicts_says_so():
     run = dataclasses.replace(repair_run(1, 1), status=RunStatus.ERROR, ok=False, message="the model folder is gone")
-    assert headline(run).verdict == "Failed: the run could not finish. the model folder is gone"
+    assert headline(run).verdict == "Failed: the run could not finish: the model folder is gone."
     assert "the model folder is gone" in page_of(run)
 
 
@@ -223,7 +226,8 @@ def test_write_report_writes_the_page_and_report_json_keeps_every_text(tmp_path)
     assert [v.text for v in again[0].verdicts] == [v.text for v in run.verdicts]
     assert json.loads((tmp_path / REPORT_JSON).read_text())["runs"][0]["cases"][3]["text"] == HOSTILE["keep-00003"]
     markdown = (tmp_path / "report.md").read_text()
-    assert "\n**Passed: the repaired model fixes 3 must_fix cases and keeps 3 must_keep cases" in markdown
+    assert "\n**Passed: the repair fixes 3 of 3 must_fix cases and keeps 3 of 3 must_keep cases" in markdown
+    assert "\n- written: /out/repaired\n- next: promote the fixed cases" in markdown
     assert '\\<script\\>document.title="pwned"\\</script\\> & "quotes"' in markdown
     assert "<script>" not in markdown
 
@@ -263,7 +267,7 @@ def test_ticks_are_round_increasing_and_inside_their_range(low, width):
 
 def test_plots_have_plain_captions_and_a_bounded_size():
     page = page_of(repair_run(2500, 2500))
-    figures = page[page.index('<div class="plots">') :]
+    figures = page[page.index('<div class="plots">') : page.index("<h3>Cases</h3>")]
     assert len(figures) < 60_000
     for title in ("How sure the model is, case by case.", "How firmly each fix holds.", "How the repair got there."):
         assert title in figures
@@ -289,7 +293,7 @@ def test_an_audit_says_whether_the_certificate_holds_and_which_checks_failed():
     )  # fmt: skip
     audit = dataclasses.replace(run, mode=Mode.AUDIT, status=RunStatus.FAILED, ok=False, details=details)
     head = headline(audit)
-    assert head.verdict.startswith("Failed: the certificate does not hold on this model.") and not head.passed
+    assert head.verdict.startswith("Failed: the certificate does not hold on this model (") and not head.passed
     facts = {f.name: f for f in head.facts}
     assert facts["checks"].value == "6 of 7 checks of the certificate hold"
     assert facts["checks"].detail == "the repair layer's hash differs" and facts["checks"].good is False

@@ -9,12 +9,13 @@ import random
 from html.parser import HTMLParser
 
 from warp_check.cases import Kind
-from warp_check.certify.certificate import Summary
+from warp_check.certificates.traffic.verdicts import BudgetFit, LeftOut, TrafficNote, repaired
+from warp_check.certify.certificate import Summary, TrafficChange
 from warp_check.repair.settings import RepairSettings
 from warp_check.reports.html import render_html
 from warp_check.runs.details import CheckDetails, GsnFtNote, IterationSummary, RepairDetails
 from warp_check.runs.modes import Mode, RunStatus
-from warp_check.runs.result import Outcome, RunResult, Verdict
+from warp_check.runs.result import Outcome, RunResult, TrafficVerdict, Verdict
 
 SUITE = {"model": "/models/m", "suite_sha256": "ab" * 32}
 WORDS = (
@@ -184,3 +185,28 @@ def parsed(page: str) -> Table:
 def page_of(*runs: RunResult) -> str:
     """index.html of ``runs`` as the report renders it, at a fixed version and time."""
     return render_html(runs, [f"run-{i}" for i in range(len(runs))], version="1.0", created="2026-01-01T00:00:00Z")
+
+
+CANNOT_BUY = tuple(LeftOut(id=f"fix-{i:05d}", where=f"must_fix.jsonl:{i + 1}", nearest=9 - i) for i in range(4))
+CHANGED = (
+    TrafficChange(index=3, text="a gorgeous witty seductive movie", before=1, after=0),
+    TrafficChange(index=17, text="it 's slow very slow", before=0, after=1),
+)
+
+
+def over_budget() -> RunResult:
+    """A repair that fixed its cases on weights it never wrote: over max_change on the traffic."""
+    fit = BudgetFit(
+        budget=0.01, confidence=0.95, left_out=CANNOT_BUY, kept=2, n=500, changed=2, bound=0.009, within=True,
+        repairs=5, seconds=3.0,
+    )  # fmt: skip
+    note = TrafficNote(
+        source="traffic.jsonl", rows=3000, duplicates=0, in_suite=0, tune=1500, no_text=0, sample_sha256="0" * 64,
+        n=1500, changed=60, bound=0.049, confidence=0.95, max_change=0.01, by_pair={"positive→negative": 60},
+        changes=CHANGED, seconds=2.0, labels={"negative": 0, "positive": 1}, fit=fit,
+    )  # fmt: skip
+    passed, words = repaired(note)
+    assert not passed
+    details = repair_details(6, 10, artefact=None, traffic=note)
+    run = repair_run(6, 10, details=details)
+    return dataclasses.replace(run, traffic=TrafficVerdict(passed=False, message=words))

@@ -7,7 +7,7 @@ import json
 
 from warp_check import REPORT_HTML, Kind, RunResult, write_report
 from warp_check.commands.arguments import EXIT_FAILED, EXIT_OK
-from warp_check.frontend import RunMode
+from warp_check.frontend import RunMode, run_verdict
 
 
 def finish(args: argparse.Namespace, mode: RunMode, result: RunResult) -> int:
@@ -36,6 +36,8 @@ def print_result(mode: RunMode, result: RunResult, *, quiet: bool) -> None:
     for line in mode.result_lines(result):
         print(line)
     print(f"  {result.message}")
+    for line in run_verdict(result).lines():
+        print(f"  {line}")
     failing = [v for v in result.verdicts if not v.passed and v.expected_failure is None]
     if failing and not quiet:
         print(f"\n{len(failing)} failing case(s):")

@@ -31,6 +31,7 @@ from warp_check.json_bounded import read_json
 from warp_check.reports.html import REPORT_HTML, render_html
 from warp_check.reports.parts import part_table
 from warp_check.reports.summary import CAPTIONS, certificate_facts, headline
+from warp_check.reports.svg import MIN_HISTOGRAM
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails, traffic_of
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
@@ -194,7 +195,7 @@ def plot_radius(run: RunResult, path: Path) -> Path | None:
     fix = [v.properties for v in run.verdicts if v.kind is Kind.MUST_FIX]
     radii = [r for r in (_finite(p.get("radius")) for p in fix) if r is not None]
     star = [r for r in (_finite(p.get("eps_star")) for p in fix) if r is not None]
-    if not radii:
+    if len(radii) < MIN_HISTOGRAM:  # a few bars say less than the table's column of radii
         return None
     figure = _figure()
     axes = figure.add_subplot()
@@ -235,6 +236,9 @@ def plot_convergence(run: RunResult, path: Path) -> Path | None:
                 label=label,
             )
     _margins(axes, run.details)
+    from matplotlib.ticker import MaxNLocator  # with matplotlib: only when a report is drawn
+
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no 1.2, 1.4, ...
     axes.set_xlabel("step of the repair")
     axes.set_ylabel("smallest gap")
     axes.set_title(f"{run.name}: {CAPTIONS['convergence'].title.lower()}")
@@ -246,10 +250,15 @@ def plot_convergence(run: RunResult, path: Path) -> Path | None:
 
 
 def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str]:
-    out = [f"## {run.name} — {run.mode.value} mode", "", f"**{headline(run).verdict}**", "", f"- suite: `{run.suite}`"]
-    out += _facts_markdown(run)
-    out.append("")
-    out += _parts_markdown(run)  # the verdict's figures first, then per part, then plots and cases
+    said = headline(run).said
+    out = [f"## {run.name} — {run.mode.value} mode", "", f"**{said.sentence}**", ""]
+    if said.written_words:
+        out.append(f"- written: {said.written_words}")
+    if said.next:
+        out.append(f"- next: {said.next}")
+    out += [f"- suite: `{run.suite}`", *_facts_markdown(run), ""]
+    out += _traffic_markdown(run)  # what the verdict rests on first (the cases a budget cannot buy), then per
+    out += _parts_markdown(run)  # part, then plots and cases
     titles = {"gaps": "Gap per case", "radius": "Certified radius", "convergence": "Convergence"}
     for key, title in titles.items():
         image = images.get(key)
@@ -258,8 +267,8 @@ def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str
             out += [f"![{title}]({image.name})", "", f"{caption.plain}", f"<sub>{caption.technical}</sub>", ""]
     missing = [titles[k] for k in titles if images.get(k) is None]
     if missing:
-        out += [f"_Not plotted (no data in this run): {', '.join(missing)}._", ""]
-    return out + _table_markdown(run) + _traffic_markdown(run)
+        out += [f"_Not plotted (no data in this run, or fewer than {MIN_HISTOGRAM} radii): {', '.join(missing)}._", ""]
+    return out + _table_markdown(run)
 
 
 def _parts_markdown(run: RunResult) -> list[str]:

@@ -27,9 +27,18 @@ import re
 from collections.abc import Sequence
 
 from warp_check.reports.parts import PartTable, part_table
-from warp_check.reports.summary import CAPTIONS, CaseRow, Fact, case_rows, headline, is_baseline_run, when_words
+from warp_check.reports.summary import (
+    CAPTIONS,
+    CaseRow,
+    Fact,
+    Headline,
+    case_rows,
+    headline,
+    is_baseline_run,
+    when_words,
+)
 from warp_check.reports.svg import convergence_plot, gaps_plot, radius_plot
-from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails
+from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails, traffic_of
 from warp_check.runs.result import Outcome, RunResult
 
 REPORT_HTML = "index.html"
@@ -38,6 +47,7 @@ PAGE_CHARS = 2000  # the most of one text the page holds
 HTML_ROWS = 500  # a table of more cases carries them compressed
 PREVIEW_ROWS = 50  # of a compressed table, the first cases (failures first) as HTML too
 SHOWN_ROWS = 500  # rows the script shows at once; "show more" adds as many again
+TRAFFIC_ROWS = 500  # changed traffic texts the page lists (report.json has them all)
 # Characters no HTML page can carry (C0/C1 controls but tab and newline, lone surrogates, noncharacters).
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
 OUTCOME_WORDS = {
@@ -199,7 +209,7 @@ def _table(run: RunResult, rows: Sequence[CaseRow], anchor: str) -> str:
         )
     attrs = f' data-packed="{esc_attr(source)}"' if packed else ""
     return (
-        f'{controls}<div class="scroll"><table class="cases" data-rows="{len(rows)}"{attrs}>'
+        f'{controls}<div class="table"><table class="cases" data-rows="{len(rows)}"{attrs}>'
         f"<thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table></div>"
         f'<button type="button" class="show-more" hidden>show more</button>{data}'
     )
@@ -247,6 +257,48 @@ def _parts_html(table: PartTable | None) -> str:
     )
 
 
+def _said_html(head: Headline) -> str:
+    """What the run wrote (or why nothing) and what to do next, under its verdict."""
+    said = head.said
+    lines = [("written", said.written_words), ("next", said.next)]
+    items = "".join(f"<div><dt>{name}</dt><dd>{inline(text)}</dd></div>" for name, text in lines if text)
+    return f'<dl class="said">{items}</dl>' if items else ""
+
+
+def _traffic_html(run: RunResult) -> str:
+    """Cert 4 as the page shows it: the sample, the bound and its verdict, the must_fix cases the budget
+    cannot buy, and the texts whose prediction the repair changed (as report.md lists them)."""
+    note = traffic_of(run.details)
+    if note is None:
+        return ""
+    items = [f"<li>{inline(note.sample_line())}</li>", f"<li>{inline(str(note))}</li>"]
+    if run.traffic is not None:
+        items.append(f"<li>{esc(run.traffic.reported.value)}: {inline(run.traffic.message)}</li>")
+    out = f'<h3>Traffic (Cert 4)</h3><ul class="traffic">{"".join(items)}</ul>'
+    if note.fit is not None and note.fit.left_out:
+        body = "".join(f"<tr><td>{inline(c.id)}<td>{inline(c.where)}<td>{c.nearest}" for c in note.fit.left_out)
+        out += (
+            f"<h4>Must_fix cases the budget cannot buy ({len(note.fit.left_out)})</h4>"
+            '<table class="plain"><thead><tr><th scope="col">case<th scope="col">where'
+            f'<th scope="col">changes nearest it</thead><tbody>{body}</tbody></table>'
+        )
+    if note.changes:
+        shown = note.changes[:TRAFFIC_ROWS]
+        body = "".join(
+            f"<tr><td>{change.index}<td>{text_cell(change.text, change.text_pair)}"
+            f"<td>{inline(note.prediction_words(change.before))} → {inline(note.prediction_words(change.after))}"
+            for change in shown
+        )
+        more = len(note.changes) - len(shown)
+        out += (
+            f"<h4>Texts whose prediction the repair changed ({len(note.changes)})</h4>"
+            '<table class="plain"><thead><tr><th scope="col">#<th scope="col">text<th scope="col">before → after'
+            f"</thead><tbody>{body}</tbody></table>"
+            + (f'<p class="meta">{more} more changed text(s) in report.json.</p>' if more else "")
+        )
+    return out
+
+
 def _run_section(run: RunResult, anchor: str) -> str:
     head = headline(run)
     rows = case_rows(run)
@@ -260,10 +312,10 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<section class="run {tone}" id="{esc_attr(anchor)}">'
         f"<h2>{inline(run.name)} <small>{mode} mode</small></h2>"
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{_verdict_html(head.verdict, run)}</p>'
-        f"{_facts(head.facts)}"
+        f"{_said_html(head)}{_facts(head.facts)}{_traffic_html(run)}"
         f'<p class="meta">{"; ".join(where)}</p><p class="meta">{inline(run.message)}</p>'
-        f"{_parts_html(part_table(run))}"
-        f"<h3>Cases</h3>{_table(run, rows, anchor)}{_plots(run, rows, anchor)}</section>"
+        f"{_parts_html(part_table(run))}{_plots(run, rows, anchor)}"
+        f"<h3>Cases</h3>{_table(run, rows, anchor)}</section>"
     )
 
 
@@ -282,9 +334,10 @@ def _page_verdict(runs: Sequence[RunResult]) -> tuple[bool, str]:
 
 def _verdict_html(verdict: str, run: RunResult) -> str:
     """A run's verdict as HTML: the run's message, where the verdict quotes it, isolated."""
-    if run.message and verdict.endswith(run.message):
-        return esc(verdict[: -len(run.message)]) + inline(run.message)
-    return esc(verdict)
+    at = verdict.rfind(run.message) if run.message else -1
+    if at < 0:
+        return esc(verdict)
+    return esc(verdict[:at]) + inline(run.message) + esc(verdict[at + len(run.message) :])
 
 
 def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: str, created: str) -> str:
@@ -333,20 +386,34 @@ header .verdict{font-size:22px}
 .controls{display:flex;flex-wrap:wrap;gap:14px;align-items:center;margin:6px 0}
 .controls output{color:#444;font-weight:600}
 .scroll{overflow-x:auto;max-height:80vh;overflow-y:auto;border:1px solid #ddd}
+.verdict,.said dd{overflow-wrap:anywhere}
+div.table{border:1px solid #ddd}
 table.cases{border-collapse:collapse;font-size:13px;width:100%}
 .cases th{position:sticky;top:0;background:#f3f3f3;text-align:left;cursor:pointer;padding:5px 6px;
-white-space:nowrap;user-select:none}
+user-select:none;vertical-align:bottom}
 .cases th[aria-sort=ascending]::after{content:" ▲"}.cases th[aria-sort=descending]::after{content:" ▼"}
-.cases td{padding:4px 6px;border-top:1px solid #eee;vertical-align:top;unicode-bidi:plaintext;white-space:nowrap}
-.cases td:nth-child(3),.cases td:last-child{white-space:normal;overflow-wrap:anywhere}
-.cases td:nth-child(3){min-width:280px;max-width:560px}
-.cases td:last-child{color:#444;min-width:240px;max-width:420px;font-size:12px}
+.cases td{padding:4px 6px;border-top:1px solid #eee;vertical-align:top;unicode-bidi:plaintext;overflow-wrap:break-word}
+.cases td:nth-child(1),.cases td:nth-child(3),.cases td:last-child{overflow-wrap:anywhere}
+.cases td:nth-child(1){min-width:9ch}.cases td:nth-child(2){white-space:nowrap}.cases td:nth-child(4){min-width:8ch}
+.cases td:nth-child(3){min-width:220px;width:32%}
+.cases td:last-child{color:#444;min-width:160px;width:22%;font-size:12px}
 .cases tr.failed td{background:#fff6f5}.cases tr.xfailed td{background:#fbfbf0}
+@media (max-width:700px){
+.cases thead tr{display:flex;flex-wrap:wrap;gap:2px}.cases th{position:static;padding:3px 5px;font-size:12px}
+.cases tr{display:block;border-top:1px solid #ddd;padding:3px 0}.cases tbody tr[hidden]{display:none}
+.cases td{display:inline-block;border:0;padding:1px 5px;max-width:100%}
+.cases td:nth-child(3),.cases td:last-child{display:block;width:auto;min-width:0}
+.plots figure{flex-basis:100%}.facts div{min-width:0;max-width:100%}.verdict{font-size:16px}}
 details summary{cursor:pointer}i.more{color:#777}
 .plots{display:flex;flex-wrap:wrap;gap:18px}
-figure{margin:0;max-width:660px}figure svg{width:100%;height:auto;font-size:11px;font-family:inherit}
+figure{margin:0;max-width:640px}.plots figure{flex:1 1 420px;min-width:0}
+figure svg{width:100%;height:auto;font-size:11px;font-family:inherit}
 figcaption{font-size:13px}.technical{display:block;color:#666;font-size:12px;margin-top:3px}
 .contents{margin:4px 0}
+.said{margin:6px 0}.said div{display:flex;gap:8px}.said dt{font-weight:600;min-width:64px}.said dd{margin:0}
+table.plain{border-collapse:collapse;font-size:13px;width:100%}
+.plain th{text-align:left;background:#f3f3f3;padding:4px 6px}
+.plain td{padding:3px 6px;border-top:1px solid #eee;vertical-align:top;overflow-wrap:anywhere}
 .scroll.parts{max-height:50vh;display:inline-block;max-width:100%}
 table.parts{border-collapse:collapse;font-size:13px}
 .parts th{position:sticky;top:0;background:#f3f3f3;text-align:left;padding:5px 8px;white-space:nowrap}

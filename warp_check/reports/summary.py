@@ -18,6 +18,8 @@ from warp_check.certificates import CERTIFICATES
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails, traffic_of
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import Outcome, RunResult, Verdict
+from warp_check.runs.verdict import RunVerdict, run_verdict
+from warp_check.runs.verdict import restored_ids as verdict_restored_ids
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,11 +34,19 @@ class Fact:
 
 @dataclass(frozen=True, kw_only=True)
 class Headline:
-    """The verdict of a run in words, and the figures behind it."""
+    """The verdict of a run in words (``said``: the one every front end renders), and the figures behind it."""
 
-    passed: bool
-    verdict: str  # one sentence, starting with what happened
+    said: RunVerdict
     facts: tuple[Fact, ...]
+
+    @property
+    def passed(self) -> bool:
+        return self.said.passed
+
+    @property
+    def verdict(self) -> str:
+        """One sentence, starting with what happened."""
+        return self.said.sentence
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,25 +132,42 @@ def when_words(run: RunResult) -> tuple[str, str]:
     return "before repair", "after repair"
 
 
-def _answer(label: str, gap: float | None) -> str | None:
-    """The prediction a gap implies where the run did not record it: the label, or not the label."""
-    if gap is None:
+def _answer(label: str, gap: float | None, *, predicted: object = None, other: str | None = None) -> str | None:
+    """The prediction, in plain words: the label where it is right, else what it predicted and what
+    it should be ("negative, should be positive"). ``predicted``: where the run recorded it;
+    ``other``: where it did not, the label a wrong answer must be (a suite of two labels)."""
+    if gap is None and predicted is None:
         return None
-    return label if gap > 0 else f"not {label}"
+    if gap is None:
+        return str(predicted)
+    if gap > 0:
+        return label if predicted is None else str(predicted)
+    said = predicted if predicted is not None else other
+    return f"{said}, should be {label}" if said is not None else f"wrong, should be {label}"
 
 
-def case_row(run: RunResult, verdict: Verdict) -> CaseRow:
+def _other_labels(run: RunResult) -> dict[str, str]:
+    """For a run whose cases name exactly two labels (one answer each), each label's other one: what a
+    wrong answer predicted."""
+    if any(v.parts for v in run.verdicts):
+        return {}
+    labels = sorted({str(v.properties["label"]) for v in run.verdicts if "label" in v.properties})
+    return {labels[0]: labels[1], labels[1]: labels[0]} if len(labels) == 2 else {}
+
+
+def case_row(run: RunResult, verdict: Verdict, others: dict[str, str] | None = None) -> CaseRow:
     """``verdict`` as a row: before is the baseline's answer (baseline mode) or the model's before
-    repair; after is the model's answer now (a check) or after repair."""
+    repair; after is the model's answer now (a check) or after repair. ``others``: see :func:`_other_labels`."""
     p = verdict.properties
     label = str(p.get("label", ""))
+    other = (others or {}).get(label)
     if run.mode is Mode.CHECK:
         before_gap, after_gap = _finite(p.get("baseline_gap")), _finite(p.get("gap"))
-        before = p.get("baseline_predicted") if "baseline_predicted" in p else _answer(label, before_gap)
-        after = p.get("predicted") if "predicted" in p else _answer(label, after_gap)
+        before = _answer(label, before_gap, predicted=p.get("baseline_predicted"), other=other)
+        after = _answer(label, after_gap, predicted=p.get("predicted"), other=other)
     else:
         before_gap, after_gap = _finite(p.get("gap_before")), _finite(p.get("gap_after"))
-        before, after = _answer(label, before_gap), _answer(label, after_gap)
+        before, after = _answer(label, before_gap, other=other), _answer(label, after_gap, other=other)
     outcome = verdict.reported
     return CaseRow(
         case_id=verdict.case_id,
@@ -148,9 +175,9 @@ def case_row(run: RunResult, verdict: Verdict) -> CaseRow:
         text=verdict.text or "",
         text_pair=verdict.text_pair,
         label=label,
-        predicted_before=None if before is None else str(before),
+        predicted_before=before,
         gap_before=before_gap,
-        predicted_after=None if after is None else str(after),
+        predicted_after=after,
         gap_after=after_gap,
         radius=_finite(p.get("radius")),
         outcome=outcome,
@@ -160,7 +187,8 @@ def case_row(run: RunResult, verdict: Verdict) -> CaseRow:
 
 def case_rows(run: RunResult) -> list[CaseRow]:
     """Every case of the run, failures first, then by kind and id."""
-    rows = [case_row(run, v) for v in run.verdicts if v.kind is not Kind.AUX]
+    others = _other_labels(run)
+    rows = [case_row(run, v, others) for v in run.verdicts if v.kind is not Kind.AUX]
     return sorted(rows, key=lambda r: (r.outcome is Outcome.PASSED, r.kind.value, r.case_id))
 
 
@@ -168,12 +196,8 @@ def case_rows(run: RunResult) -> list[CaseRow]:
 
 
 def restored_ids(run: RunResult) -> set[str]:
-    """must_keep cases the repair put back (wrong on the model under repair, right on the baseline
-    it started from): those the run's details list, and the verdicts marked ``restored`` (an audit's)."""
-    marked = {v.case_id for v in run.verdicts if v.properties.get("restored") is True}
-    if isinstance(run.details, RepairDetails):
-        marked |= set(run.details.restored)
-    return marked
+    """must_keep cases the repair put back (wrong on the model under repair, right on its baseline)."""
+    return verdict_restored_ids(run, run.verdicts)
 
 
 def traffic_fact(run: RunResult) -> Fact | None:
@@ -205,30 +229,44 @@ def _of(part: int, whole: int) -> str:
 
 def headline(run: RunResult) -> Headline:
     """The run's verdict in words and the figures a release manager needs."""
-    rows = case_rows(run)
+    rows, said = case_rows(run), run_verdict(run)
     if run.status is RunStatus.ERROR:
-        return Headline(passed=False, verdict=f"Failed: the run could not finish. {run.message}", facts=())
+        return Headline(said=said, facts=())
     if run.mode is Mode.REPAIR:
-        return _repair_headline(run, rows)
+        return Headline(said=said, facts=_repair_headline(run, rows, said))
     if run.mode is Mode.AUDIT:
-        return _audit_headline(run, rows)
+        return Headline(said=said, facts=_audit_facts(run, rows))
     if is_baseline_run(run):
-        return _baseline_headline(run, rows)
-    return _check_headline(run, rows)
+        return Headline(said=said, facts=_baseline_facts(rows))
+    return Headline(said=said, facts=_check_facts(run, rows))
 
 
 def _failed(rows: Sequence[CaseRow]) -> int:
     return sum(1 for r in rows if r.outcome is Outcome.FAILED)
 
 
-def _repair_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+def _repair_headline(run: RunResult, rows: list[CaseRow], said: RunVerdict) -> tuple[Fact, ...]:
+    """A repair's figures. Where nothing was written (over its traffic budget), they are of a repair
+    that exists nowhere: neither good nor bad news, so they do not contradict the verdict."""
+    written = said.written is not None or said.passed
+    unsaved = "" if written else "on the repaired weights, which were not written"
     restored = restored_ids(run)
     fix_total, keep_rows = _count(rows, Kind.MUST_FIX), [r for r in rows if r.case_id not in restored]
     fixed = _count(rows, Kind.MUST_FIX, Outcome.PASSED)
     keep_total, kept = _count(keep_rows, Kind.MUST_KEEP), _count(keep_rows, Kind.MUST_KEEP, Outcome.PASSED)
     facts = [
-        Fact(name="fixed", value=f"{_of(fixed, fix_total)} must_fix cases", good=fixed == fix_total),
-        Fact(name="kept", value=f"{_of(kept, keep_total)} must_keep cases", good=kept == keep_total),
+        Fact(
+            name="fixed",
+            value=f"{_of(fixed, fix_total)} must_fix cases",
+            detail=unsaved,
+            good=fixed == fix_total if written else None,
+        ),
+        Fact(
+            name="kept",
+            value=f"{_of(kept, keep_total)} must_keep cases",
+            detail=unsaved,
+            good=kept == keep_total if written else None,
+        ),
     ]
     if restored:
         back = sum(1 for r in rows if r.case_id in restored and r.outcome is Outcome.PASSED)
@@ -237,7 +275,7 @@ def _repair_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
                 name="restored",
                 value=f"{_of(back, len(restored))} regressions restored",
                 detail="must_keep cases this model got wrong and its baseline right, repaired back",
-                good=back == len(restored),
+                good=back == len(restored) if written else None,
             )
         )
     details = run.details
@@ -251,20 +289,7 @@ def _repair_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
                 good=False,
             )
         )
-    facts += _repair_facts(run)
-    if run.passed and run.status is RunStatus.NOTHING_TO_REPAIR:
-        verdict = f"Passed: nothing needed repair; the model already gets all {len(rows)} cases right."
-    elif run.passed:
-        put_back = f", restores {len(restored)} regressions" if restored else ""
-        verdict = (
-            f"Passed: the repaired model fixes {fix_total} must_fix cases{put_back} and keeps {keep_total} must_keep "
-            "cases, each claim certified from the saved weights."
-        )
-    elif not run.status.settled:
-        verdict = f"Failed: the repair did not succeed ({run.status.value}) and wrote no model. {run.message}"
-    else:
-        verdict = f"Failed: {_failed(rows)} of {len(rows)} cases fail on the repaired model."
-    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
+    return tuple(facts + _repair_facts(run))
 
 
 def certificate_facts(run: RunResult) -> list[Fact]:
@@ -303,7 +328,7 @@ def _repair_facts(run: RunResult) -> list[Fact]:
     return facts
 
 
-def _audit_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+def _audit_facts(run: RunResult, rows: list[CaseRow]) -> tuple[Fact, ...]:
     details = run.details
     facts = [
         Fact(name="cases", value=f"{_of(len(rows) - _failed(rows), len(rows))} hold", good=not _failed(rows)),
@@ -323,18 +348,14 @@ def _audit_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
     traffic = traffic_fact(run)
     if traffic is not None:
         facts.append(traffic)
-    if run.passed:
-        verdict = "Passed: the certificate holds on this model; every claim was checked again from its weights."
-    else:
-        verdict = f"Failed: the certificate does not hold on this model. {run.message}"
-    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
+    return tuple(facts)
 
 
-def _baseline_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+def _baseline_facts(rows: list[CaseRow]) -> tuple[Fact, ...]:
     regressions = _failed(rows)
     expected = sum(1 for r in rows if r.outcome is Outcome.XFAILED)
     fixed_since = sum(1 for r in rows if r.outcome is Outcome.PASSED and r.gap_before is not None and r.gap_before <= 0)
-    facts = [
+    return (
         Fact(
             name="regressions",
             value=f"{regressions} cases",
@@ -344,15 +365,10 @@ def _baseline_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
         Fact(name="still wrong", value=f"{expected} cases", detail="wrong on the baseline too: expected failures"),
         Fact(name="fixed since", value=f"{fixed_since} cases", detail="wrong on the baseline, right now"),
         Fact(name="right", value=f"{_of(len(rows) - regressions - expected, len(rows))} cases"),
-    ]
-    if run.passed:
-        verdict = f"Passed: no regression against the baseline in {len(rows)} cases."
-    else:
-        verdict = f"Failed: {regressions} regressions against the baseline (right before, wrong now)."
-    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
+    )
 
 
-def _check_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
+def _check_facts(run: RunResult, rows: list[CaseRow]) -> tuple[Fact, ...]:
     facts = []
     for kind in (Kind.MUST_FIX, Kind.MUST_KEEP):
         total = _count(rows, kind)
@@ -361,15 +377,4 @@ def _check_headline(run: RunResult, rows: list[CaseRow]) -> Headline:
             facts.append(Fact(name=f"{kind.value} right", value=_of(right, total), good=right == total))
     if isinstance(run.details, CheckDetails):
         facts.append(Fact(name="head", value=run.details.head))
-    wrong = _failed(rows)
-    if run.passed:
-        verdict = f"Passed: the model answers all {len(rows)} cases right."
-    else:
-        fix_wrong = _count(rows, Kind.MUST_FIX, Outcome.FAILED)
-        verdict = (
-            f"Failed: the model answers {wrong} of {len(rows)} cases wrong ({fix_wrong} must_fix, "
-            f"{wrong - fix_wrong} must_keep)."
-        )
-        if fix_wrong:
-            verdict += " Repair it (pytest --warp-repair, or warp-check repair) to fix the must_fix cases."
-    return Headline(passed=run.passed, verdict=verdict, facts=tuple(facts))
+    return tuple(facts)

@@ -40,6 +40,9 @@ class Level:
     y: float
 
 
+MIN_HISTOGRAM = 10  # fixed cases a histogram of radii needs to show a distribution
+
+
 def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -136,12 +139,19 @@ def _dash(s: Series) -> str:
 
 
 def _legend(series: Sequence[Series]) -> list[str]:
-    out, x, y = [], LEFT, TOP - 12
+    """The series' names in the top margin, in rows that stay inside the plot's width."""
+    out, x, y = [], LEFT, TOP - 12 if _legend_width(series) <= WIDTH - RIGHT - LEFT else TOP - 21
     for s in series:
+        if x > LEFT and x + _legend_width([s]) > WIDTH - RIGHT:
+            x, y = LEFT, y + 13
         out.append(f'<line x1="{x}" x2="{x + 18}" y1="{y}" y2="{y}" stroke="{s.colour}" stroke-width="2"{_dash(s)}/>')
         out.append(f'<text x="{x + 22}" y="{y}" dominant-baseline="middle">{_esc(s.name)}</text>')
         x += 30 + 6.5 * len(s.name)
     return out
+
+
+def _legend_width(series: Sequence[Series]) -> float:
+    return sum(30 + 6.5 * len(s.name) for s in series)
 
 
 def _svg(body: list[str], label: str) -> str:
@@ -216,9 +226,9 @@ def gaps_plot(
 
 
 def radius_plot(rows: Sequence[CaseRow]) -> str | None:
-    """Histogram of the must_fix cases' certified radii; None where no case has one."""
+    """Histogram of the must_fix cases' certified radii; None where fewer than MIN_HISTOGRAM cases have one."""
     radii = [r.radius for r in rows if r.kind is Kind.MUST_FIX and r.radius is not None]
-    if not radii:
+    if len(radii) < MIN_HISTOGRAM:  # a few bars say less than the table's column of radii
         return None
     low, high = min(radii), max(radii)
     bins = max(5, min(30, len(radii)))

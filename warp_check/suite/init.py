@@ -12,7 +12,6 @@ by the loader before the call returns; one it would not load is removed again.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ from warp_check.errors import ModelError, SuiteError
 from warp_check.files import as_if_created, write_text_atomically
 from warp_check.model.hub_cache import ModelSource, resolve_model
 from warp_check.model.loading import read_config
+from warp_check.suite import template
 from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
 from warp_check.validation import is_decimal
 
@@ -136,35 +136,41 @@ def _first_missing(folder: Path) -> Path:
 
 
 def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str:
-    """The ``warp.toml`` text for a suite in ``folder`` on ``source``'s model with ``labels``."""
+    """The ``warp.toml`` text for a suite in ``folder`` on ``source``'s model with ``labels``: every
+    table a suite reads, each key at its default with a note (``suite/template.py``), ``[traffic]``
+    commented out (it needs a file)."""
     lines = [
         "# A warp-check suite: `warp-check import` adds cases, `pytest` runs them (see the README).",
+        "# Every setting is here at its default; a line that starts with '#' is one left unset.",
         "",
-        "[model]",
+        template.noted_line(f"# name = {_string(folder.name)}", template.TOP_NOTES["name"]),
+        template.noted_line('# description = "…"', template.TOP_NOTES["description"]),
+        "",
     ]
     if source.hub is None:
-        lines.append(f"path = {_string(_relative(source.folder, folder))}  # a relative path is read from this folder")
+        given: dict[str, str] = {"path": _relative(source.folder, folder)}
+        notes: dict[str, str] = {}
     else:
-        lines.append(f"id = {_string(source.hub.id)}  # read from the local Hugging Face cache, never downloaded")
+        given = {"id": source.hub.id, "revision": source.hub.commit}
         asked = "" if source.hub.revision == source.hub.commit else f" ({source.hub.revision} when the suite was made)"
-        lines.append(f"revision = {_string(source.hub.commit)}  # the commit tested{asked}")
-    lines += [
-        'layer = "auto"  # the dense layer before the head, found from the model',
-        "max_length = 128",
-        "batch_size = 32",
-        "",
-    ]
+        notes = {"revision": f"the commit tested{asked}"}
+    for name in (*given.values(), *notes.values()):
+        _string(name)  # a lone surrogate: refused before anything is written
+    settings, rest = template.tables()[:2], template.tables()[2:]
+    lines += [*settings[0].lines(given, notes=notes), "", *settings[1].lines(), ""]
     if labels:
         if generic_labels(labels):
-            lines.append(
-                "[labels]  # transformers' made-up names (the model names no classes): rename them as you like"
-            )
+            note = "transformers' made-up names (the model names no classes): rename them as you like"
         else:
-            lines.append("[labels]  # the model's id2label: the names the case files use")
+            note = "the model's id2label: the names the case files use"
+        lines.append(template.noted_line("[labels]", note))
         lines += [f"{_key(name)} = {index}" for index, name in sorted(labels.items())]
         lines.append("")
     for name, kind, what in CASE_FILES:
-        lines += ["[[cases]]", f"path = {_string(name)}  # {what}", f"kind = {_string(kind.value)}", ""]
+        path = template.noted_line(f"path = {_string(name)}", what)
+        lines += ["[[cases]]", path, f"kind = {_string(kind.value)}", ""]
+    for table in rest:
+        lines += [*table.lines(), ""]
     return "\n".join(lines)
 
 
@@ -208,7 +214,7 @@ def _string(text: str) -> str:
     DEL, which JSON leaves bare and TOML does not take, escaped too."""
     if _SURROGATE.search(text):
         raise ModelError(f"{text!r} cannot be written in warp.toml: it is not valid Unicode (a lone surrogate)")
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+    return template.toml_value(text)
 
 
 def _key(name: str) -> str:

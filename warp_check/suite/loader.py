@@ -240,7 +240,7 @@ def load_suite(
     Raises :class:`SuiteError` (file, line, field) for every mistake.
     """
     toml = find_suite_file(path)
-    loader = SuiteToml(toml)
+    loader = SuiteToml(toml, model_given=None if model is None else str(model))
     try:
         raw = toml.read_bytes()
     except OSError as exc:

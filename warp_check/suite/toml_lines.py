@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_check.errors import SuiteError
+from warp_check.errors import SettingsError, SuiteError
 from warp_check.files import replaced_atomically
 
 if sys.version_info >= (3, 11):
@@ -30,6 +30,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+_MODEL_SOURCE_KEYS = ("model.path", "model.factory", "model.id", "model.revision")  # where [model]'s model is
 _HEADER_ARRAY = re.compile(r"^\[\[\s*([^\[\]]+?)\s*\]\]\s*(#.*)?$")
 
 
@@ -107,11 +108,16 @@ def key_at(text: str, line: int | None) -> str | None:
 class SuiteToml:
     """The warp.toml being loaded: its path and where its keys are, for errors that point there."""
 
-    def __init__(self, toml: Path) -> None:
+    def __init__(self, toml: Path, *, model_given: str | None = None) -> None:
         self.toml = toml
         self.keys = KeyLines("")
+        # The model a flag (or the API's model=) gave in place of [model]: a mistake of that model is
+        # the flag's, never the line of warp.toml it overrides.
+        self.model_given = model_given
 
-    def error(self, dotted: str | None, message: str, line: int | None = None) -> SuiteError:
+    def error(self, dotted: str | None, message: str, line: int | None = None) -> SuiteError | SettingsError:
+        if self.model_given is not None and dotted in _MODEL_SOURCE_KEYS:
+            return SettingsError("model", self.model_given, message)
         if line is None and dotted is not None:
             line = self.keys.line(dotted)
         return SuiteError(message, path=self.toml, line=line, field=dotted)

@@ -1,0 +1,241 @@
+"""A run's verdict, worded once: what happened (fixed N of M, kept, restored, changed on traffic),
+whether anything was written and why not, and what to do next.
+
+Every front end renders this one record, :class:`RunVerdict` (made by :func:`run_verdict`): pytest's
+summary and JUnit, the command's result, report.md and index.html. So a repair over its traffic
+budget reads the same everywhere: it fixed its cases on a model that was never written, and the
+next step is the budget's advice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from warp_check.cases import Kind
+from warp_check.certificates.traffic.verdicts import ADVICE, TrafficNote
+from warp_check.certify.certificate import percent
+from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails, traffic_of
+from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.result import RunResult, Verdict
+
+NOTHING_WRITTEN = "nothing"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunVerdict:
+    """A run's verdict in words. ``happened``: what the run found, a clause (no final stop);
+    ``written``: the folder the run wrote (None: nothing, or a mode that writes none); ``why_not``:
+    where a repair wrote nothing, why; ``next``: what to do next ("" where nothing is to be done)."""
+
+    passed: bool
+    happened: str
+    written: str | None = None
+    why_not: str = ""
+    next: str = ""
+
+    @property
+    def word(self) -> str:
+        return "PASSED" if self.passed else "FAILED"
+
+    @property
+    def sentence(self) -> str:
+        """The verdict as one sentence, a report's headline: "Failed: the repair fixes ..."."""
+        return f"{'Passed' if self.passed else 'Failed'}: {self.happened}."
+
+    @property
+    def written_words(self) -> str:
+        """What was written, in words ("" where the mode writes nothing and says nothing of it)."""
+        if self.written is not None:
+            return self.written
+        return f"{NOTHING_WRITTEN}: {self.why_not}" if self.why_not else ""
+
+    def lines(self) -> list[str]:
+        """The verdict as the terminal shows it: the verdict, what was written, what to do next."""
+        out = [f"verdict: {self.word}: {self.happened}"]
+        if self.written_words:
+            out.append(f"written: {self.written_words}")
+        if self.next:
+            out.append(f"next: {self.next}")
+        return out
+
+    def properties(self) -> list[tuple[str, str]]:
+        """The verdict as JUnit properties of the suite."""
+        named = [("verdict", f"{self.word}: {self.happened}"), ("written", self.written_words), ("next", self.next)]
+        return [(name, value) for name, value in named if value]
+
+
+def run_verdict(run: RunResult, verdicts: Sequence[Verdict] | None = None) -> RunVerdict:
+    """The verdict of ``run``; ``verdicts``: its cases' verdicts where the run travels without them
+    (pytest's summary holds them apart), else the run's own."""
+    cases = [v for v in (run.verdicts if verdicts is None else verdicts) if v.kind is not Kind.AUX]
+    passed = (
+        run.ok
+        and all(v.passed or v.expected_failure is not None for v in cases)
+        and (run.traffic is None or run.traffic.passed)
+    )
+    if run.status is RunStatus.ERROR:
+        return RunVerdict(
+            passed=False,
+            happened=f"the run could not finish: {run.message}",
+            why_not="the run stopped before its work" if run.mode is Mode.REPAIR else "",
+            next="correct what the message names, then run again",
+        )
+    if run.mode is Mode.REPAIR:
+        return _repair(run, cases, passed)
+    if run.mode is Mode.AUDIT:
+        return _audit(run, cases, passed)
+    if any("baseline_gap" in v.properties for v in cases):
+        return _baseline(cases, passed)
+    return _check(cases, passed)
+
+
+def _of(cases: Sequence[Verdict], kind: Kind, *, passed: bool | None = None) -> int:
+    return sum(1 for v in cases if v.kind is kind and (passed is None or v.passed is passed))
+
+
+def restored_ids(run: RunResult, cases: Sequence[Verdict]) -> set[str]:
+    """must_keep cases the repair put back (wrong on the model under repair, right on its baseline):
+    those the run's details list, and the verdicts marked ``restored`` (an audit's)."""
+    marked = {v.case_id for v in cases if v.properties.get("restored") is True}
+    if isinstance(run.details, RepairDetails):
+        marked |= set(run.details.restored)
+    return marked
+
+
+def repair_figures(run: RunResult, cases: Sequence[Verdict]) -> str:
+    """What a repair did to the cases: "fixes 9 of 9 must_fix cases, keeps 40 of 40 must_keep cases"."""
+    restored = restored_ids(run, cases)
+    kept_cases = [v for v in cases if v.case_id not in restored]
+    fix_total, fixed = _of(cases, Kind.MUST_FIX), _of(cases, Kind.MUST_FIX, passed=True)
+    keep_total, kept = _of(kept_cases, Kind.MUST_KEEP), _of(kept_cases, Kind.MUST_KEEP, passed=True)
+    parts = [f"fixes {fixed} of {fix_total} must_fix cases", f"keeps {kept} of {keep_total} must_keep cases"]
+    if restored:
+        back = sum(1 for v in cases if v.case_id in restored and v.passed)
+        parts.append(f"restores {back} of {len(restored)} regressions")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def traffic_words(note: TrafficNote) -> str:
+    """The traffic's figure in a verdict: "changes at most 3.1% of predictions on traffic like the sample"."""
+    budget = "" if note.max_change is None else f" (max_change = {percent(note.max_change)})"
+    return f"changes at most {percent(note.bound)} of predictions on traffic like its sample{budget}"
+
+
+def _repair(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdict:
+    details = run.details
+    artefact = details.artefact if isinstance(details, (RepairDetails, CertificateDetails)) else None
+    note = traffic_of(details)
+    if run.status is RunStatus.NOTHING_TO_REPAIR and passed:
+        return RunVerdict(
+            passed=True,
+            happened=f"nothing needed repair: the model already gets all {len(cases)} cases right with their margins",
+            why_not="nothing to repair",
+        )
+    if not run.status.settled:
+        why = details.repair_message if isinstance(details, RepairDetails) and details.repair_message else run.message
+        return RunVerdict(
+            passed=False,
+            happened=f"the repair did not succeed ({run.status.value}): {why}",
+            why_not="the repair did not converge, so there is no repaired model",
+            next="follow the advice above (fewer or looser must_fix cases, more iterations, a higher rank), then "
+            "repair again",
+        )
+    figures = repair_figures(run, cases)
+    if note is not None and not note.within_budget:
+        assert note.max_change is not None
+        return RunVerdict(
+            passed=False,
+            happened=f"the repair {figures}, but it changes up to {percent(note.bound)} of predictions on traffic "
+            f"like its sample, over max_change = {percent(note.max_change)}",
+            why_not="a repair over its traffic budget is never written",
+            next=_budget_advice(note),
+        )
+    traffic = f", and {traffic_words(note)}" if note is not None else ""
+    failing = [v for v in cases if not v.passed and v.expected_failure is None]
+    excluded = details.excluded if isinstance(details, (RepairDetails, CertificateDetails)) else ()
+    written = artefact or None
+    if passed:
+        happened = f"the repair {figures}{traffic}; each claim is certified from the saved weights"
+        suite = Path(run.suite).parent.as_posix() if run.suite else "SUITE"
+        next_step = (
+            f"promote the fixed cases into must_keep so they stay fixed (warp-check promote {suite} --from "
+            f"{written}), and gate the next release on this one"
+            if written
+            else ""
+        )
+    else:
+        left_out = f"; {len(excluded)} must_keep case(s) the model already got wrong were left out" if excluded else ""
+        happened = f"the repair {figures}{traffic}{left_out}: {len(failing)} of {len(cases)} cases fail"
+        next_step = (
+            "make the cases left out must_fix cases (or give the baseline that got them right, which restores "
+            "them), or remove them"
+            if excluded
+            else "read the failing cases' messages"
+        )
+    return RunVerdict(
+        passed=passed, happened=happened, written=written, why_not="" if written else run.message, next=next_step
+    )
+
+
+def _budget_advice(note: TrafficNote) -> str:
+    fit = note.fit
+    if fit is None or fit.why is not None:
+        return f"try {ADVICE}"
+    if fit.floor:
+        return "raise max_change, or lower gamma_h: even with no must_fix case the repair is over the budget"
+    if fit.within and fit.left_out and fit.kept:
+        return (
+            f"move the {len(fit.left_out)} must_fix case(s) the budget cannot buy (listed in the report) out of "
+            f"this release's must_fix files, or raise max_change; other levers: {ADVICE}"
+        )
+    return f"raise max_change, or try {ADVICE}"
+
+
+def _audit(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdict:
+    if passed:
+        return RunVerdict(
+            passed=True,
+            happened="the certificate holds on this model; every claim was checked again from its weights",
+        )
+    held = sum(1 for v in cases if v.passed)
+    checks = ""
+    if isinstance(run.details, AuditDetails) and run.details.failed_checks:
+        checks = f"; {len(run.details.failed_checks)} check(s) of the file fail"
+    return RunVerdict(
+        passed=False,
+        happened=f"the certificate does not hold on this model ({held} of {len(cases)} cases hold{checks}): "
+        f"{run.message}",
+        next="do not ship this model: repair the model the certificate names again, or find what changed it",
+    )
+
+
+def _baseline(cases: Sequence[Verdict], passed: bool) -> RunVerdict:
+    regressions = sum(1 for v in cases if not v.passed and v.expected_failure is None)
+    if passed:
+        return RunVerdict(passed=True, happened=f"no regression against the baseline in {len(cases)} cases")
+    return RunVerdict(
+        passed=False,
+        happened=f"{regressions} regressions against the baseline (right before, wrong now)",
+        next="repair them back: a repair with the baseline (--warp-baseline, or warp-check repair --baseline) "
+        "restores the must_keep cases it got right",
+    )
+
+
+def _check(cases: Sequence[Verdict], passed: bool) -> RunVerdict:
+    if passed:
+        return RunVerdict(passed=True, happened=f"the model answers all {len(cases)} cases right")
+    wrong = sum(1 for v in cases if not v.passed and v.expected_failure is None)
+    fix_wrong = sum(1 for v in cases if v.kind is Kind.MUST_FIX and not v.passed and v.expected_failure is None)
+    return RunVerdict(
+        passed=False,
+        happened=f"the model answers {wrong} of {len(cases)} cases wrong ({fix_wrong} must_fix, "
+        f"{wrong - fix_wrong} must_keep)",
+        next="repair it (pytest --warp-repair, or warp-check repair) to fix the must_fix cases"
+        if fix_wrong
+        else "find what broke the must_keep cases, or repair with the last release as baseline to restore them",
+    )
+
+
+__all__ = ["RunVerdict", "repair_figures", "restored_ids", "run_verdict", "traffic_words"]
