@@ -6,6 +6,8 @@ both model folders."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 from pathlib import Path
@@ -243,3 +245,47 @@ def test_pytest_gates_on_the_paired_test_with_its_figures_in_junit(release, pyte
     refused = pytester.runpytest(str(suite), "--warp-worse-p", "0.05")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--warp-worse-p gates a model against its baseline*"])
+
+
+def test_a_kind_with_a_prediction_per_word_is_refused_by_name() -> None:
+    from warp_check.certificates.traffic.between import refuse_kind
+    from warp_check.decisions import MULTI_LABEL, SINGLE_LABEL, TOKEN_TAGS
+    from warp_check.errors import SettingsError
+
+    for kind in (SINGLE_LABEL, MULTI_LABEL):
+        refuse_kind(kind)  # a prediction per text: compared
+    with pytest.raises(SettingsError, match="not built for the token_tags kind"):
+        refuse_kind(TOKEN_TAGS)
+
+
+def test_a_multi_label_release_is_compared_as_its_kind_decides(tmp_path) -> None:
+    """Several labels per text: a text is changed where any label's answer is, counted per label moved;
+    recomputed here from each folder's logits with plain transformers."""
+    from safetensors.numpy import load_file, save_file
+    from testkit.multi_label import NAMES, build_multi_label, logits_of, texts
+
+    from warp_check.cli import main
+
+    old = build_multi_label(tmp_path / "old")
+    new = Path(shutil.copytree(old, tmp_path / "new"))
+    weights = load_file(new / "model.safetensors")
+    bias = next(k for k in weights if k.endswith("classifier.bias"))
+    weights[bias] = weights[bias].copy()
+    weights[bias][NAMES.index("negated")] += 6.0
+    save_file(weights, new / "model.safetensors", metadata={"format": "pt"})
+    batch = texts(40, seed=3)
+    suite = write_suite(
+        tmp_path / "suite", model=old, keep=[{"id": f"k{i}", "text": t, "labels": []} for i, t in enumerate(batch[:3])]
+    )
+    traffic = tmp_path / "traffic.jsonl"
+    pool = sorted(set(texts(900, seed=8)) - set(batch[:3]))
+    traffic.write_text("".join(json.dumps({"text": t}) + "\n" for t in pool), encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["diff", str(old), str(new), str(suite), "--traffic", str(traffic), "--cache", "none", "--json"])
+    note = json.loads(out.getvalue())["details"]["traffic"]
+    measured = bound_texts(traffic)
+    was, now = logits_of(old, measured) > 0, logits_of(new, measured) > 0
+    assert note["decision"] == "multi_label" and note["n"] == len(measured)
+    assert note["changed"] == int((was != now).any(axis=1).sum()) > 0
+    assert note["bound"] == pytest.approx(change_bound(note["changed"], note["n"], 0.95), rel=1e-12)
