@@ -29,13 +29,13 @@ import io
 import json
 import random
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.example_models import minilm
 from benchmarks.results import add_output_arguments, report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,9 +61,6 @@ def shifted_release(old: Path, to: Path, shift: float) -> Path:
 
 
 def run(args: argparse.Namespace) -> dict:
-    sys.path.insert(0, str(SUITE.parent / "minilm"))
-    import models  # the example's own script builds (or finds) its model folder
-
     from warp_check import load_suite
     from warp_check.certificates.traffic.between import release_changes
     from warp_check.certificates.traffic.changes import predictions
@@ -76,7 +73,7 @@ def run(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="compare-releases-"))
     cache = work / "cache"
-    old_dir = models.distilbert()
+    old_dir = minilm("distilbert")  # the suite's own factory builds (or finds) it
     new_dir = shifted_release(old_dir, work / "new", args.shift)
     old = load_adapter(load_suite(SUITE, model=old_dir))
     new = load_adapter(load_suite(SUITE, model=new_dir))

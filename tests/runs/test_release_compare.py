@@ -289,3 +289,24 @@ def test_a_multi_label_release_is_compared_as_its_kind_decides(tmp_path) -> None
     assert note["decision"] == "multi_label" and note["n"] == len(measured)
     assert note["changed"] == int((was != now).any(axis=1).sum()) > 0
     assert note["bound"] == pytest.approx(change_bound(note["changed"], note["n"], 0.95), rel=1e-12)
+
+
+def test_diff_writes_the_comparison_into_the_report(release, tmp_path, capsys):
+    suite, old, new, traffic = release
+    argv = [
+        str(old),
+        str(new),
+        str(suite),
+        "--traffic",
+        str(traffic),
+        "--cache",
+        "none",
+        "--report",
+        str(tmp_path / "r"),
+    ]
+    _, run = diff_json(argv, capsys)
+    note = run["details"]["traffic"]
+    markdown = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert f"({note['changed']} of {note['n']}, 95 %)" in markdown and "Cert 4 against the baseline" in markdown
+    saved = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))["runs"][0]["details"]
+    assert saved["paired_test"] == run["details"]["paired_test"] and saved["traffic"]["bound"] == note["bound"]
