@@ -38,6 +38,7 @@ VERDICT = pytest.StashKey[Verdict]()
 TRAFFIC_VERDICT = pytest.StashKey[TrafficVerdict]()
 REFUSED = pytest.StashKey[str]()  # the core's refusal of the suite, on the one item that reports it
 RESULT = pytest.StashKey[RunResult]()  # the suite's run, as this item's setup got it
+PAIRED_TEST = "paired_test"  # the item of the paired test against a baseline, where --warp-worse-p gates it
 
 
 def shown_path(config: pytest.Config, path: Path) -> Path:
@@ -74,6 +75,8 @@ class SuiteFile(pytest.File):
                 yield CaseItem.from_parent(self, name=case.id, case=case, location=suite.locations[case.id])
         if self.config.stash[STATE].has_traffic(suite):
             yield TrafficItem.from_parent(self, name=TRAFFIC, line=suite.key_lines.get("traffic.path"))
+        if getattr(self.config.stash[STATE].options.mode, "worse_p", None) is not None:
+            yield PairedTestItem.from_parent(self, name=PAIRED_TEST)
 
     def _load_failure(self, exc: Exception) -> str:
         """The collection error of a suite whose loading raised ``exc`` (not a WarpError): the file
@@ -179,3 +182,27 @@ class TrafficItem(SuiteItem):
 
     def reportinfo(self):
         return self.path, (self.traffic_line or 1) - 1, TRAFFIC
+
+
+class PairedTestItem(SuiteItem):
+    """The suite's ``paired_test`` item against a baseline (--warp-worse-p): the exact McNemar test's
+    figures, failing where its one-sided p that the model is worse falls below the gate."""
+
+    def runtest(self) -> None:
+        result = self.stash[RESULT]
+        paired = getattr(result.details, "paired_test", None)
+        if paired is None:
+            raise CaseFailure(f"the paired test was not computed: {result.message}")
+        self.user_properties += list(paired.properties().items())
+        if not paired.passed:
+            raise CaseFailure(str(paired))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (CaseFailure, WarpError)):
+            return (
+                f"{excinfo.value}\n  paired test of the suite at {shown_path(self.config, self.path)} (--warp-worse-p)"
+            )
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, 0, PAIRED_TEST

@@ -159,7 +159,9 @@ def read_options(config: pytest.Config) -> WarpOptions:
         chosen = [(mode, value) for mode, value in chosen if mode.selected_by.name != "baseline"]
     if values["model"] is not None:
         values["revision"] = None  # read into the model: it names the suites' own [model] id only without one
-    options = WarpOptions(mode=chosen[0][0].chosen_with(chosen[0][1]) if chosen else _default_mode(), values=values)
+    options = WarpOptions(
+        mode=chosen[0][0].chosen_with(chosen[0][1], values) if chosen else _default_mode(), values=values
+    )
     _check(options, [mode for mode, _ in chosen])
     return options
 
@@ -180,6 +182,8 @@ def _check(options: WarpOptions, chosen: list[RunMode]) -> None:
             "--warp-baseline gates a model on regressions (or, with --warp-repair, names where restored regressions "
             "come from): it does not go with --warp-certificate"
         )
+    if options["worse_p"] is not None and getattr(options.mode, "worse_p", None) is None:
+        raise pytest.UsageError("--warp-worse-p gates a model against its baseline: give --warp-baseline (no repair)")
     if options["certificate"] is not None and not options["certificate"].is_file():
         raise pytest.UsageError(f"--warp-certificate: no certificate file at {options['certificate']}")
     if options["model"] is not None and not _folder(options["model"]).is_dir():

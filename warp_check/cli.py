@@ -8,7 +8,8 @@
     warp-check report SOURCE --out DIR                         report.md + JSON + plots
     warp-check compare SUITE [--heldout F] [--general F] ...   WARP beside LoRA and full fine-tuning
     warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
-    warp-check diff OLD NEW SUITE                              regressions of NEW against OLD only
+    warp-check diff OLD NEW SUITE [--traffic F] [--worse-p P]  regressions of NEW against OLD, the paired test,
+                                                               Cert 4 of NEW against OLD on the traffic
     warp-check init SUITE --model DIR|ORG/NAME [--revision R]  a new suite: warp.toml and empty case files
     warp-check import SUITE FILE [--out F] [--format ...]       cases from CSV/TSV/JSONL/Parquet/AdvGLUE
                      [--split-by-model | --drop-wrong]         labelled rows sorted by the model (wrong: must_fix)
@@ -188,6 +189,18 @@ def commands() -> tuple[Command, ...]:
                 Use(name="revision", help="revision of NEW where it is a Hub id (default main)"),
                 Use(name="cache", help="representation cache folder, or 'none' (default <suite>/.warp)"),
                 "no_cache",
+                Use(
+                    name="traffic",
+                    help="unlabelled texts like the model's traffic (overrides [traffic] path): Cert 4 bounds the "
+                    "share of predictions NEW changes against OLD on them",
+                ),
+                Use(
+                    name="max_change",
+                    help="the most NEW may change of OLD's predictions on the traffic, as a share (0.01: one "
+                    "percent), bounded at [traffic] confidence; over it the run fails (overrides [traffic] max_change)",
+                ),
+                "worse_p",
+                Use(name="report", help="also write index.html, report.md, report.json and plots here"),
                 "json",
                 Use(name="quiet", help="print only the summary, not every regression"),
                 *PROGRESS_OPTIONS,
@@ -433,9 +446,14 @@ def _suite_args(args: argparse.Namespace) -> argparse.Namespace:
 def _diff(args: argparse.Namespace) -> int:
     args.model = args.new
     suite, cache = suite_and_cache(args, load=load_suite)
-    mode = mode_named("baseline").chosen_with(resolve_model(args.old).folder)
+    mode = mode_named("baseline").chosen_with(resolve_model(args.old).folder, {"worse_p": args.worse_p})
     job = RunJob(
-        suite=suite, load_model=load_adapter, cache_dir=cache, warm=warm_entry(suite, cache), progress=progress_of(args)
+        suite=suite,
+        load_model=load_adapter,
+        cache_dir=cache,
+        warm=warm_entry(suite, cache),
+        progress=progress_of(args),
+        load_traffic=traffic_loader(args),
     )
     return finish(args, mode, mode.run(job))
 

@@ -348,6 +348,18 @@ OPTIONS: tuple[Option, ...] = (
         "over it, nothing is written and the run fails (overrides [traffic] max_change)",
         toml="traffic.max_change",
     ),
+    # Against a baseline: the paired test on the suite's cases as a gate.
+    Option(
+        name="worse_p",
+        kind=ValueKind.SHARE,
+        metavar="P",
+        help="with --warp-baseline: fail the run where the paired test (exact McNemar on the cases the two models "
+        "answer differently) gives a one-sided p below P that the model under test is worse (e.g. 0.05); without "
+        "it the test is reported, never gating",
+        cli=("--worse-p",),
+        cli_help="fail where the paired test (exact McNemar on the cases OLD and NEW answer differently) gives a "
+        "one-sided p below P that NEW is worse (e.g. 0.05); without it the test is reported, never gating",
+    ),
     Option(
         name="seed",
         kind=ValueKind.NATURAL,

@@ -207,7 +207,9 @@ def _in_both() -> list[Option]:
 def test_a_bad_value_gets_the_same_words_from_pytest_and_the_command(option, pytester, tiny_suite, capsys):
     """One input, one verdict: a usage error in both (exit 4 / exit 2), and after the flag the same words."""
     bad = _BAD[option.kind]
-    command = next(name for name in ("repair", "check", "verify", "tune") if option.cli[0] in _cli_arguments(name))
+    command = next(
+        name for name in ("repair", "check", "verify", "tune", "diff") if option.cli[0] in _cli_arguments(name)
+    )
     with pytest.raises(SystemExit) as stopped:
         main([command, str(tiny_suite), option.cli[0], bad])
     cli_line = capsys.readouterr().err.strip().splitlines()[-1]

@@ -1,4 +1,5 @@
-"""The exact (Clopper–Pearson) one-sided upper confidence bound on a binomial rate.
+"""The exact binomial arithmetic the certificates and the release comparison share: the
+(Clopper–Pearson) one-sided upper confidence bound on a rate, and the exact sign (McNemar) test.
 
 k changes seen in n independent draws: the bound U is the rate p at which seeing k or fewer
 changes has probability 1 − c, so a true rate above U would have produced so few changes in
@@ -62,4 +63,24 @@ def _bisect(changed: int, n: int, alpha: float) -> float:
     return high
 
 
-__all__ = ["change_bound"]
+def sign_test(worse: int, better: int) -> tuple[float, float]:
+    """The exact McNemar test on paired answers: ``worse`` pairs went right → wrong, ``better`` wrong → right.
+    Under "neither model is better" each discordant pair is a fair coin, so worse ~ Bin(worse + better, ½).
+    Gives the two-sided p-value and the one-sided p of "worse than before" (P(X ≥ worse)); both 1 where
+    no pair is discordant."""
+    for name, value in (("worse", worse), ("better", better)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SettingsError(name, value, "must be an integer >= 0")
+    n = worse + better
+    if n == 0:
+        return 1.0, 1.0
+    from scipy import special
+
+    # The distribution is symmetric: P(X ≥ worse) = P(X ≤ better), and the two-sided p doubles the
+    # smaller tail (capped at 1, where the tails overlap).
+    one_sided = float(special.bdtr(better, n, 0.5))
+    two_sided = 1.0 if worse == better else min(1.0, 2.0 * float(special.bdtr(min(worse, better), n, 0.5)))
+    return two_sided, one_sided
+
+
+__all__ = ["change_bound", "sign_test"]

@@ -80,8 +80,9 @@ class RunMode(abc.ABC):
     def __str__(self) -> str:
         return self.name
 
-    def chosen_with(self, value: Any) -> RunMode:
-        """This mode as its option's ``value`` chooses it (a mode that needs the value keeps it)."""
+    def chosen_with(self, value: Any, options: Mapping[str, Any] | None = None) -> RunMode:
+        """This mode as its option's ``value`` chooses it (a mode that needs the value keeps it), ``options``
+        the run's other option values by name (a mode that gates on one takes it)."""
         return self
 
     def header(self, run: RunResult, shown_suite: str) -> str:

@@ -19,6 +19,7 @@ from warp_check.decisions import SINGLE_LABEL
 from warp_check.repair.records import IterationRecord
 from warp_check.repair.settings import RepairSettings, SynonymUse
 from warp_check.runs.modes import Mode, RunStatus
+from warp_check.runs.paired import PairedTest
 from warp_check.serial import Reader, Record, on_disk, read, view
 from warp_check.suite.loader import Suite
 
@@ -73,6 +74,9 @@ class CheckDetails(RunDetails):
     encode_seconds: float
     model_loaded: bool  # False: answered from a warm entry
     identical: int = field(default=0, metadata=on_disk(omit_default=True))  # cases whose input is an earlier one's
+    # Against a baseline (warp_check.modes.baseline): the paired test, and Cert 4 between the two models.
+    paired_test: PairedTest | None = field(default=None, metadata=on_disk(omit_none=True))
+    traffic: TrafficNote | None = field(default=None, metadata=on_disk(omit_none=True))
 
 
 IterationSummary = view(
@@ -189,8 +193,9 @@ class AuditDetails(RunDetails):
 
 
 def traffic_of(details: object) -> TrafficNote | None:
-    """Cert 4 as a run measured it: a repair's, or an audit's recomputation (None: no traffic measured)."""
-    return details.traffic if isinstance(details, (RepairDetails, AuditDetails)) else None
+    """Cert 4 as a run measured it: a repair's, an audit's recomputation, or a check's against a baseline
+    (None: no traffic measured)."""
+    return details.traffic if isinstance(details, (RepairDetails, AuditDetails, CheckDetails)) else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,22 +10,33 @@ from __future__ import annotations
 
 import dataclasses
 
+from warp_check.runs.details import CheckDetails
 from warp_check.runs.messages import num
+from warp_check.runs.paired import paired_test
 from warp_check.runs.result import RunResult, Verdict
 
 
-def against_baseline(new: RunResult, baseline: RunResult, baseline_name: str) -> RunResult:
+def against_baseline(
+    new: RunResult, baseline: RunResult, baseline_name: str, *, worse_p: float | None = None
+) -> RunResult:
     """``new`` (a check of the model under test) judged against ``baseline`` (a check of the same
-    cases on the baseline model, ``baseline_name`` saying which)."""
+    cases on the baseline model, ``baseline_name`` saying which), with the paired test of the two on
+    the cases both answered (its gate at ``worse_p``, where given) in its details."""
     before = {v.case_id: v for v in baseline.verdicts}
     verdicts = [_judged(v, before.get(v.case_id), baseline_name) for v in new.verdicts]
     regressions = sum(not v.passed and v.expected_failure is None for v in verdicts)
     still = sum(v.expected_failure is not None for v in verdicts)
+    # A check's verdict passes exactly where the model answers the case right, whatever its kind.
+    answers = [(before[v.case_id].passed, v.passed) for v in new.verdicts if v.case_id in before]
+    paired = paired_test(answers, worse_p=worse_p)
     message = (
         f"{len(verdicts)} case(s) checked against the baseline {baseline_name}: {regressions} regression(s), "
         f"{still} failing on both (expected)"
     )
-    return dataclasses.replace(new, verdicts=tuple(verdicts), message=message)
+    details = (
+        dataclasses.replace(new.details, paired_test=paired) if isinstance(new.details, CheckDetails) else new.details
+    )
+    return dataclasses.replace(new, verdicts=tuple(verdicts), message=message, details=details)
 
 
 def _judged(now: Verdict, then: Verdict | None, baseline_name: str) -> Verdict:

@@ -19,7 +19,7 @@ from warp_check.cases import Case, Kind
 from warp_check.decisions.base import DecisionKind
 from warp_check.files import write_json_atomic
 from warp_check.json_bounded import read_json
-from warp_check.runs.details import Details, RunDetails, read_details
+from warp_check.runs.details import CheckDetails, Details, RunDetails, read_details
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.serial import Reader, Record, on_disk, read, to_json
 from warp_check.suite.loader import Suite
@@ -244,10 +244,11 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        """What a CI gate asks: the run worked, every case passed (or was expected to fail) and the
-        repair kept within its traffic budget."""
+        """What a CI gate asks: the run worked, every case passed (or was expected to fail), the
+        repair (or release) kept within its traffic budget and, against a baseline, the paired test's gate held."""
         cases = all(v.passed or v.expected_failure is not None for v in self.verdicts)
-        return self.ok and cases and (self.traffic is None or self.traffic.passed)
+        paired = self.details.paired_test if isinstance(self.details, CheckDetails) else None
+        return self.ok and cases and (self.traffic is None or self.traffic.passed) and (paired is None or paired.passed)
 
     def verdict(self, case_id: str) -> Verdict | None:
         return self._by_id.get(case_id)
