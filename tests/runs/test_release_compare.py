@@ -102,7 +102,11 @@ def test_the_budget_fails_the_traffic_item_naming_the_bound(release, capsys):
     assert run["traffic"]["properties"]["bound"] == bound
     capsys.readouterr()
     assert exit_code(["diff", *argv, "-q"]) == 1
-    assert f"FAILED Cert 4 fails the budget against the baseline {old}" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"FAILED Cert 4 fails the budget against the baseline {old}" in said
+    # The run's verdict, worded once, says why: the bound over its budget.
+    verdict = next(line.strip() for line in said.splitlines() if line.strip().startswith("verdict: "))
+    assert verdict.startswith("verdict: FAILED: ") and f"{100 * bound:.2g}" in verdict and "over budget" in verdict
 
 
 def test_a_second_comparison_encodes_nothing(release, tmp_path, capsys):
@@ -198,7 +202,10 @@ def test_the_paired_test_counts_regressions_and_fixes_and_gates(release, capsys)
     assert code == 1 and gated["details"]["paired_test"]["worse_p"] == pytest.approx(gate)
     capsys.readouterr()
     exit_code(["diff", str(old), str(new), str(suite), "--cache", "none", "--worse-p", f"{gate:.17g}", "-q"])
-    assert "FAILED paired test (exact McNemar)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "FAILED paired test (exact McNemar)" in said
+    verdicts = [line.strip() for line in said.splitlines() if line.strip().startswith("verdict: ")]
+    assert verdicts and verdicts[0].startswith("verdict: FAILED: ") and "below worse_p" in verdicts[0], said
     code, same = diff_json([str(old), str(old), str(suite), "--cache", "none", "--worse-p", "0.05"], capsys)
     assert code == 0 and same["details"]["paired_test"]["p_worse"] == 1.0
 

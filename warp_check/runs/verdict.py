@@ -16,7 +16,7 @@ from pathlib import Path
 from warp_check.cases import Kind
 from warp_check.certificates.traffic.verdicts import ADVICE, TrafficNote
 from warp_check.certify.certificate import percent
-from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails, traffic_of
+from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails, traffic_of
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult, Verdict
 
@@ -86,8 +86,11 @@ def run_verdict(run: RunResult, verdicts: Sequence[Verdict] | None = None) -> Ru
         return _repair(run, cases, passed)
     if run.mode is Mode.AUDIT:
         return _audit(run, cases, passed)
+    paired = run.details.paired_test if isinstance(run.details, CheckDetails) else None
+    if paired is not None and not paired.passed:
+        passed = False
     if any("baseline_gap" in v.properties for v in cases):
-        return _baseline(cases, passed)
+        return _baseline(run, cases, passed)
     return _check(cases, passed)
 
 
@@ -211,16 +214,35 @@ def _audit(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdict
     )
 
 
-def _baseline(cases: Sequence[Verdict], passed: bool) -> RunVerdict:
+def _baseline(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdict:
+    """Against the last release: the regressions, and where they were measured, the changes on traffic
+    (Cert 4 between the two models) and the paired test's gate."""
     regressions = sum(1 for v in cases if not v.passed and v.expected_failure is None)
-    if passed:
-        return RunVerdict(passed=True, happened=f"no regression against the baseline in {len(cases)} cases")
-    return RunVerdict(
-        passed=False,
-        happened=f"{regressions} regressions against the baseline (right before, wrong now)",
-        next="repair them back: a repair with the baseline (--warp-baseline, or warp-check repair --baseline) "
-        "restores the must_keep cases it got right",
-    )
+    found = [
+        f"{regressions} regressions against the baseline (right before, wrong now)"
+        if regressions
+        else f"no regression against the baseline in {len(cases)} cases"
+    ]
+    steps = []
+    if regressions:
+        steps.append(
+            "repair them back: a repair with the baseline (--warp-baseline, or warp-check repair --baseline) "
+            "restores the must_keep cases it got right"
+        )
+    note = traffic_of(run.details)
+    if note is not None:
+        over = not note.within_budget
+        found.append(f"{traffic_words(note).replace('changes', 'it changes', 1)}{', over budget' if over else ''}")
+        if over:
+            steps.append("look at the changed traffic texts before shipping, or raise max_change if they are meant")
+    paired = run.details.paired_test if isinstance(run.details, CheckDetails) else None
+    if paired is not None and paired.worse_p is not None:
+        found.append(
+            f"the paired test gives p = {paired.p_worse:.3g} that it is worse "
+            f"({'below' if not paired.passed else 'within'} worse_p = {paired.worse_p:g})"
+        )
+    happened = found[0] if len(found) == 1 else "; ".join(found)
+    return RunVerdict(passed=passed, happened=happened, next="; ".join(steps) if not passed else "")
 
 
 def _check(cases: Sequence[Verdict], passed: bool) -> RunVerdict:
