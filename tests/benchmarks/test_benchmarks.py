@@ -29,6 +29,7 @@ SCRIPTS = (
     "families",
     "generalise",
     "multi_label",
+    "ner_wikiann",
 )
 
 
