@@ -9,6 +9,7 @@ Scripts (each a thin ``main`` with ``--help``; ``--json`` prints the result as a
 * ``bench_e2e``: what ``--warp-repair`` and a warm cache cost in a real pytest run;
 * ``paper_tables``: the paper's tables on SST-2 and RTE with the MiniLM example models;
 * ``head_shape`` / ``attack_shape``: the measured shapes behind the synthetic problem.
+* ``ner_wikiann``: a token classifier (MiniLM fine-tuned on WikiANN-en) repaired word by word.
 
 Shared code: ``synthetic`` (the synthetic problem), ``sst2_problem`` (the real one), ``data``
 (SST-2/RTE rows, suite files), ``example_models`` (the MiniLM example models, RTE fine-tunes),

@@ -1,4 +1,5 @@
-"""Collection nodes: a ``warp.toml`` is a SuiteFile; each must_fix / must_keep case an item.
+"""Collection nodes: a ``warp.toml`` is a SuiteFile; each must_fix / must_keep case an item, or, where
+the model decides per word, each sentence (its rows grouped as the kind groups them: ``group``).
 
 aux cases (GSN-FT training data) are not tests, so they yield no item; the terminal summary
 counts them. A suite mistake is a collection error with the SuiteError's file:line: field
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from warp_check import Location
 
 VERDICT = pytest.StashKey[Verdict]()
+ROW_VERDICTS = pytest.StashKey[tuple[Verdict, ...]]()  # a sentence item's: every row's verdict
 TRAFFIC_VERDICT = pytest.StashKey[TrafficVerdict]()
 REFUSED = pytest.StashKey[str]()  # the core's refusal of the suite, on the one item that reports it
 RESULT = pytest.StashKey[RunResult]()  # the suite's run, as this item's setup got it
@@ -70,9 +72,19 @@ class SuiteFile(pytest.File):
         except Exception as exc:  # noqa: BLE001 — whatever loading a suite raises: one collection error
             reraise_interrupt(exc)
             raise self.CollectError(self._load_failure(exc)) from None
+        groups: dict[str, list[Case]] = {}
         for case in suite.cases:
             if case.kind is not Kind.AUX:
-                yield CaseItem.from_parent(self, name=case.id, case=case, location=suite.locations[case.id])
+                groups.setdefault(suite.decision.group(case.id), []).append(case)
+        for name, rows in groups.items():
+            location = suite.locations[rows[0].id]
+            if len(rows) == 1 and rows[0].id == name:
+                yield CaseItem.from_parent(self, name=name, case=rows[0], location=location)
+            else:
+                words = (suite.decision.word_of(rows[0].text) or ((rows[0].text,), 0))[0]
+                yield SentenceItem.from_parent(
+                    self, name=name, case=rows[0], location=location, rows=tuple(rows), words=words
+                )
         if self.config.stash[STATE].has_traffic(suite):
             yield TrafficItem.from_parent(self, name=TRAFFIC, line=suite.key_lines.get("traffic.path"))
         if getattr(self.config.stash[STATE].options.mode, "worse_p", None) is not None:
@@ -104,7 +116,10 @@ class SuiteItem(pytest.Item):
             self.stash[RESULT] = self.config.stash[STATE].result_for(
                 suite_file.suite_key,
                 lambda: [
-                    item.name for item in self.session.items if item.parent is suite_file and isinstance(item, CaseItem)
+                    row
+                    for item in self.session.items
+                    if item.parent is suite_file and isinstance(item, CaseItem)
+                    for row in item.case_ids
                 ],
             )
             return
@@ -125,6 +140,11 @@ class CaseItem(SuiteItem):
         if case.source:
             self.extra_keyword_matches.add(case.source)  # -k deepwordbug
 
+    @property
+    def case_ids(self) -> tuple[str, ...]:
+        """The ids of the cases whose verdicts this item reports."""
+        return (self.case.id,)
+
     def runtest(self) -> None:
         result = self.stash[RESULT]
         verdict = result.verdict(self.case.id)
@@ -139,19 +159,63 @@ class CaseItem(SuiteItem):
         if not verdict.passed:
             raise CaseFailure(verdict.message)
 
+    described = "case"  # what the item is, in its failure's words
+
+    def shown_input(self) -> str:
+        """The item's input, as its failure shows it."""
+        pair = f"\n  text_pair: {self.case.text_pair!r}" if self.case.text_pair is not None else ""
+        return f"text: {self.case.text!r}{pair}"
+
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, (CaseFailure, WarpError)):
             shown = shown_path(self.config, self.case_location.path)
-            pair = f"\n  text_pair: {self.case.text_pair!r}" if self.case.text_pair is not None else ""
             return (
                 f"{excinfo.value}\n"
-                f"  {self.case.kind.value} case {self.case.id!r} at {shown}:{self.case_location.line}\n"
-                f"  text: {self.case.text!r}{pair}"
+                f"  {self.case.kind.value} {self.described} {self.name!r} at {shown}:{self.case_location.line}\n"
+                f"  {self.shown_input()}"
             )
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.case_location.path, self.case_location.line - 1, f"{self.case.kind.value} {self.case.id}"
+        return self.case_location.path, self.case_location.line - 1, f"{self.case.kind.value} {self.name}"
+
+
+class SentenceItem(CaseItem):
+    """A sentence of a token classifier's suite: it passes where every constrained word (a row) does,
+    and its failure names each wrong word, its tag expected and predicted (the rows' verdicts)."""
+
+    described = "sentence"
+
+    def __init__(self, *, rows: tuple[Case, ...], words: tuple[str, ...], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rows = rows
+        self.words = words
+
+    @property
+    def case_ids(self) -> tuple[str, ...]:
+        return tuple(row.id for row in self.rows)
+
+    def runtest(self) -> None:
+        result = self.stash[RESULT]
+        verdicts = [result.verdict(row.id) for row in self.rows]
+        if any(v is None for v in verdicts):
+            raise CaseFailure(f"no verdict for this sentence's words: {result.message}")
+        rows = tuple(dataclasses.replace(v, suite=result.suite) for v in verdicts if v is not None)
+        self.stash[ROW_VERDICTS] = rows
+        wrong = [v for v in rows if not v.passed]
+        self.stash[VERDICT] = wrong[0] if wrong else rows[0]
+        state = self.config.stash[STATE]
+        props = {"kind": self.case.kind.value, "words": len(rows), "wrong words": len(wrong)}
+        self.user_properties += state.options.mode.junit(props)
+        self.user_properties += [(f"word:{v.case_id}", v.message) for v in rows]
+        if wrong and all(v.expected_failure is not None for v in wrong):
+            pytest.xfail("; ".join(dict.fromkeys(v.expected_failure or "" for v in wrong)))
+        if wrong:
+            words = "\n    ".join(v.message for v in wrong if v.expected_failure is None)
+            raise CaseFailure(f"{len(wrong)} of {len(rows)} constrained word(s) wrong:\n    {words}")
+
+    def shown_input(self) -> str:
+        return f"words: {' '.join(self.words)!r}"
 
 
 class TrafficItem(SuiteItem):

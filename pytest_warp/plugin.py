@@ -16,7 +16,7 @@ from warp_check import WarpError, write_report
 from warp_check.frontend import SUITE_FILE, check_report_destination
 
 from . import record, shutdown
-from .items import REFUSED, RESULT, TRAFFIC_VERDICT, VERDICT, CaseItem, SuiteFile, SuiteItem, TrafficItem
+from .items import REFUSED, RESULT, ROW_VERDICTS, TRAFFIC_VERDICT, VERDICT, CaseItem, SuiteFile, SuiteItem, TrafficItem
 from .options import add_options, read_options
 from .state import STATE, WarpSession
 from .summary import add_to_junit, lines
@@ -94,6 +94,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call" and isinstance(item, CaseItem) and VERDICT in item.stash:
         verdict = item.stash[VERDICT]
         report.warp_case = verdict.to_dict()  # plain data: it travels with the report to the xdist controller
+        if ROW_VERDICTS in item.stash:  # a sentence: every word's verdict, for the summary and the report
+            report.warp_cases = [v.to_dict() for v in item.stash[ROW_VERDICTS]]
         report.warp_run = item.config.stash[STATE].run_summary(verdict.suite)
     if call.when == "call" and isinstance(item, TrafficItem) and TRAFFIC_VERDICT in item.stash:
         suite = item.stash[RESULT].suite

@@ -30,6 +30,7 @@ SCRIPTS = (
     "generalise",
     "multi_label",
     "compare_releases",
+    "ner_wikiann",
 )
 
 

@@ -16,14 +16,14 @@ import pytest
 from safetensors.numpy import load_file
 from testkit.suite_builder import write_kind_suite
 from testkit.tiny_models import build_bert
-from testkit.token_tags import TAGS, build_tagger, sentences, tag_of, word_logits
+from testkit.token_tags import TAGS, build_tagger, sentences, split_by_model, tag_of, word_logits
 
 from warp_check import verify
 from warp_check.cases import Kind
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main
 from warp_check.decisions import SINGLE_LABEL, TOKEN_TAGS, AnswerError, LabelSpace, deciding_config
-from warp_check.decisions.token_tags import row_text, sentence_id, words_of
+from warp_check.decisions.token_tags import sentence_id, words_of
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
@@ -99,25 +99,6 @@ def bert_tagger(tmp_path_factory) -> Path:
     return build_tagger(tmp_path_factory.mktemp("bert_tagger") / "model", family="bert")
 
 
-def split_by_model(model_dir: Path, *, fix: int = 5, keep: int = 30, seed: int = 3) -> tuple[list[dict], list[dict]]:
-    """(must_fix, must_keep) sentences: those the model tags wrong somewhere, every word stated; those
-    it tags all right with room, every other word stated (the rest null)."""
-    batch = sentences(200, seed=seed)
-    wrong, right = [], []
-    for i, (words, logits) in enumerate(zip(batch, word_logits(model_dir, batch), strict=True)):
-        tags = [tag_of(w) for w in words]
-        ids = [TAGS.index(t) for t in tags]
-        gaps = [logits[w, ids[w]] - np.max(np.delete(logits[w], ids[w])) for w in range(len(words))]
-        if min(gaps) < 0 and len(wrong) < fix:
-            wrong.append({"id": f"s{i}", "tokens": words, "tags": tags})
-        elif min(gaps) > 0.5 and len(right) < keep:
-            right.append(
-                {"id": f"s{i}", "tokens": words, "tags": [t if w % 2 == 0 else None for w, t in enumerate(tags)]}
-            )
-    assert len(wrong) == fix and len(right) == keep, "the tiny tagger's errors moved: pick another seed"
-    return wrong, right
-
-
 def write(folder: Path, model: Path, wrong: list[dict], right: list[dict], *, extra: str = "") -> Path:
     return write_kind_suite(folder, model, wrong, right, model_table=extra)
 
@@ -162,7 +143,8 @@ def test_a_suite_reads_a_row_per_constrained_word_and_v_is_the_word_s_first_sub_
     [
         ({"id": "x", "tokens": ["the", "food"], "tags": ["O", "B-PSO"]}, "tags", "unknown label 'B-PSO'"),
         ({"id": "x", "tokens": ["the", "food"], "tags": ["O"]}, "tags", "has 1 tag(s) for 2 word(s)"),
-        ({"id": "x", "text": "the food", "label": "O"}, "text", 'gives its sentence as "tokens"'),
+        ({"id": "x", "text": "the food", "label": "O"}, "label", 'give "tags", one per token'),
+        ({"id": "x", "text": "the food", "text_pair": "a", "entities": []}, "text_pair", "case is one sentence"),
         ({"id": "x", "tokens": ["a"], "tags": ["O"], "label": "O"}, "label", 'give "tags", one per token'),
         ({"id": "s_dup", "tokens": ["a"], "tags": ["O"]}, "id", "duplicate id 's_dup'"),
         ({"id": "other", "tokens": ["the", "food"], "tags": ["O", "B-POS"]}, "tags", "no model can satisfy both"),
@@ -203,32 +185,39 @@ def test_check_fails_each_wrong_word_naming_it_and_repair_certifies_every_word(p
     before = np.stack([plain[sentence_id(row_id)][word] for row_id, word, _, _ in rows])
     tags = np.array([r[3] for r in rows])
     right_now = before.argmax(axis=1) == tags
+    # One item per sentence: it fails where any of its constrained words is wrong.
+    ids = [r["id"] for r in records]
+    wrong_sentences = {sentence_id(rows[i][0]) for i in np.flatnonzero(~right_now)}
     checked = pytester.runpytest(*INNER, "--junitxml=check.xml")
-    checked.assert_outcomes(passed=int(right_now.sum()), failed=int((~right_now).sum()))
-    # JUnit names each row's word.
+    checked.assert_outcomes(passed=len(ids) - len(wrong_sentences), failed=len(wrong_sentences))
+    # JUnit: a testcase per sentence, a property per constrained word naming it.
     junit = ElementTree.parse(pytester.path / "check.xml")
-    subjects = {
-        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}.get("subject")
+    words_of_case = {
+        case.get("name"): {p.get("name") for p in case.iter("property") if p.get("name").startswith("word:")}
         for case in junit.iter("testcase")
     }
-    assert subjects == {row_id: f"word {word} {words[word]!r}" for row_id, word, words, _ in rows}
-    # The failure names the word (marked in its sentence), what it should be, what it is, by how much.
+    assert words_of_case == {
+        r["id"]: {f"word:{row_id}" for row_id, *_ in rows if sentence_id(row_id) == r["id"]} for r in records
+    }
+    # The failure names each wrong word, what it should be, what it is, by how much; and the sentence.
     i = int(np.flatnonzero(~right_now)[0])
     row_id, word, words, tag = rows[i]
     gap = before[i, tag] - np.max(np.delete(before[i], tag))
+    in_sentence = [k for k, r in enumerate(rows) if sentence_id(r[0]) == sentence_id(row_id)]
     checked.stdout.fnmatch_lines(
         [
+            f"*{int((~right_now[in_sentence]).sum())} of {len(in_sentence)} constrained word(s) wrong:*",
             f"*must_fix case not fixed yet: word {word} {words[word]!r} predicted '{TAGS[int(before[i].argmax())]}', "
             f"labelled '{TAGS[tag]}' "
             f"(gap {gap:.3f}*",
-            f"*must_fix case '{row_id}' at *must_fix.jsonl:*",
-            f"*text: '{row_text(words, word)}'",
+            f"*must_fix sentence '{sentence_id(row_id)}' at *must_fix.jsonl:*",
+            f"*words: '{' '.join(words)}'",
         ]
     )
 
     out = pytester.path / "repaired"
     repaired = pytester.runpytest(*INNER, "--warp-repair", "--warp-out", str(out))
-    repaired.assert_outcomes(passed=len(rows))
+    repaired.assert_outcomes(passed=len(records))
     certificate = json.loads((out / CERTIFICATE_NAME).read_text())
     assert certificate["model"]["decision"] == "token_tags"
     # The repaired model with plain transformers: every must_fix word tagged right by γ_s (1 by default)
@@ -247,7 +236,7 @@ def test_check_fails_each_wrong_word_naming_it_and_repair_certifies_every_word(p
     # Cert 1–3 per (sentence, word), recomputed in float64 from the saved weights; the audit too.
     assert verify(out).ok
     audited = pytester.runpytest(*INNER, "--warp-certificate", str(out / CERTIFICATE_NAME))
-    audited.assert_outcomes(passed=len(rows))
+    audited.assert_outcomes(passed=len(records))
 
 
 @pytest.mark.slow
@@ -284,7 +273,6 @@ def token_suite(tmp_path_factory, bert_tagger) -> Path:
     [
         ["compare", "{suite}"],
         ["tune", "{suite}", "--traffic", "{traffic}"],
-        ["promote", "{suite}", "--from", "{suite}"],
         ["neighbours", "{suite}"],
     ],
 )
@@ -297,31 +285,19 @@ def test_a_command_not_built_for_tokens_is_refused_by_name(token_suite, tmp_path
     assert f"command='{command[0]}': warp-check {command[0]} is not built for a token classifier yet" in err
 
 
-def test_traffic_and_a_neighbourhood_are_refused_by_name(token_suite, tmp_path):
+def test_a_neighbourhood_is_refused_by_name(token_suite, tmp_path):
     suite = load_suite(token_suite)
-    traffic = tmp_path / "traffic.jsonl"
-    traffic.write_text('{"text": "the food was good"}\n')
-    with pytest.raises(SettingsError) as error:
-        suite.traffic_settings(path=traffic)
-    assert error.value.field == "traffic" and "Cert 4 on traffic is not built for a token classifier" in str(
-        error.value
-    )
     with pytest.raises(SettingsError) as error:
         suite.settings(neighbours="on")
     assert error.value.field == "neighbours"
-    for table, field in (
-        ('[traffic]\npath = "t.jsonl"\n', "traffic"),
-        ("[repair.neighbours]\nper_case = 4\n", "repair.neighbours"),
-    ):
-        folder = tmp_path / field
-        folder.mkdir()
-        for name in ("warp.toml", "must_fix.jsonl", "must_keep.jsonl"):
-            (folder / name).write_bytes((token_suite / name).read_bytes())
-        (folder / "t.jsonl").write_text('{"text": "the food"}\n')
-        (folder / "warp.toml").write_text((folder / "warp.toml").read_text() + table)
-        with pytest.raises(SuiteError) as error:
-            load_suite(folder)
-        assert error.value.field == field and "not built for a token classifier yet" in str(error.value)
+    folder = tmp_path / "hood"
+    folder.mkdir()
+    for name in ("warp.toml", "must_fix.jsonl", "must_keep.jsonl"):
+        (folder / name).write_bytes((token_suite / name).read_bytes())
+    (folder / "warp.toml").write_text((folder / "warp.toml").read_text() + "[repair.neighbours]\nper_case = 4\n")
+    with pytest.raises(SuiteError) as error:
+        load_suite(folder)
+    assert error.value.field == "repair.neighbours" and "not built for a token classifier yet" in str(error.value)
 
 
 def test_a_sequence_classifier_s_suite_is_untouched_by_the_token_kind(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from transformers import (
+    AutoConfig,
     AutoModelForTokenClassification,
     AutoTokenizer,
     BertConfig,
@@ -27,6 +28,7 @@ from transformers import (
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from testkit import tiny_models as tm
+from testkit.families import FAMILIES as ENCODER_FAMILIES
 
 TAGS = ("O", "B-POS", "B-NEG", "B-TOPIC")
 _GROUPS = {
@@ -74,7 +76,14 @@ def bpe_tokenizer() -> RobertaTokenizer:
     return RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=tm.MAX_LENGTH)
 
 
+# Families built from the shared tiny sizes (testkit.families) with the shared WordPiece vocabulary.
+AUTO_FAMILIES = ("deberta-v2", "electra", "xlm-roberta")
+
+
 def _config(family: str):
+    if family in AUTO_FAMILIES:
+        config = AutoConfig.for_model(family, **ENCODER_FAMILIES[family].sizes(len(tm.VOCAB)))
+        return AutoModelForTokenClassification.from_config, config, ["input_ids", "attention_mask"]
     if family == "bert":
         return BertForTokenClassification, BertConfig(**tm._encoder_sizes()), None
     if family == "roberta":
@@ -101,8 +110,8 @@ def _config(family: str):
 
 
 def build_tagger(out_dir: Path | str, *, family: str = "bert", seed: int = 0) -> Path:
-    """A trained four-tag token classifier of ``family`` (bert, distilbert, roberta), saved as a Hugging
-    Face folder."""
+    """A trained four-tag token classifier of ``family`` (bert, distilbert, roberta, or one of
+    :data:`AUTO_FAMILIES`), saved as a Hugging Face folder."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model_cls, config, input_names = _config(family)
@@ -169,3 +178,22 @@ def word_logits(model_dir: Path | str, batch: list[list[str]]) -> list[np.ndarra
         ids = enc.word_ids(i)
         out.append(np.stack([logits[i, ids.index(w)] for w in range(len(words))]))
     return out
+
+
+def split_by_model(model_dir: Path, *, fix: int = 5, keep: int = 30, seed: int = 3) -> tuple[list[dict], list[dict]]:
+    """(must_fix, must_keep) sentences: those the model tags wrong somewhere, every word stated; those
+    it tags all right with room, every other word stated (the rest null)."""
+    batch = sentences(200, seed=seed)
+    wrong, right = [], []
+    for i, (words, logits) in enumerate(zip(batch, word_logits(model_dir, batch), strict=True)):
+        tags = [tag_of(w) for w in words]
+        ids = [TAGS.index(t) for t in tags]
+        gaps = [logits[w, ids[w]] - np.max(np.delete(logits[w], ids[w])) for w in range(len(words))]
+        if min(gaps) < 0 and len(wrong) < fix:
+            wrong.append({"id": f"s{i}", "tokens": words, "tags": tags})
+        elif min(gaps) > 0.5 and len(right) < keep:
+            right.append(
+                {"id": f"s{i}", "tokens": words, "tags": [t if w % 2 == 0 else None for w, t in enumerate(tags)]}
+            )
+    assert len(wrong) == fix and len(right) == keep, "the tiny tagger's errors moved: pick another seed"
+    return wrong, right

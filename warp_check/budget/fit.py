@@ -118,6 +118,9 @@ def fit_to_budget(
             repairs=repairs, seconds=time.perf_counter() - started, why=why, floor=floor,
         )  # fmt: skip
 
+    if ladder.adapter.decision.per_word:  # its Cert 4 bounds sentences, this search counts rows
+        n = 0  # nothing measured
+        return ended(0, False, "it is not estimated for a token classifier, whose traffic is bounded per sentence")
     inputs = traffic_inputs(
         ladder.adapter, sample, part=Part.TUNE, batch_size=ladder.batch_size, cache_dir=ladder.cache_dir
     )

@@ -233,7 +233,7 @@ def _traffic_checks(
     budget = traffic.max_change if traffic.max_change is not None else claim.max_change
     sample = replace(sample, confidence=claim.confidence, max_change=budget)
     inputs = traffic_inputs(adapter, sample, batch_size=batch_size, cache_dir=cache_dir)
-    if len(inputs.texts) != claim.n or len(claim.predicted_before) != claim.n:
+    if len(inputs.texts) != claim.n or len(claim.predicted_before) != len(inputs.V):
         why = f"Cert 4: {len(inputs.texts):,} texts measured here, the certificate measured {claim.n:,}"
         return (Check("traffic_n", False, why),), None
     was = head.decision.decode(claim.predicted_before, head.num_classes)
@@ -250,7 +250,7 @@ def _traffic_checks(
     found_changed = [c.index for c in recomputed.changes]
     same = recomputed.changed == claim.changed and found_changed == claimed_changed
     differ = sorted(set(found_changed) ^ set(claimed_changed))
-    shown = ", ".join(f"#{i} {inputs.texts[i].text[:40]!r}" for i in differ[:5])
+    shown = ", ".join(f"#{i} {inputs.row_text(i)[:40]!r}" for i in differ[:5])
     checks = [
         Check(
             "traffic_changed",

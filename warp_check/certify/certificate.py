@@ -350,17 +350,34 @@ class TrafficRecord(Record):
     predicted_before: tuple[int, ...]
     changes: tuple[TrafficChange, ...]
     seconds: float  # what measuring took
+    # A token classifier's traffic: n, changed and bound are sentences (any word's tag changed), these
+    # the words measured and those whose tag changed (warp_check.certificates.traffic.sentences).
+    words: int | None = field(default=None, metadata=on_disk(omit_none=True))
+    words_changed: int | None = field(default=None, metadata=on_disk(omit_none=True))
 
     @property
     def within_budget(self) -> bool:
         return self.max_change is None or self.bound <= self.max_change
 
     def sentence(self) -> str:
-        return change_sentence(self.bound, self.changed, self.n, self.confidence)
+        return change_sentence(self.bound, self.changed, self.n, self.confidence, words=self.word_counts)
+
+    @property
+    def word_counts(self) -> tuple[int, int] | None:
+        """(words changed, words measured) of a token classifier's traffic; None for whole texts."""
+        return None if self.words is None else (self.words_changed or 0, self.words)
 
 
-def change_sentence(bound: float, changed: int, n: int, confidence: float) -> str:
-    """'changes at most 1.9 % of predictions on traffic like this (3 of 412, 95 %)'."""
+def change_sentence(
+    bound: float, changed: int, n: int, confidence: float, *, words: tuple[int, int] | None = None
+) -> str:
+    """'changes at most 1.9 % of predictions on traffic like this (3 of 412, 95 %)'; per word (``words``:
+    changed, measured), the share bounded is of sentences with any word's tag changed."""
+    if words is not None:
+        return (
+            f"changes a word's tag in at most {percent(bound)} of sentences on traffic like this ({changed} of {n} "
+            f"sentences, {percent(confidence, digits=3)}; {words[0]:,} of {words[1]:,} words' tags changed)"
+        )
     return (
         f"changes at most {percent(bound)} of predictions on traffic like this "
         f"({changed} of {n}, {percent(confidence, digits=3)})"

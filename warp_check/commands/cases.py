@@ -378,7 +378,6 @@ def neighbours_command(args: argparse.Namespace) -> int:
 
 def promote_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
-    suite.refuse_per_word("promote")
     folder = resolve_model(args.repaired, args.revision).folder
     promotion = promote(
         suite, folder, dry_run=args.dry_run, cache_dir=cache_of(args, suite), progress=progress_of(args)

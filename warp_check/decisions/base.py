@@ -353,6 +353,11 @@ class DecisionKind(abc.ABC):
         (ValueError: the text marks no word); None where a kind decides whole texts."""
         return None
 
+    def group(self, case_id: str) -> str:
+        """The id of the verdict a case's row is part of (a pytest item): a whole-text kind's case is its
+        own; a per-word kind's rows are their sentence's."""
+        return case_id
+
     def subject(self, text: str) -> str | None:
         """Where a kind decides a part of a text, the part a row's text decides, in words (a verdict
         names it); None where it decides the whole text."""

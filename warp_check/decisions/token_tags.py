@@ -2,7 +2,9 @@
 of the tag logits at its first sub-token, so every constrained word is one single-label decision.
 
 A case file states a sentence as its words and their tags, ``{"id", "tokens": [...], "tags": [...]}``,
-``null`` for a word left unconstrained. The suite reads it into one *row* per constrained word (a
+``null`` for a word left unconstrained; or as ``"text"`` with character ``"entities"`` (``[{"start",
+"end", "label"}]``), its words those of :func:`split_words` and their tags IOB2 of the model's labels
+(every word outside an entity ``O``). The suite reads it into one *row* per constrained word (a
 :class:`~warp_check.cases.Case` whose id is ``sentence#word`` and whose label is the word's tag), so
 the loop, the QP, the certificates and the audit take word rows as they take texts: one v (the
 word's first sub-token at the repair layer) and one argmax per row. A row's text is the sentence
@@ -25,6 +27,11 @@ from warp_check.decisions.single_label import SingleLabel
 OPEN, CLOSE = "⟦", "⟧"  # around the word a row decides; no word may hold either
 ROW_SEPARATOR = "#"  # a row's id: the sentence's id, '#', the word's index (from 0)
 _SPACE = re.compile(r"\s")
+# A text's words: runs of letters and digits, and each other visible character alone (the split of
+# BERT's pre-tokenizer, and of CoNLL-style NER data): "Paris." is two words, so an entity ends at one.
+_WORD = re.compile(r"\w+|[^\w\s]")
+OUTSIDE = "O"  # the tag of a word in no entity
+ENTITY_KEYS = ("start", "end", "label")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +74,12 @@ def word_problem(word: str) -> str | None:
     return None
 
 
+def split_words(text: str) -> tuple[tuple[str, int, int], ...]:
+    """The words of a plain text, each with its character span (start, end): runs of letters and
+    digits, and each other visible character alone."""
+    return tuple((m.group(), m.start(), m.end()) for m in _WORD.finditer(text))
+
+
 def words_of(text: str) -> tuple[tuple[str, ...], int]:
     """(the words, the index of the marked one) of a row's text; ValueError where it marks no single
     word (a plain text: a token classifier is asked about one word of a sentence at a time)."""
@@ -87,7 +100,7 @@ class TokenTags(SingleLabel):
 
     name = "token_tags"
     problem_types = frozenset()  # token classifiers are found by their architecture
-    answer_fields = ("tokens", "tags")
+    answer_fields = ("tokens", "tags", "entities")
     per_word = True
     architecture_suffix = "ForTokenClassification"
 
@@ -100,7 +113,10 @@ class TokenTags(SingleLabel):
         )
 
     def read_sentence(self, fields: Mapping[str, Any], space: LabelSpace) -> TaggedSentence:
-        """A case file's ``tokens`` and ``tags``; :class:`AnswerError` names the field and says why not."""
+        """A case file's ``tokens`` and ``tags``, or its ``text`` and ``entities``; :class:`AnswerError`
+        names the field and says why not."""
+        if "text" in fields or "entities" in fields:
+            return self._read_entities(fields, space)
         for key in ("tokens", "tags"):
             if key not in fields:
                 raise AnswerError(key, f'missing field {key!r}: a token classifier\'s case gives "tokens" and "tags"')
@@ -130,12 +146,97 @@ class TokenTags(SingleLabel):
             raise AnswerError("tags", "constrains no word: every tag is null; give the tag of at least one word")
         return TaggedSentence(words=tuple(words), rows=tuple(rows))
 
+    def _read_entities(self, fields: Mapping[str, Any], space: LabelSpace) -> TaggedSentence:
+        """A ``text`` with character ``entities``: every word tagged, IOB2 where the model's labels are
+        (``B-``/``I-`` of the entity's label), the label itself where the model tags without a prefix."""
+        for key in ("tokens", "tags"):
+            if key in fields:
+                raise AnswerError(key, 'a sentence is "tokens" with "tags", or "text" with "entities", not both')
+        for key in ("text", "entities"):
+            if key not in fields:
+                raise AnswerError(key, f'missing field {key!r}: a sentence as a text gives "text" and "entities"')
+        text, entities = fields["text"], fields["entities"]
+        if not isinstance(text, str):
+            raise AnswerError("text", f"must be a string, got {_shown(text)}")
+        spans = split_words(text)
+        if not spans:
+            raise AnswerError("text", "holds no word: a token classifier's case is a sentence")
+        for word, _, _ in spans:
+            if (problem := word_problem(word)) is not None:
+                raise AnswerError("text", f"word {problem}")
+        if not isinstance(entities, list):
+            raise AnswerError("entities", f'must be a list of {{"start", "end", "label"}}, got {_shown(entities)}')
+        if OUTSIDE not in space.names:
+            raise AnswerError("entities", f"the model has no tag {OUTSIDE!r} for a word outside every entity")
+        starts = {start: i for i, (_, start, _) in enumerate(spans)}
+        ends = {end: i for i, (_, _, end) in enumerate(spans)}
+        tags = [space.names[OUTSIDE]] * len(spans)
+        taken: dict[int, int] = {}  # word → the entity tagging it
+        for k, entity in enumerate(entities):
+            start, end, label = _entity(k, entity, len(text))
+            where = f"entity {k} ({start}..{end} {text[start:end]!r})"
+            if start not in starts or end not in ends:
+                cut = next((w for w, s, e in spans if s < start < e or s < end < e), None)
+                why = f"it cuts the word {cut!r}" if cut is not None else "it starts or ends on a space"
+                raise AnswerError("entities", f"{where} is off the word boundaries: {why} (words: {_words(spans)})")
+            first, last = starts[start], ends[end]
+            for word in range(first, last + 1):
+                if word in taken:
+                    other = entities[taken[word]]
+                    span = f"{other['start']}..{other['end']}"
+                    raise AnswerError("entities", f"{where} overlaps entity {taken[word]} ({span})")
+                taken[word] = k
+                tags[word] = _tag(space, label, word == first, where)
+        return TaggedSentence(
+            words=tuple(w for w, _, _ in spans), rows=tuple(WordRow(word=i, tag=t) for i, t in enumerate(tags))
+        )
+
     def word_of(self, text: str) -> tuple[tuple[str, ...], int] | None:
         return words_of(text)
+
+    def group(self, case_id: str) -> str:
+        return sentence_id(case_id)
 
     def subject(self, text: str) -> str | None:
         words, word = words_of(text)
         return f"word {word} {words[word]!r}"
+
+
+def _entity(k: int, entity: Any, length: int) -> tuple[int, int, str]:
+    """(start, end, label) of entity ``k``, each checked; AnswerError naming it where not."""
+    if not isinstance(entity, dict) or set(entity) != set(ENTITY_KEYS):
+        raise AnswerError("entities", f'entity {k} must be {{"start", "end", "label"}}, got {_shown(entity)}')
+    start, end, label = (entity[key] for key in ENTITY_KEYS)
+    for key, value in (("start", start), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise AnswerError("entities", f"entity {k}: {key} must be a character offset, got {_shown(value)}")
+    if not 0 <= start < end <= length:
+        raise AnswerError("entities", f"entity {k}: {start}..{end} is no span of the text's {length} characters")
+    if not isinstance(label, str) or not label:
+        raise AnswerError("entities", f"entity {k}: label must be a non-empty string, got {_shown(label)}")
+    return start, end, label
+
+
+def _tag(space: LabelSpace, label: str, first: bool, where: str) -> int:
+    """The class of a word of an entity labelled ``label``: ``B-``/``I-`` where the model tags IOB2,
+    else the label itself."""
+    prefixed = f"{'B' if first else 'I'}-{label}"
+    if prefixed in space.names:
+        return space.names[prefixed]
+    if f"B-{label}" in space.names:
+        raise AnswerError("entities", f"{where}: the model has 'B-{label}' but no {prefixed!r} for its later words")
+    if label in space.names:
+        return space.names[label]
+    tags = sorted({n.split("-", 1)[-1] for n in space.names if n != OUTSIDE})
+    raise AnswerError(
+        "entities",
+        f"{where}: the model has no label {label!r} (as 'B-{label}' or {label!r}); its labels: " + ", ".join(tags),
+    )
+
+
+def _words(spans: Sequence[tuple[str, int, int]]) -> str:
+    shown = " ".join(f"{w}@{s}" for w, s, _ in spans[:12])
+    return shown + (" …" if len(spans) > 12 else "")
 
 
 def _shown(value: Any) -> str:

@@ -14,6 +14,10 @@ and source kept:
   holds the same text with the same label, the must_fix line goes (the case is already kept);
   with another label, nothing is promoted and the line is named.
 
+A token classifier's case file line is a sentence, its rows its constrained words: a sentence moves
+whole, only where every must_fix word of it is certified fixed (else all its words stay must_fix),
+and is appended as its words and tags (``append_sentences``).
+
 Every write is atomic and checked by the loader's rules first (``casefile``). Should the process
 die between the append and the removal, the suite refuses to load with the duplicate id named at
 both lines; removing either line finishes the move.
@@ -25,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +44,14 @@ from warp_check.model.encode import encode_cases
 from warp_check.model.specs import HeadSpec
 from warp_check.progress import Progress
 from warp_check.suite.case_files import CaseFile, CaseReader, Location
-from warp_check.suite.casefile import NewCase, append_cases, loader_check, remove_lines, rewrite_lines
+from warp_check.suite.casefile import (
+    NewCase,
+    append_cases,
+    append_sentences,
+    loader_check,
+    remove_lines,
+    rewrite_lines,
+)
 from warp_check.suite.loader import Suite
 
 
@@ -104,17 +116,24 @@ def promote(
             continue
         at = suite.locations[case.id]
         candidates.append(_Candidate(case=case, claim=claim, at=at, case_file=files[at.path]))
+    per_word = suite.decision.per_word
+    if per_word:  # a line is a sentence: it moves whole, or not at all
+        candidates, partial = _whole_sentences(suite, candidates)
+        not_fixed += partial
     moving = [c for c in candidates if not c.in_place]
     keep = _keep_file(suite) if moving else _keep_file_or_none(suite)
     _refuse_false_claims(suite, folder, path, certificate, candidates, cache_dir, progress)
     _unchanged_since_loaded(suite, candidates)
-    kept_before = _already_kept(suite, keep, moving, {c.case.id for c in candidates if c.in_place}) if moving else set()
+    rewritten = {c.case.id for c in candidates if c.in_place}
+    kept_before = set()
+    if moving:
+        kept_before = (_sentences_kept if per_word else _already_kept)(suite, keep, moving, rewritten)
     in_place = [c for c in candidates if c.in_place]
     appended = [c for c in moving if c.case.id not in kept_before]
     if candidates and not dry_run:
         _rewrite_in_place(suite, in_place, sha)
         if keep is not None and appended:
-            _append_verified(suite, keep, appended, sha)
+            (_append_sentences if per_word else _append_verified)(suite, keep, appended, sha)
         _remove_moved(suite, moving)
     return Promotion(
         promoted=tuple(c.case.id for c in candidates if c.case.id not in kept_before),
@@ -246,6 +265,48 @@ def _append_verified(suite: Suite, keep: CaseFile, appended: Sequence[_Candidate
     _read_back(check(keep.path), appended, keep.path)
 
 
+def _whole_sentences(suite: Suite, candidates: Sequence[_Candidate]) -> tuple[list[_Candidate], list[str]]:
+    """The candidates of the sentences whose every must_fix word is a candidate (a line moves whole),
+    and the ids of the others' candidates (not promoted: their sentence holds a word not certified fixed)."""
+    group = suite.decision.group
+    shown = {c.case.id for c in candidates}
+    whole = {group(c.id) for c in suite.cases if c.kind is Kind.MUST_FIX}
+    whole -= {group(c.id) for c in suite.cases if c.kind is Kind.MUST_FIX and c.id not in shown}
+    return [c for c in candidates if group(c.case.id) in whole], [
+        c.case.id for c in candidates if group(c.case.id) not in whole
+    ]
+
+
+def _sentences_kept(suite: Suite, keep: CaseFile, moving: Sequence[_Candidate], rewritten: set[str]) -> set[str]:
+    """Ids of ``moving`` whose sentence the must_keep file already keeps: every word of it there, the
+    same tag, must_keep (a sentence only partly there is appended whole; the loader's rules refuse a
+    word tagged otherwise)."""
+    reader = loader_check(suite, keep)(keep.path)
+    held = {(c.text, c.label) for c in reader.cases if c.kind is Kind.MUST_KEEP or c.id in rewritten}
+    group = suite.decision.group
+    missing = {group(c.case.id) for c in moving if (c.case.text, c.case.label) not in held}
+    return {c.case.id for c in moving if group(c.case.id) not in missing}
+
+
+def _append_sentences(suite: Suite, keep: CaseFile, appended: Sequence[_Candidate], sha: str) -> None:
+    """Append each sentence to the must_keep file as its words and tags (its rows' tags, null where the
+    sentence left a word unconstrained), then read it back by the loader's rules: each word there, must_keep."""
+    records: dict[str, dict[str, Any]] = {}
+    for c in appended:
+        found = suite.decision.word_of(c.case.text)
+        assert found is not None  # a per-word kind's row marks its word
+        words, word = found
+        name = suite.decision.group(c.case.id)
+        record = records.setdefault(name, {"id": name, "tokens": list(words), "tags": [None] * len(words)})
+        record["tags"][word] = suite.label_name(c.case.label)
+        record.update({"kind": Kind.MUST_KEEP.value, "fixed_by": sha})
+        if c.case.source is not None:
+            record["source"] = c.case.source
+    check = loader_check(suite, keep)
+    append_sentences(keep.path, list(records.values()), check=check)
+    _read_back(check(keep.path), appended, keep.path)
+
+
 def _read_back(reader: CaseReader, written: Sequence[_Candidate], path: Path) -> None:
     for c in written:
         if _content(reader, c.case.id) != (*_content_of(c.case)[:3], Kind.MUST_KEEP):
@@ -262,7 +323,8 @@ def _remove_moved(suite: Suite, moving: Sequence[_Candidate]) -> None:
     for c in moving:
         by_file[c.at.path].append(c)
     for file_path, group in by_file.items():
-        remove_lines(file_path, [c.at.line for c in group], check=loader_check(suite, group[0].case_file))
+        lines = sorted({c.at.line for c in group})  # a sentence's words share its line
+        remove_lines(file_path, lines, check=loader_check(suite, group[0].case_file))
 
 
 def _content(reader: CaseReader, case_id: str) -> tuple[str, str | None, int, Kind] | None:

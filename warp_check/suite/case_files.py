@@ -160,15 +160,12 @@ class CaseReader:
         that word marked, its label the word's tag): warp_check.decisions.token_tags."""
         from warp_check.decisions.token_tags import row_id
 
-        if "text" in record or "text_pair" in record:
-            key = "text" if "text" in record else "text_pair"
-            raise error(
-                key,
-                'a token classifier\'s case gives its sentence as "tokens" (its words) with "tags"; a "text" with '
-                'character "entities" is not read yet',
-            )
+        if "text_pair" in record:
+            why = 'a token classifier\'s case is one sentence: "tokens" with "tags", or "text" with "entities"'
+            raise error("text_pair", why)
         if "label" in record:
-            raise error("label", 'a token classifier\'s case states a tag per word: give "tags", one per token')
+            why = 'a token classifier\'s case states a tag per word: give "tags", one per token (or "entities")'
+            raise error("label", why)
         if case_id in self.sentences:
             first = self.sentences[case_id]
             raise error("id", f"duplicate id {case_id!r}: already used at {self._shown(first.path)}:{first.line}")

@@ -167,10 +167,7 @@ class Suite:
     def traffic_settings(self, *, path: Path | None = None, max_change: float | None = None) -> TrafficSettings | None:
         """The traffic a run measures Cert 4 on: ``[traffic]`` with the run's overrides (None: keep the
         suite's); None where there is none."""
-        traffic = traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
-        if traffic is not None and self.decision.per_word:
-            raise SettingsError("traffic", str(traffic.path), _not_per_word("Cert 4 on traffic"))
-        return traffic
+        return traffic_for_run(self.traffic, path=path, max_change=max_change, where=self.toml)
 
     def refuse_per_word(self, command: str) -> None:
         """Refuse ``command`` on a suite whose model decides per word, where it is not built for one yet."""
@@ -284,8 +281,6 @@ def load_suite(
     cases, locations = read_cases(loader, case_files, labels, num_classes, decision=kind, empty=empty)
     repair = _repair_settings(loader, data)
     traffic = read_traffic_table(loader, data)
-    if kind.per_word and traffic is not None:
-        raise loader.error("traffic", _not_per_word("Cert 4 on traffic ([traffic])"))
     if kind.per_word and repair.neighbours.enabled:
         raise loader.error(
             "repair.neighbours", _not_per_word("a neighbourhood of perturbed copies ([repair.neighbours])")

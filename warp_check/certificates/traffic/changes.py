@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from warp_check.certificates.traffic.sample import Part, TrafficSample, TrafficText
+from warp_check.certificates.traffic.sentences import sentences_changed, word_rows
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.certificate import TrafficChange, TrafficRecord
 from warp_check.decisions import SINGLE_LABEL, DecisionKind
@@ -34,12 +35,20 @@ ARROW = "→"
 
 @dataclass(frozen=True)
 class TrafficInputs:
-    """The sample's bound part as the model takes it: the texts measured and their v (float64)."""
+    """The sample's bound part as the model takes it: the texts measured and their v (float64), a row
+    of V per text, or, for a kind deciding per word, per word (:mod:`.sentences`)."""
 
     texts: tuple[TrafficText, ...]  # measured, in sample order
     V: np.ndarray
     no_text: int  # texts the model sees as no text: left out
     seconds: float
+    # Per word (a token classifier): each row of V's text (its word marked) and the index of its text.
+    row_texts: tuple[str, ...] | None = None
+    sentence_of: np.ndarray | None = None
+
+    def row_text(self, row: int) -> str:
+        """The text of row ``row`` of V, as a change records it."""
+        return self.texts[row].text if self.row_texts is None else self.row_texts[row]
 
 
 def traffic_inputs(
@@ -57,9 +66,13 @@ def traffic_inputs(
     Cert 4 would have nothing to measure."""
     started = time.perf_counter()
     texts = sample.part(part)
-    cases = [text.case(i) for i, text in enumerate(texts)]
+    if adapter.decision.per_word:
+        cases, sentence_of = word_rows(texts)
+    else:
+        cases, sentence_of = [text.case(i) for i, text in enumerate(texts)], list(range(len(texts)))
     keys = input_keys(adapter, cases)
     kept = [i for i, key in enumerate(keys) if key is not None]
+    measured = sorted({sentence_of[i] for i in kept})
     if part is Part.BOUND and texts and not kept:
         why = (
             f"the model sees no text in any of the {len(texts):,} texts Cert 4 is measured on (nothing but special "
@@ -73,7 +86,18 @@ def traffic_inputs(
             adapter, [cases[i] for i in kept], batch_size=batch_size, cache_dir=cache_dir, progress=progress
         )
         V = encoded.V.astype(np.float64)
-    return TrafficInputs(tuple(texts[i] for i in kept), V, len(cases) - len(kept), time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    if not adapter.decision.per_word:
+        return TrafficInputs(tuple(texts[i] for i in kept), V, len(texts) - len(kept), seconds)
+    place = {sentence: at for at, sentence in enumerate(measured)}
+    return TrafficInputs(
+        tuple(texts[i] for i in measured),
+        V,
+        len(texts) - len(measured),
+        seconds,
+        row_texts=tuple(cases[i].text for i in kept),
+        sentence_of=np.asarray([place[sentence_of[i]] for i in kept], dtype=np.int64),
+    )
 
 
 def predictions(head: DenseHead, V: np.ndarray) -> np.ndarray:
@@ -117,12 +141,16 @@ def changes_record(
         for pair in decision.change_keys(was[i], now[i], label_name):
             by_pair[pair] = by_pair.get(pair, 0) + 1
     n = len(inputs.texts)
+    # Per word: the sentences are the sample's draws, so the share bounded is theirs (.sentences).
+    draws = len(changed) if inputs.sentence_of is None else sentences_changed(changed, inputs.sentence_of)
     return TrafficRecord(
         source=Path(sample.source).name,
         sample_sha256=sample.digest,
         n=n,
-        changed=len(changed),
-        bound=change_bound(len(changed), n, sample.confidence),
+        changed=draws,
+        bound=change_bound(draws, n, sample.confidence),
+        words=None if inputs.sentence_of is None else len(inputs.V),
+        words_changed=None if inputs.sentence_of is None else len(changed),
         confidence=sample.confidence,
         max_change=sample.max_change,
         by_pair=dict(sorted(by_pair.items())),
@@ -131,8 +159,8 @@ def changes_record(
         changes=tuple(
             TrafficChange(
                 index=i,
-                text=inputs.texts[i].text,
-                text_pair=inputs.texts[i].text_pair,
+                text=inputs.row_text(i),
+                text_pair=None if inputs.row_texts is not None else inputs.texts[i].text_pair,
                 before=decision.code(was[i]),
                 after=decision.code(now[i]),
             )

@@ -111,6 +111,14 @@ class TrafficNote(Record):
     fit: BudgetFit | None = field(default=None, metadata=on_disk(omit_none=True))
     # The kind of decision the changes' predictions are of (their records hold each as one integer).
     decision: str = field(default=SINGLE_LABEL.name, metadata=on_disk(omit_default=True))
+    # A token classifier's traffic (TrafficRecord's): the words measured and those whose tag changed;
+    # n, changed and bound are then sentences, and max_change gates the sentence share.
+    words: int | None = field(default=None, metadata=on_disk(omit_none=True))
+    words_changed: int | None = field(default=None, metadata=on_disk(omit_none=True))
+
+    @property
+    def word_counts(self) -> tuple[int, int] | None:
+        return None if self.words is None else (self.words_changed or 0, self.words)
 
     @property
     def within_budget(self) -> bool:
@@ -131,9 +139,8 @@ class TrafficNote(Record):
             verdict = "within" if self.within_budget else "OVER"
             budget = f"; {verdict} the budget max_change = {percent(self.max_change)}"
         pairs = ", ".join(f"{pair}: {count}" for pair, count in self.by_pair.items())
-        return f"{change_sentence(self.bound, self.changed, self.n, self.confidence)}{budget}" + (
-            f" [{pairs}]" if pairs else ""
-        )
+        figures = change_sentence(self.bound, self.changed, self.n, self.confidence, words=self.word_counts)
+        return f"{figures}{budget}" + (f" [{pairs}]" if pairs else "")
 
     def sample_line(self) -> str:
         """How the file became the sample: rows, duplicates and suite cases left out, the two parts."""
@@ -173,6 +180,8 @@ def traffic_note(
         labels=dict(labels or {}),
         fit=fit,
         decision=decision,
+        words=record.words,
+        words_changed=record.words_changed,
     )
 
 
@@ -185,6 +194,7 @@ def properties(note: TrafficNote) -> dict[str, Any]:
         "confidence": note.confidence,
         "max_change": note.max_change,
         "sample_sha256": note.sample_sha256,
+        **({"words": note.words, "words changed": note.words_changed} if note.words is not None else {}),
         **{f"changed {pair}": count for pair, count in note.by_pair.items()},
         **({"cannot buy": " ".join(c.id for c in note.fit.left_out)} if note.fit and note.fit.left_out else {}),
     }
@@ -206,8 +216,10 @@ def repaired(note: TrafficNote) -> tuple[bool, str]:
     assert note.max_change is not None
     pairs = ", ".join(f"{pair}: {count}" for pair, count in note.by_pair.items())
     message = (
-        f"Cert 4 fails the budget: the repair {change_sentence(note.bound, note.changed, note.n, note.confidence)}, "
-        f"over max_change = {percent(note.max_change)} by {100 * (note.bound - note.max_change):.2g} points "
+        f"Cert 4 fails the budget: the repair "
+        f"{change_sentence(note.bound, note.changed, note.n, note.confidence, words=note.word_counts)}, over "
+        f"max_change = {percent(note.max_change)}{' (of sentences)' if note.words is not None else ''} by "
+        f"{100 * (note.bound - note.max_change):.2g} points "
         f"({pairs}); nothing was written. "
     )
     message += f"Try {ADVICE}" if note.fit is None else f"{note.fit.sentence()} Other levers: {ADVICE}"
