@@ -253,7 +253,8 @@ def test_a_check_reports_each_label_s_decisions_and_junit_a_property_per_constra
 
 def test_a_repair_reports_each_label_fixed_kept_and_changed_on_traffic(pytester, model_dir, cases, monkeypatch):
     wrong, right = cases
-    monkeypatch.setattr(model_blocks, "BLOCK_ROWS", 4)  # the cases' v is read a block at a time: several here
+    # internal: the cases' v is read 4,096 rows at a time; no tiny suite reaches a second block otherwise
+    monkeypatch.setattr(model_blocks, "BLOCK_ROWS", 4)
     write_kind_suite(pytester.path / "suite", model_dir, wrong, right, model_table="thresholds = { intense = 0.6 }\n")
     batch = texts(150, seed=99)
     (pytester.path / "traffic.jsonl").write_text("".join(json.dumps({"text": x}) + "\n" for x in batch))
