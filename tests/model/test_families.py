@@ -101,6 +101,22 @@ def test_each_family_is_found_gated_repaired_and_audited(model_type, built, tmp_
         assert held == of and int(of) > 0, (cert, certificate["summary"])
 
 
+@pytest.mark.parametrize("model_type", sorted(FAMILIES))
+def test_each_family_s_head_is_found_and_its_v_gives_the_model_s_logits(model_type, tmp_path):
+    # What a transformers version changes of a family: its modules' names and how its head reads the
+    # hidden states. Untrained (no steps): the repair on top of v is the version's concern nowhere.
+    if not _available(model_type):
+        pytest.skip(f"this transformers has no {model_type}")
+    adapter = ClassifierAdapter.from_pretrained(build(model_type, tmp_path / "model", steps=0))
+    expected = HeadForm.FINAL_LINEAR if model_type in FINAL_LINEAR else HeadForm.DENSE
+    assert adapter.spec.form is expected and adapter.spec.found_by, adapter.spec
+    assert (adapter.spec.fallback is None) is (expected is HeadForm.FINAL_LINEAR)
+    texts = ["the food was good", "the plot was not very good and the acting was weak", "bad"]
+    v, logits = adapter.forward_batch(adapter.tokenize(texts))
+    assert v.shape == (len(texts), adapter.repair_layer.in_features)
+    adapter.check_logits(v, logits)  # raises where the head found does not give the model's logits from v
+
+
 @pytest.mark.parametrize("model_type", ["gpt2", "qwen2"])
 def test_decoder_only_classifiers_take_v_where_the_model_pools(model_type, built):
     # score runs on every position; the model keeps the last non-pad token's: v is its input there,
