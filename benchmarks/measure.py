@@ -19,7 +19,8 @@ import platform
 import resource
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 
@@ -82,6 +83,16 @@ def blas_threads(count: int | None) -> Iterator[None]:
 
     with threadpool_limits(limits=count, user_api="blas"):
         yield
+
+
+def stage_log() -> Callable[[str], None]:
+    """A benchmark's progress line on stderr, each message after the seconds since this call."""
+    start = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - start:7.0f} s] {message}", file=sys.stderr, flush=True)
+
+    return log
 
 
 def peak_rss_mb() -> float:

@@ -49,6 +49,7 @@ import numpy as np
 from benchmarks import REPO
 from benchmarks.data import DATA, cache_root
 from benchmarks.example_models import NAMES, minilm, store_finetune
+from benchmarks.measure import stage_log
 from benchmarks.results import add_output_arguments, report
 from warp_check.cases import Case, Kind
 
@@ -702,12 +703,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    start = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - start:7.0f} s] {message}", file=sys.stderr, flush=True)
-
-    result = run(args, log)
+    result = run(args, stage_log())
     report("multi_label", parser, args, argv, result, print_text, ignore=("work", "threads"))
     return 0
 

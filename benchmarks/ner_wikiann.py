@@ -21,7 +21,6 @@ import hashlib
 import io
 import json
 import random
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +29,7 @@ from pathlib import Path
 from benchmarks import REPO
 from benchmarks.data import cache_root
 from benchmarks.example_models import minilm, store_finetune
-from benchmarks.measure import peak_rss_mb
+from benchmarks.measure import peak_rss_mb, stage_log
 from benchmarks.results import add_output_arguments, report
 from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.cli import main as warp_check_main
@@ -245,12 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    start = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - start:7.0f} s] {message}", file=sys.stderr, flush=True)
-
-    result = run(args, log)
+    result = run(args, stage_log())
     report("ner_wikiann", parser, args, argv, result, print_text, ignore=("data",))
     return 0
 
