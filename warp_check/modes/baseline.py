@@ -59,7 +59,8 @@ class BaselineMode(CheckMode):
             from warp_check.certificates.traffic.between import refuse_kind
 
             refuse_kind(job.suite.decision)
-        result = check_job(job)
+        new_model = _loaded_once(lambda: job.load_model(job.suite))
+        result = check_job(dataclasses.replace(job, load_model=lambda _suite: new_model()))
         old_model = _loaded_once(lambda: load_adapter(on_baseline))
         recalled = check_warm(on_baseline, warm_entry(on_baseline, job.cache_dir), ids=job.ids, cache_dir=job.cache_dir)
         before = recalled or check(
@@ -68,10 +69,15 @@ class BaselineMode(CheckMode):
         judged = against_baseline(result, before, str(self.baseline), worse_p=self.worse_p)
         if traffic is None:
             return judged
-        return self.with_traffic(judged, traffic, job, old_model)
+        return self.with_traffic(judged, traffic, job, old_model, new_model)
 
     def with_traffic(
-        self, judged: RunResult, traffic: TrafficSample, job: RunJob, old_model: Callable[[], ClassifierAdapter]
+        self,
+        judged: RunResult,
+        traffic: TrafficSample,
+        job: RunJob,
+        old_model: Callable[[], ClassifierAdapter],
+        new_model: Callable[[], ClassifierAdapter],
     ) -> RunResult:
         """``judged`` with Cert 4 of the model under test against the baseline on ``traffic``."""
         from warp_check.certificates.traffic.between import release_changes, release_verdict
@@ -79,7 +85,7 @@ class BaselineMode(CheckMode):
         suite = job.suite
         changes = release_changes(
             old_model(),
-            job.load_model(suite),
+            new_model(),
             traffic,
             decision=suite.decision,
             batch_size=suite.model.batch_size,
@@ -124,7 +130,7 @@ class BaselineMode(CheckMode):
 
 
 def _loaded_once(load: Callable[[], ClassifierAdapter]) -> Callable[[], ClassifierAdapter]:
-    """``load``, run on the first call only: the baseline is loaded where its check or Cert 4 needs it, once."""
+    """``load``, run on the first call only: each model is loaded where its check or Cert 4 needs it, once."""
     loaded: list[ClassifierAdapter] = []
 
     def once() -> ClassifierAdapter:
