@@ -357,7 +357,11 @@ def test_the_results_document_cites_every_result_file_and_its_commands_run():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Benchmarks") :]
     section = section[: section.find("\n## ", 1) if "\n## " in section[1:] else len(section)]
+    # A topic's own page beside its records (benchmarks/results/<topic>.md) cites them as RESULTS.md does.
+    pages = "".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "benchmarks" / "results").glob("*.md")))
+    section += pages
     inline = re.findall(r"\]\((?:benchmarks/)?results/([^)]+\.json)\)", document + section)
+    inline += re.findall(r"\]\(([^)/]+\.json)\)", pages)
     defined = re.findall(r"^\[[^\]]+\]:\s*(?:benchmarks/)?results/(\S+\.json)", document + section, re.MULTILINE)
     assert set(inline) | set(defined) == {p.name for p in RESULT_FILES}
     commands = re.findall(r"`((?:[A-Z_]+=\S+ )*python -m benchmarks\.[a-z_0-9]+(?: [^`]*)?)`", document + section)
