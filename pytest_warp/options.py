@@ -33,7 +33,11 @@ def declared() -> tuple[Option, ...]:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("warp", "warp-check: behavioural suites (warp.toml) and WARP repair")
+    group = parser.getgroup(
+        "warp",
+        "warp-check: behavioural suites (warp.toml) and WARP repair; "
+        f"every option: {frontend.DOCS_URL}reference/options/",
+    )
     for option in declared():
         help_text = f"{option.help} (ini: {option.ini})"
         if option.kind is ValueKind.FLAG:

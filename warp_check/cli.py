@@ -43,6 +43,7 @@ import contextlib
 import os
 import signal
 import sys
+import textwrap
 import threading
 import warnings
 from collections.abc import Sequence
@@ -102,6 +103,7 @@ from warp_check.commands.init import INIT_OPTIONS, init_command
 from warp_check.commands.results import finish
 from warp_check.commands.tune import tune_arguments, tune_command
 from warp_check.frontend import (
+    DOCS_URL,
     SUITE_FILE,
     RunJob,
     RunMode,
@@ -127,16 +129,31 @@ def _mode_command(mode: RunMode) -> Command:
     )
 
 
+class _WholeWords(argparse.HelpFormatter):
+    """--help's text wrapped between words only: a URL (or a flag) is never cut at its hyphens."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        text = " ".join(text.split())
+        return textwrap.fill(
+            text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="warp-check",
         description="Test and repair text classifiers against behavioural suites (WARP), outside pytest.",
+        epilog=f"Documentation: {DOCS_URL} (every command and option: {DOCS_URL}reference/commands/)",
+        formatter_class=_WholeWords,
     )
     parser.add_argument("--version", action="version", version=f"warp-check {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for command in commands():
         command.add_to(sub)
     parser.commands = dict(sub.choices)
+    for name, command in parser.commands.items():  # the page that documents each command, under its --help
+        command.epilog = f"Documentation: {DOCS_URL}reference/commands/#warp-check-{name}"
+        command.formatter_class = _WholeWords
     return parser
 
 

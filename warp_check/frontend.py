@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
     from warp_check.runs.workdir import model_cache_dir
     from warp_check.sources.importer import case_file_of
     from warp_check.suite.loader import SUITE_FILE
+    from warp_check.version import DOCS_URL
 
 _FRONTEND: dict[str, str] = {
     "WarmEntry": "warp_check.cache.warm",
@@ -96,6 +97,7 @@ _FRONTEND: dict[str, str] = {
     "TUNE_FOLDS": "warp_check.budget.tune:DEFAULT_FOLDS",
     "model_cache_dir": "warp_check.runs.workdir",
     "SUITE_FILE": "warp_check.suite.loader",
+    "DOCS_URL": "warp_check.version",
 }
 
 __getattr__, __dir__ = exports(_FRONTEND, globals(), keep=False)

@@ -1,10 +1,11 @@
 """The warp.toml ``warp-check init`` writes: every table a suite reads, every key at its default with
-a note, ``[traffic]`` commented out with its keys; the README shows exactly that file; a model a flag
-gives is blamed as the flag, never as warp.toml's ``model.path``."""
+a note, ``[traffic]`` commented out with its keys; the site's warp.toml reference shows exactly that
+file; a model a flag gives is blamed as the flag, never as warp.toml's ``model.path``."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -45,12 +46,15 @@ def written_keys(text: str) -> dict[str, bool]:
     return keys
 
 
-def readme_example() -> str:
-    """The TOML block the README shows as the file init writes."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    after = text[text.index("The file `init` writes") :]
+def documented_example() -> str:
+    """The TOML block the site's warp.toml reference shows as the file init writes, as its build renders it."""
+    spec = importlib.util.spec_from_file_location("docs_reference", REPO / "docs" / "hooks" / "reference.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.render((REPO / "docs" / "reference" / "warp-toml.md").read_text(encoding="utf-8"))
+    after = page[page.index("The file `init` writes") :]
     block = re.search(r"```toml\n(.*?)```", after, re.S)
-    assert block, "the README shows no TOML block after 'The file `init` writes'"
+    assert block, "the warp.toml reference shows no TOML block after 'The file `init` writes'"
     return block[1]
 
 
@@ -112,8 +116,8 @@ def test_what_init_writes_loads_as_the_defaults_and_traffic_uncommented_loads_to
     assert traffic == TrafficSettings(path=(folder / "traffic.jsonl").resolve(), max_change=0.01)
 
 
-def test_the_readme_shows_exactly_the_file_init_writes():
-    assert readme_example() == EXAMPLE
+def test_the_docs_show_exactly_the_file_init_writes():
+    assert documented_example() == EXAMPLE
 
 
 def test_a_hub_model_is_written_as_its_id_pinned_and_the_folder_keys_commented():
