@@ -96,25 +96,45 @@ def all_options() -> tuple:
 
 
 def render_options() -> str:
-    rows = []
+    """A table to find an option by its flag, then a section per option (its anchor: the flag's words)."""
+    rows, sections = [], []
     for option in all_options():
-        kind = option.kind.value + (f" ({option.metavar})" if option.metavar else "")
+        name = option.flag if option.in_pytest else option.cli[0]
+        kind = option.kind.value + (f" (`{option.metavar}`)" if option.metavar else "")
+        default = _toml_default(option.toml) if option.toml else ("off" if option.kind.value == "flag" else "not given")
+        anchor = name.lstrip("-")
         rows.append(
-            (
-                _code(option.flag) if option.in_pytest else "— (the command only)",
-                _code(option.ini) if option.in_pytest else "—",
-                ", ".join(f"`{flag}`" for flag in option.cli) or "—",
-                _code(option.toml),
-                kind,
-                _toml_default(option.toml) if option.toml else ("off" if option.kind.value == "flag" else "not given"),
-                option.help if option.in_pytest else (option.cli_help or option.help),
-            )
+            (f"[`{name}`](#{anchor})", ", ".join(f"`{flag}`" for flag in option.cli) or "—", _code(option.toml))
         )
-    header = ("pytest flag", "ini key", "warp-check flag", "warp.toml key", "value", "default", "what it does")
-    return _table(header, rows)
+        facts = [
+            ("pytest flag", _code(option.flag) if option.in_pytest else "— (the `warp-check` command only)"),
+            ("ini key", _code(option.ini) if option.in_pytest else "—"),
+            ("`warp-check` flag", ", ".join(f"`{flag}`" for flag in option.cli) or "— (pytest only)"),
+            ("warp.toml key it overrides", _code(option.toml)),
+            ("value", kind),
+            ("default", default),
+        ]
+        sections += [
+            f"## `{name}` {{#{anchor}}}",
+            "",
+            option.help if option.in_pytest else (option.cli_help or option.help),
+        ]
+        if option.in_pytest and option.cli_help and option.cli_help != option.help:
+            sections += ["", f"`warp-check`'s words: {option.cli_help}"]
+        sections += ["", *(f"- **{label}**: {value}" for label, value in facts), ""]
+    return "\n".join([_table(("option", "warp-check flag", "warp.toml key"), rows), "", *sections])
 
 
 # -- commands ------------------------------------------------------------------------------------
+
+
+def _option_anchors() -> dict[str, str]:
+    """Each ``warp-check`` flag of a declared option, and the anchor of its section on the options page."""
+    anchors = {}
+    for option in all_options():
+        name = option.flag if option.in_pytest else option.cli[0]
+        anchors |= {flag: name.lstrip("-") for flag in option.cli}
+    return anchors
 
 
 def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[object, ...]]:
@@ -122,7 +142,12 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[tuple[object, ...]]:
     for action in parser._actions:  # argparse keeps a parser's arguments here, in --help's order
         if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
             continue
-        name = ", ".join(f"`{flag}`" for flag in action.option_strings) or f"`{action.metavar or action.dest}`"
+        documented = _option_anchors()
+        name = ", ".join(
+            f"[`{flag}`](options.md#{documented[flag]})" if flag in documented else f"`{flag}`"
+            for flag in action.option_strings
+        )
+        name = name or f"`{action.metavar or action.dest}`"
         value = action.metavar or (", ".join(map(str, action.choices)) if action.choices else "")
         if action.nargs == 0:
             value = "flag"
@@ -249,7 +274,15 @@ def render_certificate() -> str:
         "is `format`, then the fields of `Certificate` below, each record's fields in this order.",
         "",
     ]
-    for name, record in _records():
+    records = _records()
+    named = {name for name, _ in records}
+
+    def linked(kind: str) -> str:
+        """The field's type, each record of this page a link to its table, the settings to warp.toml's."""
+        kind = re.sub(r"\b(" + "|".join(named) + r")\b", lambda m: f"[{m[1]}](#{m[1].lower()})", kind)
+        return kind.replace("RepairSettings", "[RepairSettings](warp-toml.md#repair)")
+
+    for name, record in records:
         doc = inspect.getdoc(record) or ""
         out += [f"### `{name}`", "", _cell(doc.split("\n\n")[0]), ""]
         notes = _field_notes(record)
@@ -257,7 +290,7 @@ def render_certificate() -> str:
         for one in dataclasses.fields(record):
             form = next(iter(one.metadata.values()), None) if one.metadata else None  # serial.on_disk's Form
             when = [words for flag, words in _WRITTEN.items() if form is not None and getattr(form, flag, False)]
-            rows.append((f"`{one.name}`", _type_name(one.type), notes.get(one.name, ""), "; ".join(when)))
+            rows.append((f"`{one.name}`", linked(_type_name(one.type)), notes.get(one.name, ""), "; ".join(when)))
         out += [_table(("field", "type", "what it holds", "written"), rows), ""]
     return "\n".join(out)
 
@@ -265,14 +298,24 @@ def render_certificate() -> str:
 # -- the Python API ------------------------------------------------------------------------------
 
 
+# The names a first script uses (the home page's examples), listed first on the API page.
+START_HERE = (
+    "load_suite", "load_adapter", "check", "repair_suite", "verify", "Certificate",
+    "ClassifierAdapter", "Case", "repair_cases", "RepairSettings",
+)  # fmt: skip
+
+
 def render_api() -> str:
     import warp_check
 
+    out = [
+        "**Start here**: " + ", ".join(f"[`{name}`][{_where(name, warp_check._PUBLIC[name])}]" for name in START_HERE),
+        "",
+    ]
     by_module: dict[str, list[tuple[str, str]]] = {}
     for name, where in warp_check._PUBLIC.items():
         module, _, attribute = where.partition(":")
         by_module.setdefault(module, []).append((name, attribute or name))
-    out = []
     for module in sorted(by_module):
         out += [f"## `{module}`", ""]
         for public, attribute in sorted(by_module[module]):
@@ -285,6 +328,13 @@ def render_api() -> str:
             if alias:
                 out += [f"Public as{alias}.", ""]
     return "\n".join(out)
+
+
+def _where(name: str, table_entry: str) -> str:
+    """Where public ``name`` is defined, as a dotted identifier (its table entry: ``module`` or
+    ``module:attribute``)."""
+    module, _, attribute = table_entry.partition(":")
+    return f"{module}.{attribute or name}"
 
 
 RENDERERS: dict[str, Callable[[], str]] = {

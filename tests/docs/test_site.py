@@ -28,7 +28,9 @@ from testkit.report_runs import check_run, repair_run
 
 from pytest_warp.options import declared
 from warp_check.cli import build_parser, commands
+from warp_check.model.hub_cache import ModelSource
 from warp_check.reports.folder import REPORT_HTML, write_report
+from warp_check.suite.init import suite_toml
 from warp_check.version import DOCS_URL
 
 if sys.version_info >= (3, 11):
@@ -36,6 +38,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - 3.10
     import tomli as tomllib
 
+# What `warp-check init reviews --model models/sentiment` writes (from /work): a "toml init" block is part of it.
+INIT_WRITES = suite_toml(
+    Path("/work/reviews"), ModelSource(folder=Path("/work/models/sentiment")), {0: "negative", 1: "positive"}
+)
 DOCS = REPO / "docs"
 README = REPO / "README.md"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -111,6 +117,11 @@ def check_block(page: Path, language: str, code: str, mark: str) -> list[str]:
             tomllib.loads(code)
         except tomllib.TOMLDecodeError as exc:
             return [f"{where}: not TOML: {exc}"]
+        if rest == "init":  # a part of the file init writes: each of its lines is one of that file's
+            written = set(INIT_WRITES.splitlines())
+            return [
+                f"{where}: init writes no line {line!r}" for line in code.splitlines() if line and line not in written
+            ]
         return []
     if kind == "json-lines":
         problems = []
