@@ -8,7 +8,8 @@ hook replaces it with the markdown :data:`RENDERERS` makes of the code as it is:
 - ``commands``: every ``warp-check`` command from the parser (``warp_check.cli.build_parser``);
 - ``warp-toml``: every table and key ``warp-check init`` writes, with its default and note, and the file;
 - ``certificate``: the fields of ``warp_certificate.json``, record by record, from their dataclasses;
-- ``api``: a mkdocstrings block per public name of ``warp_check`` (its table ``_PUBLIC``).
+- ``api``: a mkdocstrings block per public name of ``warp_check`` (its table ``_PUBLIC``);
+- ``readme-python-api``: the README's Python examples (tests/test_readme_api.py runs them), on the home page.
 
 It also sets the site's URL from ``warp_check.version.DOCS_URL`` (the one place the help texts read it
 from), and puts the report page's screenshot on the tutorial where ``WARP_DOCS_SCREENSHOT`` names the
@@ -330,6 +331,17 @@ def render_api() -> str:
     return "\n".join(out)
 
 
+def render_readme_api() -> str:
+    """The front page's "The Python API" section (tests/test_readme_api.py runs its examples), its
+    links made the site's."""
+    from warp_check.version import DOCS_URL
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## The Python API") :]
+    section = section[section.index("\n") : section.index("\n## ", 1)].strip("\n")
+    return section.replace(f"]({DOCS_URL}reference/python-api/)", "](reference/python-api.md)")
+
+
 def _where(name: str, table_entry: str) -> str:
     """Where public ``name`` is defined, as a dotted identifier (its table entry: ``module`` or
     ``module:attribute``)."""
@@ -343,6 +355,7 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "warp-toml": render_warp_toml,
     "certificate": render_certificate,
     "api": render_api,
+    "readme-python-api": render_readme_api,
 }
 
 
