@@ -1,5 +1,6 @@
 """Collection nodes: a ``warp.toml`` is a SuiteFile; each must_fix / must_keep case an item, or, where
-the model decides per word, each sentence (its rows grouped as the kind groups them: ``group``).
+the model decides per word, each sentence (its rows grouped as the kind groups them: ``group``); each
+case of its deferred file an item too, a known failure (``DeferredItem``).
 
 aux cases (GSN-FT training data) are not tests, so they yield no item; the terminal summary
 counts them. A suite mistake is a collection error with the SuiteError's file:line: field
@@ -85,6 +86,10 @@ class SuiteFile(pytest.File):
                 yield SentenceItem.from_parent(
                     self, name=name, case=rows[0], location=location, rows=tuple(rows), words=words
                 )
+        for deferred in suite.deferred:  # known failures, run and shown: never silently gone
+            yield DeferredItem.from_parent(
+                self, name=deferred.case.id, case=deferred.case, location=deferred.at, reason=deferred.reason
+            )
         if self.config.stash[STATE].has_traffic(suite):
             yield TrafficItem.from_parent(self, name=TRAFFIC, line=suite.key_lines.get("traffic.path"))
         if getattr(self.config.stash[STATE].options.mode, "worse_p", None) is not None:
@@ -216,6 +221,25 @@ class SentenceItem(CaseItem):
 
     def shown_input(self) -> str:
         return f"words: {' '.join(self.words)!r}"
+
+
+class DeferredItem(CaseItem):
+    """A case of the suite's deferred file: an expected failure with why it was deferred (a pass where the
+    model now gets it right: its message says it can be put back). A run that does not check deferred
+    cases (a repair never repairs them; an audit checks a certificate's claims) shows it as deferred too."""
+
+    def __init__(self, *, reason: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self) -> None:
+        result = self.stash[RESULT]
+        if result.verdict(self.case.id) is None:
+            why = f"deferred: {self.reason} (not checked by a {result.mode.value} run)"
+            verdict = Verdict.of(self.case, passed=False, message=why)
+            self.stash[VERDICT] = dataclasses.replace(verdict, suite=result.suite, expected_failure=why)
+            pytest.xfail(why)
+        super().runtest()
 
 
 class TrafficItem(SuiteItem):

@@ -39,6 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     record.register(config, state.options["record"])
     config.addinivalue_line("markers", "must_fix: a warp-check case the model must be fixed on")
     config.addinivalue_line("markers", "must_keep: a warp-check case the model must keep getting right")
+    config.addinivalue_line("markers", "deferred: a must_fix case a traffic budget could not buy (a known failure)")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

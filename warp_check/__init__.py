@@ -123,6 +123,8 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.sources.promote import promote
     from warp_check.sources.split import SplitImport, import_split
     from warp_check.suite.case_files import Location
+    from warp_check.suite.deferred import Deferral, budget_reason, defer_cases, restore_deferred
+    from warp_check.suite.deferred_file import DeferredCase
     from warp_check.suite.init import NewSuite, init_suite
     from warp_check.suite.loader import Suite, load_suite
 
@@ -189,6 +191,11 @@ _PUBLIC: dict[str, str] = {
     "add_neighbours": "warp_check.sources.neighbours",
     "import_predicted": "warp_check.sources.predictions",
     "promote": "warp_check.sources.promote",
+    "defer_cases": "warp_check.suite.deferred",
+    "restore_deferred": "warp_check.suite.deferred",
+    "budget_reason": "warp_check.suite.deferred",
+    "Deferral": "warp_check.suite.deferred",
+    "DeferredCase": "warp_check.suite.deferred_file",
     "import_split": "warp_check.sources.split",
     "import_conll": "warp_check.sources.conll",
     "read_conll": "warp_check.sources.conll",

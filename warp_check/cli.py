@@ -99,6 +99,7 @@ from warp_check.commands.cases import (
 )
 from warp_check.commands.certificates import VERIFY_OPTIONS, verify_arguments, verify_command
 from warp_check.commands.compare import COMPARE_OPTIONS, compare_arguments, compare_command
+from warp_check.commands.defer import defer_arguments, defer_command
 from warp_check.commands.init import INIT_OPTIONS, init_command
 from warp_check.commands.results import finish
 from warp_check.commands.tune import tune_arguments, tune_command
@@ -269,6 +270,16 @@ def commands() -> tuple[Command, ...]:
             positionals=(("suite", "SUITE", None),),
             options=PROMOTE_OPTIONS,
             arguments=promote_arguments,
+        ),
+        Command(
+            name="defer",
+            run=defer_command,
+            help="move the must_fix cases a traffic budget cannot buy into the suite's deferred file, or back",
+            description="Cases go by id, or --from the report.json of a repair over its budget (the cases it "
+            "names). Deferred cases stay the suite's: every check runs them as known failures, no repair sees "
+            "them. --restore IDS (or --all) puts them back at their lines. Every file is written, or none.",
+            positionals=(SUITE,),
+            arguments=defer_arguments,
         ),
         Command(
             name="attack",

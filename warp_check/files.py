@@ -11,7 +11,9 @@ import enum
 import json
 import math
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,6 +52,26 @@ def replaced_atomically(path: str | Path, *, suffix: str) -> Iterator[str]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C held until the block ends, then delivered: what the block does (renaming several files
+    into place) is done whole. Only the main thread receives signals, so elsewhere nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[object] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        if callable(previous):
+            previous(signal.SIGINT, held[0])  # Python's own handler raises KeyboardInterrupt
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
 
 
 def write_text_atomically(path: str | Path, text: str) -> Path:

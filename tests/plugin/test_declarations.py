@@ -41,6 +41,7 @@ LOCAL = {
     "neighbours": ("--per-case", "--per-keep-case", "--keep-cases", "--keep-choice", "--synonyms",
                    "--no-synonyms"),  # what this run draws, over [repair.neighbours]
     "promote": ("--from",),  # the repaired model
+    "defer": ("--from", "--restore", "--all"),  # the report naming the cases, or putting deferred ones back
     "attack": ("--recipe", "--from", "--max", "--query-budget"),  # the recipe, and the clean cases it attacks
     "verify": ("--suite", "--chain", "--from", "--accept-drawdown"),  # the chain of models and its drawdown
     "compare": ("--heldout", "--general", "--ranks", "--fix-size", "--keep-size", "--methods", "--epochs",

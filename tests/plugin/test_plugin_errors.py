@@ -42,7 +42,7 @@ MISTAKES = {
         '[modle]\npath = "x"\n',
         {},
         "suite/warp.toml:1: field 'modle': unknown key 'modle' in the top level of warp.toml (did you mean 'model'?); "
-        "known keys: name, description, model, labels, cases, repair, traffic",
+        "known keys: name, description, model, labels, cases, repair, traffic, deferred",
     ),
     "hub id": (
         toml("distilbert-base-uncased"),

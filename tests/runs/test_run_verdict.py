@@ -28,7 +28,10 @@ def test_over_budget_the_verdict_says_what_happened_nothing_written_and_what_nex
         "4.9 % of predictions on traffic like its sample, over max_change = 1 %."
     )
     assert said.written is None and said.written_words == "nothing: a repair over its traffic budget is never written"
-    assert said.next.startswith("move the 4 must_fix case(s) the budget cannot buy (listed in the report) out of")
+    assert said.next.startswith(
+        "defer the 4 must_fix case(s) the budget cannot buy (listed in the report): warp-check defer "
+    )
+    assert " --from REPORT.json moves them out of this release's must_fix files" in said.next
 
 
 def test_the_page_leads_with_that_verdict_and_lists_what_the_budget_cannot_buy(tmp_path):
@@ -37,7 +40,7 @@ def test_the_page_leads_with_that_verdict_and_lists_what_the_budget_cannot_buy(t
     said = run_verdict(run)
     assert said.sentence in page and "cases fail on the repaired model" not in page
     assert page.index(said.sentence) < page.index("<table")
-    assert "a repair over its traffic budget is never written" in page and "move the 4 must_fix case(s)" in page
+    assert "a repair over its traffic budget is never written" in page and "defer the 4 must_fix case(s)" in page
     # The repair's figures are of weights never written: neither good (green) nor bad news beside the verdict.
     facts = {f.name: f for f in headline(run).facts}
     assert facts["fixed"].good is None and facts["kept"].good is None

@@ -87,7 +87,7 @@ ATTACK_OPTIONS = (
 
 def import_arguments(importer: argparse.ArgumentParser) -> None:
     importer.add_argument("--format", choices=IMPORT_FORMATS, help="default: from the file's name")
-    importer.add_argument("--kind", choices=[k.value for k in Kind], default="must_keep")
+    importer.add_argument("--kind", choices=[k.value for k in Kind if k is not Kind.DEFERRED], default="must_keep")
     importer.add_argument("--text", default="text", metavar="COLUMN", help="column of the text (default text)")
     importer.add_argument("--text-pair", metavar="COLUMN", help="column of the second text, for pair tasks")
     importer.add_argument("--label", metavar="COLUMN", help="column of the label (default label)")

@@ -150,6 +150,7 @@ def _verify_chain(args: argparse.Namespace) -> int:
         drawdown = None
         if history is not None:
             drawdown = {"right_first": history.right_first, "lost": lost, "accepted": args.accept_drawdown}
+            drawdown["lost_deferred"] = list(history.lost_deferred)
         print(json.dumps({"ok": links_hold and accepted, "links": rows, "drawdown": drawdown}, indent=2))
     else:
         _print_chain(rows, history, lost, args.accept_drawdown)
@@ -211,7 +212,10 @@ def _print_chain(rows: list[dict[str, Any]], history: Drawdown | None, lost: lis
         accepted = f" (accepted: up to {accept})" if lost and len(lost) <= accept else ""
         print(
             f"drawdown since the first model {rows[-1]['model_dir']}: {len(lost)} of the {history.right_first} suite "
-            "case(s) it got right are wrong now" + (f": {', '.join(lost[:10])}" if lost else "") + accepted
+            "case(s) it got right are wrong now"
+            + (f": {', '.join(lost[:10])}" if lost else "")
+            + accepted
+            + (f" ({len(history.lost_deferred)} of them deferred)" if history.lost_deferred else "")
         )
     unvouched = sum(not row["repaired"] for row in rows[:-1])
     without = f"; {unvouched} model(s) without a certificate" + (" checked with the suite" if history else "")

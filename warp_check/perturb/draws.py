@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 from hypothesis import strategies as st
 
+from warp_check.files import interrupts_held
 from warp_check.perturb.casing import case_and_punctuation
 from warp_check.perturb.rewrites import contractions, negation_preserving
 from warp_check.perturb.typos import typos
@@ -66,34 +63,15 @@ def perturbed_texts(text: str, count: int, *, seed: int, max_edits: int = 2, syn
         if len(found) == count:
             raise _Enough  # the rest of max_examples would be drawn for nothing (5x the time)
 
-    with _interrupts_held():
+    # Hypothesis' engine takes a KeyboardInterrupt in the middle of a draw for a failing example and
+    # replays it, which then draws less and ends in FlakyStrategyDefinition: a traceback where the user
+    # pressed Ctrl-C. A draw takes milliseconds.
+    with interrupts_held():
         try:
             draw()
         except _Enough:
             pass
     return found
-
-
-@contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """Ctrl-C held until the block ends, then delivered. Hypothesis' engine takes a KeyboardInterrupt
-    in the middle of a draw for a failing example and replays it, which then draws less and ends in
-    FlakyStrategyDefinition: a traceback where the user pressed Ctrl-C. A draw takes milliseconds.
-    Only the main thread receives signals, so elsewhere nothing is held."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[object] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(frame))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if held:
-        if callable(previous):
-            previous(signal.SIGINT, held[0])  # Python's own handler raises KeyboardInterrupt
-        elif previous != signal.SIG_IGN:
-            raise KeyboardInterrupt
 
 
 def draw_key(text: str, count: int, *, seed: int, max_edits: int = 2, synonyms: bool = False) -> str:

@@ -254,6 +254,8 @@ def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str
     out = [f"## {run.name} — {run.mode.value} mode", "", f"**{said.sentence}**", ""]
     if said.written_words:
         out.append(f"- written: {said.written_words}")
+    if said.deferred:
+        out.append(f"- deferred: {said.deferred}")
     if said.next:
         out.append(f"- next: {said.next}")
     out += [f"- suite: `{run.suite}`", *_facts_markdown(run), ""]

@@ -260,7 +260,7 @@ def _parts_html(table: PartTable | None) -> str:
 def _said_html(head: Headline) -> str:
     """What the run wrote (or why nothing) and what to do next, under its verdict."""
     said = head.said
-    lines = [("written", said.written_words), ("next", said.next)]
+    lines = [("written", said.written_words), ("deferred", said.deferred), ("next", said.next)]
     items = "".join(f"<div><dt>{name}</dt><dd>{inline(text)}</dd></div>" for name, text in lines if text)
     return f'<dl class="said">{items}</dl>' if items else ""
 

@@ -232,13 +232,31 @@ def headline(run: RunResult) -> Headline:
     rows, said = case_rows(run), run_verdict(run)
     if run.status is RunStatus.ERROR:
         return Headline(said=said, facts=())
+    deferred = _deferred_facts(run, rows)
+    tested = [r for r in rows if r.kind is not Kind.DEFERRED]
     if run.mode is Mode.REPAIR:
-        return Headline(said=said, facts=_repair_headline(run, rows, said))
+        return Headline(said=said, facts=_repair_headline(run, tested, said) + deferred)
     if run.mode is Mode.AUDIT:
-        return Headline(said=said, facts=_audit_facts(run, rows))
+        return Headline(said=said, facts=_audit_facts(run, tested) + deferred)
     if is_baseline_run(run):
-        return Headline(said=said, facts=_baseline_facts(rows))
-    return Headline(said=said, facts=_check_facts(run, rows))
+        return Headline(said=said, facts=_baseline_facts(tested) + deferred)
+    return Headline(said=said, facts=_check_facts(run, tested) + deferred)
+
+
+def _deferred_facts(run: RunResult, rows: Sequence[CaseRow]) -> tuple[Fact, ...]:
+    """The suite's deferred cases: known failures where the run checked them, those now right, or
+    how many a run that does not check them left aside."""
+    checked = [r for r in rows if r.kind is Kind.DEFERRED] if run.mode is Mode.CHECK else []
+    listed = max(run.details.counts.get(Kind.DEFERRED, 0), len(checked))
+    if not listed:
+        return ()
+    if not checked:
+        return (Fact(name="deferred", value=f"{listed} cases", detail="not checked by this run: a check runs them"),)
+    right = _count(checked, Kind.DEFERRED, Outcome.PASSED)
+    detail = "known failures a traffic budget could not buy, never repaired"
+    if right:
+        detail += f"; {right} now right: they can be put back (warp-check defer SUITE --restore)"
+    return (Fact(name="deferred", value=f"{len(checked) - right} known failures", detail=detail, good=None),)
 
 
 def _failed(rows: Sequence[CaseRow]) -> int:

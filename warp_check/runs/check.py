@@ -17,6 +17,7 @@ from warp_check.cache.warm import WarmEntry
 from warp_check.cases import Case, Kind
 from warp_check.progress import Progress
 from warp_check.releases.load import load_adapter
+from warp_check.runs.deferred import deferred_verdict
 from warp_check.runs.details import CheckDetails
 from warp_check.runs.messages import labelled, num
 from warp_check.runs.modes import Mode, RunStatus
@@ -29,7 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _checked_cases(suite: Suite, ids: Iterable[str] | None) -> list[Case]:
     wanted = None if ids is None else set(ids)
-    return [c for c in suite.cases if c.kind is not Kind.AUX and (wanted is None or c.id in wanted)]
+    cases = [*suite.cases, *(d.case for d in suite.deferred)]  # deferred: run, shown as known failures
+    return [c for c in cases if c.kind is not Kind.AUX and (wanted is None or c.id in wanted)]
 
 
 def check(
@@ -163,6 +165,9 @@ def _check_result(
         }
         if subject is not None:
             properties["subject"] = subject
+        if case.kind is Kind.DEFERRED:
+            verdicts.append(deferred_verdict(suite, case, right=right, said=said, gap=gap, properties=properties))
+            continue
         if wrong_words:  # where a kind decides several things at once, which of them are wrong
             properties["wrong"] = suite.decision.wrong_words(predicted, case.label, suite.label_name)
             wrong_parts = suite.decision.wrong_parts(predicted, case.label)

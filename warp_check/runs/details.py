@@ -62,7 +62,7 @@ class RunDetails(Record):
 
 
 def _suite_counts(suite: Suite) -> dict[Kind, int]:
-    return {kind: suite.count(kind) for kind in Kind}
+    return {kind: suite.count(kind) for kind in Kind if kind is not Kind.DEFERRED or suite.deferred}
 
 
 @dataclass(frozen=True, kw_only=True)

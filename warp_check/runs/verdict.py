@@ -9,6 +9,7 @@ next step is the budget's advice.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from warp_check.cases import Kind
 from warp_check.certificates.traffic.verdicts import ADVICE, TrafficNote
 from warp_check.certify.certificate import percent
+from warp_check.runs.deferred import defer_command
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails, traffic_of
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import RunResult, Verdict
@@ -34,6 +36,7 @@ class RunVerdict:
     written: str | None = None
     why_not: str = ""
     next: str = ""
+    deferred: str = ""  # the suite's deferred cases: how many, known failures, those now right ("": none)
 
     @property
     def word(self) -> str:
@@ -56,20 +59,33 @@ class RunVerdict:
         out = [f"verdict: {self.word}: {self.happened}"]
         if self.written_words:
             out.append(f"written: {self.written_words}")
+        if self.deferred:
+            out.append(f"deferred: {self.deferred}")
         if self.next:
             out.append(f"next: {self.next}")
         return out
 
     def properties(self) -> list[tuple[str, str]]:
         """The verdict as JUnit properties of the suite."""
-        named = [("verdict", f"{self.word}: {self.happened}"), ("written", self.written_words), ("next", self.next)]
+        named = [
+            ("verdict", f"{self.word}: {self.happened}"),
+            ("written", self.written_words),
+            ("deferred", self.deferred),
+            ("next", self.next),
+        ]
         return [(name, value) for name, value in named if value]
 
 
 def run_verdict(run: RunResult, verdicts: Sequence[Verdict] | None = None) -> RunVerdict:
     """The verdict of ``run``; ``verdicts``: its cases' verdicts where the run travels without them
     (pytest's summary holds them apart), else the run's own."""
-    cases = [v for v in (run.verdicts if verdicts is None else verdicts) if v.kind is not Kind.AUX]
+    every = run.verdicts if verdicts is None else verdicts
+    cases = [v for v in every if v.kind not in (Kind.AUX, Kind.DEFERRED)]
+    verdict = _run_verdict(run, cases)
+    return _with_deferred(verdict, run, [v for v in every if v.kind is Kind.DEFERRED])
+
+
+def _run_verdict(run: RunResult, cases: Sequence[Verdict]) -> RunVerdict:
     passed = (
         run.ok
         and all(v.passed or v.expected_failure is not None for v in cases)
@@ -92,6 +108,30 @@ def run_verdict(run: RunResult, verdicts: Sequence[Verdict] | None = None) -> Ru
     if any("baseline_gap" in v.properties for v in cases):
         return _baseline(run, cases, passed)
     return _check(cases, passed)
+
+
+def _with_deferred(verdict: RunVerdict, run: RunResult, deferred: Sequence[Verdict]) -> RunVerdict:
+    """``verdict`` with the suite's deferred cases: known failures (a run that checks them), the ones the
+    model now gets right and how to put them back; a run that does not check them (a repair never sees
+    them) counts them from the suite."""
+    listed = max(run.details.counts.get(Kind.DEFERRED, 0), len(deferred))
+    if not listed:
+        return verdict
+    if run.mode is not Mode.CHECK:
+        words = f"{listed} deferred case(s), not checked by a {run.mode.value} run ({DEFERRED_CHECKED_BY})"
+        return dataclasses.replace(verdict, deferred=words)
+    right = [v.case_id for v in deferred if v.passed]
+    words = f"{len(deferred) - len(right)} deferred case(s), run as known failures (each names why it was deferred)"
+    if not right:
+        return dataclasses.replace(verdict, deferred=words)
+    back = defer_command(run.suite, restore=right)
+    words += f"; {len(right)} now right: {back} puts {'it' if len(right) == 1 else 'them'} back into must_fix"
+    step = f"put back the deferred case(s) the model now gets right ({back})"
+    return dataclasses.replace(verdict, deferred=words, next="; ".join(s for s in (verdict.next, step) if s))
+
+
+# A run that does not check the suite's deferred cases says which does.
+DEFERRED_CHECKED_BY = "a check runs them: warp-check check, or pytest without --warp-repair"
 
 
 def _of(cases: Sequence[Verdict], kind: Kind, *, passed: bool | None = None) -> int:
@@ -153,7 +193,7 @@ def _repair(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdic
             happened=f"the repair {figures}, but it changes up to {percent(note.bound)} of predictions on traffic "
             f"like its sample, over max_change = {percent(note.max_change)}",
             why_not="a repair over its traffic budget is never written",
-            next=_budget_advice(note),
+            next=_budget_advice(note, run.suite),
         )
     traffic = f", and {traffic_words(note)}" if note is not None else ""
     failing = [v for v in cases if not v.passed and v.expected_failure is None]
@@ -182,7 +222,7 @@ def _repair(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdic
     )
 
 
-def _budget_advice(note: TrafficNote) -> str:
+def _budget_advice(note: TrafficNote, suite: str) -> str:
     fit = note.fit
     if fit is None or fit.why is not None:
         return f"try {ADVICE}"
@@ -190,8 +230,9 @@ def _budget_advice(note: TrafficNote) -> str:
         return "raise max_change, or lower gamma_h: even with no must_fix case the repair is over the budget"
     if fit.within and fit.left_out and fit.kept:
         return (
-            f"move the {len(fit.left_out)} must_fix case(s) the budget cannot buy (listed in the report) out of "
-            f"this release's must_fix files, or raise max_change; other levers: {ADVICE}"
+            f"defer the {len(fit.left_out)} must_fix case(s) the budget cannot buy (listed in the report): "
+            f"{defer_command(suite or 'SUITE')} moves them out of this release's must_fix files into the suite's "
+            f"deferred file, where every check still runs them; or raise max_change; other levers: {ADVICE}"
         )
     return f"raise max_change, or try {ADVICE}"
 
@@ -260,4 +301,4 @@ def _check(cases: Sequence[Verdict], passed: bool) -> RunVerdict:
     )
 
 
-__all__ = ["RunVerdict", "repair_figures", "restored_ids", "run_verdict", "traffic_words"]
+__all__ = ["DEFERRED_CHECKED_BY", "RunVerdict", "repair_figures", "restored_ids", "run_verdict", "traffic_words"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ CASE_FIELDS = ("id", "text", "text_pair", "label", "kind", "source", "original",
 MAX_TEXT_CHARS = 100_000  # far beyond any max_length; longer is a mistake (a pasted file), not a case
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -42,6 +43,12 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 class _DuplicateKey(ValueError):
     pass
+
+
+def json_line(record: Mapping[str, object]) -> str:
+    # Readable UTF-8, but the Unicode line separators escaped: editors and str.splitlines() break on them.
+    line = json.dumps(record, ensure_ascii=False)
+    return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 class CaseReader:
@@ -94,7 +101,7 @@ class CaseReader:
         if line.startswith("\ufeff"):
             raise error(None, STARTS_WITH_BOM)
         try:
-            record = json.loads(line, object_pairs_hook=_no_duplicate_keys)
+            record = json.loads(line, object_pairs_hook=no_duplicate_keys)
         except _DuplicateKey as exc:
             raise error(str(exc), f"field '{exc}' is given twice") from None
         except json.JSONDecodeError as exc:
@@ -285,7 +292,7 @@ def read_cases(
 _CASES_KEYS = ("path", "kind")
 
 
-_KINDS = tuple(k.value for k in Kind)
+_KINDS = tuple(k.value for k in Kind if k is not Kind.DEFERRED)  # deferred cases live in the deferred file
 
 
 @dataclass(frozen=True, kw_only=True)

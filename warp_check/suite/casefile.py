@@ -27,7 +27,7 @@ from typing import Any
 from warp_check.cases import Kind
 from warp_check.errors import SuiteError
 from warp_check.files import replaced_atomically
-from warp_check.suite.case_files import CaseFile, CaseReader
+from warp_check.suite.case_files import CaseFile, CaseReader, json_line
 from warp_check.suite.loader import Suite, load_suite
 from warp_check.suite.toml_lines import SuiteToml
 
@@ -97,7 +97,7 @@ def append_cases(
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(_lock_path(path)):
+    with FileLock(lock_path(path)):
         original = path.read_bytes() if path.exists() else b""
         seen_ids, seen_content = _existing(path, original)
         lines: list[str] = []
@@ -120,7 +120,7 @@ def append_cases(
             for key in ("kind", "source", "original", "fixed_by"):
                 if getattr(case, key) is not None:
                     record[key] = getattr(case, key)
-            lines.append(_json_line(record))
+            lines.append(json_line(record))
             seen_ids.add(new_id)
             seen_content.add(case.content_key)
             added.append(new_id)
@@ -139,14 +139,14 @@ def append_sentences(
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(_lock_path(path)):
+    with FileLock(lock_path(path)):
         original = path.read_bytes() if path.exists() else b""
         seen_ids, _ = _existing(path, original)
         seen = {_sentence_key(json.loads(raw)) for raw in original.splitlines() if raw.strip()}
         fresh = [r for r in records if r["id"] not in seen_ids and _sentence_key(r) not in seen]
         if fresh:
             prefix = original if not original or original.endswith(b"\n") else original + b"\n"
-            _write_atomically(path, prefix + "".join(_json_line(r) + "\n" for r in fresh).encode(), check)
+            _write_atomically(path, prefix + "".join(json_line(r) + "\n" for r in fresh).encode(), check)
     return AppendResult(path=path, added=tuple(r["id"] for r in fresh), duplicates=len(records) - len(fresh))
 
 
@@ -154,7 +154,7 @@ def _sentence_key(record: Mapping[str, Any]) -> str:
     return json.dumps([record.get("tokens"), record.get("tags")])
 
 
-def _lock_path(path: Path) -> str:
+def lock_path(path: Path) -> str:
     # In the temp folder, not beside the case file: no litter in the user's suite.
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), f"warp-check-casefile-{key}.lock")
@@ -191,12 +191,6 @@ def _fresh_id(prefix: str, case: NewCase, taken: set[str]) -> str:
     while f"{candidate}-{n}" in taken:  # the same hash but different content: cannot happen for sha256
         n += 1
     return f"{candidate}-{n}"
-
-
-def _json_line(record: Mapping[str, object]) -> str:
-    # Readable UTF-8, but the Unicode line separators escaped: editors and str.splitlines() break on them.
-    line = json.dumps(record, ensure_ascii=False)
-    return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def _write_atomically(path: Path, data: bytes, check: CaseFileCheck | None) -> None:
@@ -294,7 +288,7 @@ def remove_lines(path: str | Path, line_numbers: Iterable[int], *, check: CaseFi
 
     path = Path(path)
     wanted = set(line_numbers)
-    with FileLock(_lock_path(path)):
+    with FileLock(lock_path(path)):
         lines = path.read_bytes().split(b"\n")
         kept = [line for number, line in enumerate(lines, start=1) if number not in wanted]
         removed = len(lines) - len(kept)
@@ -310,7 +304,7 @@ def rewrite_lines(path: str | Path, changes: Mapping[int, Mapping[str, str]], *,
     from filelock import FileLock
 
     path = Path(path)
-    with FileLock(_lock_path(path)):
+    with FileLock(lock_path(path)):
         lines = path.read_bytes().split(b"\n")
         for number, fields in changes.items():
             raw = lines[number - 1].rstrip(b"\r")
@@ -319,7 +313,7 @@ def rewrite_lines(path: str | Path, changes: Mapping[int, Mapping[str, str]], *,
                 raise SuiteError("not a JSON object; fix the line before rewriting it", path=path, line=number)
             record.update(fields)
             ending = b"\r" if lines[number - 1].endswith(b"\r") else b""
-            lines[number - 1] = _json_line(record).encode() + ending
+            lines[number - 1] = json_line(record).encode() + ending
         if changes:
             _write_atomically(path, b"\n".join(lines), check)
     return len(changes)

@@ -9,6 +9,7 @@ dense → activation → linear is checked when it is loaded (:func:`warp_check.
 Layout (paths are relative to the folder that holds ``warp.toml``)::
 
     name = "reviews"                       # optional; default: the folder's name
+    deferred = "deferred.jsonl"            # optional: must_fix cases a budget could not buy (warp-check defer)
     [model]
     path = "model"                         # a local Hugging Face folder ...
     # factory = "models.py:build"          # ... or a function that returns one
@@ -56,6 +57,7 @@ from warp_check.qp.settings import SolverSettings
 from warp_check.repair import advice
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
 from warp_check.suite.case_files import STARTS_WITH_BOM, CaseFile, Location, read_case_tables, read_cases
+from warp_check.suite.deferred_file import DeferredCase, read_deferred, read_deferred_table
 from warp_check.suite.model_source import (
     ModelSettings,
     check_model_dir,
@@ -73,7 +75,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 SUITE_FILE = "warp.toml"
-_TOP_KEYS = ("name", "description", "model", "labels", "cases", "repair", "traffic")
+_TOP_KEYS = ("name", "description", "model", "labels", "cases", "repair", "traffic", "deferred")
 
 
 # -- the objects ----------------------------------------------------------------------------
@@ -99,6 +101,8 @@ class Suite:
     key_lines: dict[str, int] = field(default_factory=dict)  # "model.layer" -> line in warp.toml
     traffic: TrafficSettings | None = None  # [traffic]: unlabelled text a repair's changes are bounded on
     decision: DecisionKind = SINGLE_LABEL  # what the model decides and a case's label states ([model] decision)
+    deferred_file: Path | None = None  # warp.toml's ``deferred``: must_fix cases a budget could not buy
+    deferred: tuple[DeferredCase, ...] = ()  # its cases: checked as known failures, never repaired
 
     @property
     def root(self) -> Path:
@@ -143,6 +147,8 @@ class Suite:
         raise KeyError(case_id)
 
     def count(self, kind: Kind) -> int:
+        if kind is Kind.DEFERRED:
+            return len(self.deferred)
         return sum(1 for c in self.cases if c.kind is kind)
 
     def error(self, field_name: str, message: str) -> SuiteError:
@@ -187,7 +193,7 @@ class Suite:
         h = hashlib.sha256()
         h.update(self.toml.read_bytes())
         h.update(str(self.model_dir).encode())
-        for case in self.cases:
+        for case in (*self.cases, *(d.case for d in self.deferred)):
             h.update(json.dumps(dataclasses.asdict(case), sort_keys=True, default=str).encode())
         return h.hexdigest()
 
@@ -279,6 +285,10 @@ def load_suite(
     case_files = read_case_tables(loader, data, empty=empty)
     kind = decision_of(loader, model_settings, model_dir, labels)
     cases, locations = read_cases(loader, case_files, labels, num_classes, decision=kind, empty=empty)
+    deferred_file = read_deferred_table(loader, data, case_files)
+    deferred = (
+        () if deferred_file is None else read_deferred(loader, deferred_file, labels, num_classes, kind, locations)
+    )
     repair = _repair_settings(loader, data)
     traffic = read_traffic_table(loader, data)
     if kind.per_word and repair.neighbours.enabled:
@@ -302,6 +312,8 @@ def load_suite(
         key_lines=dict(loader.keys.lines),
         traffic=traffic,
         decision=kind,
+        deferred_file=deferred_file,
+        deferred=deferred,
     )
 
 

@@ -186,7 +186,7 @@ def rewrite_toml(path: str | Path, change: Callable[[str], str], *, hint: str) -
     from filelock import FileLock
 
     target = writable_toml(path, hint=hint)
-    with FileLock(_lock_path(target)):
+    with FileLock(toml_lock_path(target)):
         writable_toml(path, hint=hint)  # again, under the lock: it may have changed while we waited
         new = change(toml_text(target.read_bytes(), Path(path))).encode("utf-8")
         mode = stat.S_IMODE(target.stat().st_mode)
@@ -197,7 +197,7 @@ def rewrite_toml(path: str | Path, change: Callable[[str], str], *, hint: str) -
     return Path(path)
 
 
-def _lock_path(target: Path) -> str:
+def toml_lock_path(target: Path) -> str:
     # In the temp folder, not beside warp.toml: no litter in the user's suite.
     key = hashlib.sha256(str(target).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), f"warp-check-toml-{key}.lock")

@@ -83,7 +83,7 @@ class BudgetFit(Record):
         return (
             f"Within max_change = {percent(self.budget)}, a repair of the other {self.kept} must_fix case(s) "
             f"{estimate}; these {len(self.left_out)} cannot be fixed within it: {named}. Move them out of this "
-            "release's must_fix files, or raise max_change."
+            "release's must_fix files (warp-check defer SUITE --from the run's report.json), or raise max_change."
         )
 
 
