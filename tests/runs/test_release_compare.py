@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -317,3 +318,69 @@ def test_diff_writes_the_comparison_into_the_report(release, tmp_path, capsys):
     assert f"({note['changed']} of {note['n']}, 95 %)" in markdown and "Cert 4 against the baseline" in markdown
     saved = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))["runs"][0]["details"]
     assert saved["paired_test"] == run["details"]["paired_test"] and saved["traffic"]["bound"] == note["bound"]
+
+
+@pytest.fixture(scope="module")
+def comparison_page(release, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """``diff --report`` of the release against the last one, with traffic and a 2 % budget: the page and the run."""
+    suite, old, new, traffic = release
+    out = tmp_path_factory.mktemp("page")
+    argv = [str(old), str(new), str(suite), "--traffic", str(traffic), "--max-change", "0.02", "--cache", "none"]
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        exit_code(["diff", *argv, "--report", str(out / "r"), "--json"])
+    return out / "r" / "index.html", json.loads(stdout.getvalue())
+
+
+def test_the_comparison_page_puts_the_verdict_first_then_flips_texts_and_cases(comparison_page):
+    from html.parser import HTMLParser
+
+    page, run = comparison_page
+    note, paired = run["details"]["traffic"], run["details"]["paired_test"]
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.text = ""
+
+        def handle_data(self, data: str) -> None:
+            self.text += data
+
+    parsed = Text()
+    parsed.feed(page.read_text(encoding="utf-8"))
+    words = " ".join(parsed.text.split())
+    order = [
+        words.index(said)
+        for said in (
+            "Against the baseline",
+            f"{note['changed']} of {note['n']} texts changed",
+            f"p = {paired['p_value']:.3g} two-sided",
+            "Traffic changed, by label pair",
+            f"Traffic texts whose prediction changed ({note['changed']})",
+            "Cases",
+        )
+    ]
+    assert order == sorted(order)  # the figures first, the case table last
+    assert "budget 2 %: OVER it" in words and f"{paired['right_to_wrong']} right → wrong" in words
+    regressions = [c for c in run["cases"] if not c["passed"] and "expected_failure" not in c]
+    assert f"Regressions: right on the baseline, wrong now ({len(regressions)})" in words
+    source = page.read_text(encoding="utf-8")
+    flips = source[source.index('<table class="parts flips">') :]
+    flips = flips[: flips.index("</table>")]
+    head, body = flips.split("</thead>")
+    cells = [[re.sub("<[^>]+>", "", cell) for cell in row.split("<td>")[1:]] for row in body.split("<tr>")[1:]]
+    heads = [re.sub("<[^>]+>", "", th) for th in head.split('<th scope="col">')[2:]]
+    matrix = {f"{row[0]}→{head}": int(count) for row in cells for head, count in zip(heads, row[1:], strict=True)}
+    assert {pair: count for pair, count in matrix.items() if count} == note["by_pair"]
+    assert note["changes"][0]["text"][:40] in words
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_comparison_page_fits_its_width_in_a_browser(browser, comparison_page, tmp_path, width):
+    from test_report_browser import measured, rendered
+
+    page, _ = comparison_page
+    seen = measured(browser, page, tmp_path, width)
+    assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"
+    assert seen["verdict"] >= 0
+    assert rendered(browser, page, tmp_path).verdict == "FAILED"  # over the 2 % budget

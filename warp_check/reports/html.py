@@ -299,6 +299,13 @@ def _traffic_html(run: RunResult) -> str:
     return out
 
 
+def _figures_html(run: RunResult, head: Headline) -> str:
+    """The figures under a run's verdict: a release compared with its baseline has its own page part."""
+    from warp_check.reports import comparison  # it renders with this module's helpers: imported once both exist
+
+    return comparison.comparison_html(run) if comparison.is_comparison(run) else _facts(head.facts) + _traffic_html(run)
+
+
 def _run_section(run: RunResult, anchor: str) -> str:
     head = headline(run)
     rows = case_rows(run)
@@ -312,7 +319,7 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<section class="run {tone}" id="{esc_attr(anchor)}">'
         f"<h2>{inline(run.name)} <small>{mode} mode</small></h2>"
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{_verdict_html(head.verdict, run)}</p>'
-        f"{_said_html(head)}{_facts(head.facts)}{_traffic_html(run)}"
+        f"{_said_html(head)}{_figures_html(run, head)}"
         f'<p class="meta">{"; ".join(where)}</p><p class="meta">{inline(run.message)}</p>'
         f"{_parts_html(part_table(run))}{_plots(run, rows, anchor)}"
         f"<h3>Cases</h3>{_table(run, rows, anchor)}</section>"
