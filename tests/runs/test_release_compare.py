@@ -255,15 +255,44 @@ def test_pytest_gates_on_the_paired_test_with_its_figures_in_junit(release, pyte
     refused.stderr.fnmatch_lines(["*--warp-worse-p gates a model against its baseline*"])
 
 
-def test_a_kind_with_a_prediction_per_word_is_refused_by_name() -> None:
-    from warp_check.certificates.traffic.between import refuse_kind
-    from warp_check.decisions import MULTI_LABEL, SINGLE_LABEL, TOKEN_TAGS
-    from warp_check.errors import SettingsError
+def test_a_token_tagger_release_is_compared_per_word_and_bounded_per_sentence(tmp_path) -> None:
+    """Two tiny taggers: a word changes where its tag does, a sentence where any of its words does; the share
+    bounded is of sentences (the sample's draws), as a repair's Cert 4 on token traffic; recomputed here with
+    plain transformers at each word's first sub-token."""
+    from safetensors.numpy import load_file, save_file
+    from testkit.token_tags import TAGS, build_tagger, sentences, word_logits
 
-    for kind in (SINGLE_LABEL, MULTI_LABEL):
-        refuse_kind(kind)  # a prediction per text: compared
-    with pytest.raises(SettingsError, match="not built for the token_tags kind"):
-        refuse_kind(TOKEN_TAGS)
+    from warp_check.decisions.token_tags import split_words
+
+    old = build_tagger(tmp_path / "old", family="bert")
+    new = Path(shutil.copytree(old, tmp_path / "new"))
+    weights = load_file(new / "model.safetensors")
+    bias = next(k for k in weights if k.endswith("classifier.bias"))
+    weights[bias] = weights[bias].copy()
+    weights[bias][TAGS.index("B-TOPIC")] += 2.5
+    save_file(weights, new / "model.safetensors", metadata={"format": "pt"})
+    keep = sentences(1, seed=5)[0]
+    suite = write_suite(tmp_path / "suite", model=old, keep=[{"id": "k", "tokens": keep, "tags": ["O"] * len(keep)}])
+    traffic = tmp_path / "traffic.jsonl"
+    pool = sorted({" ".join(words) for words in sentences(300, seed=9)} - {" ".join(keep)})
+    traffic.write_text("".join(json.dumps({"text": t}) + "\n" for t in pool), encoding="utf-8")
+    out = io.StringIO()
+    argv = ["diff", str(old), str(new), str(suite), "--traffic", str(traffic), "--cache", "none", "--json"]
+    with contextlib.redirect_stdout(out):
+        exit_code([*argv, "--max-change", "0.05"])
+    run = json.loads(out.getvalue())
+    note = run["details"]["traffic"]
+    measured = [[w for w, _, _ in split_words(t)] for t in bound_texts(traffic)]
+    was = [logits.argmax(axis=1) for logits in word_logits(old, measured)]
+    now = [logits.argmax(axis=1) for logits in word_logits(new, measured)]
+    changed_words = sum(int((a != b).sum()) for a, b in zip(was, now, strict=True))
+    changed = sum(bool((a != b).any()) for a, b in zip(was, now, strict=True))
+    assert note["decision"] == "token_tags" and note["n"] == len(measured) and changed > 0
+    assert (note["changed"], note["words"], note["words_changed"]) == (
+        changed, sum(map(len, measured)), changed_words,
+    )  # fmt: skip
+    assert note["bound"] == pytest.approx(change_bound(changed, len(measured), 0.95), rel=1e-12)
+    assert not run["traffic"]["passed"] and "(of sentences)" in run["traffic"]["message"]
 
 
 def test_a_multi_label_release_is_compared_as_its_kind_decides(tmp_path) -> None:
@@ -384,3 +413,71 @@ def test_the_comparison_page_fits_its_width_in_a_browser(browser, comparison_pag
     assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"
     assert seen["verdict"] >= 0
     assert rendered(browser, page, tmp_path).verdict == "FAILED"  # over the 2 % budget
+
+
+@pytest.fixture(scope="module")
+def history(release, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, Path, tuple[int, dict]]:
+    """``warp-check history`` over old → new → old with the traffic and a 2 % budget, its page written;
+    and ``diff`` of new against old with the same budget."""
+    suite, old, new, traffic = release
+    out = tmp_path_factory.mktemp("history")
+    argv = [str(suite), str(old), str(new), str(old), "--traffic", str(traffic), "--max-change", "0.02"]
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = exit_code(["history", *argv, "--cache", "none", "--report", str(out / "r"), "--json"])
+    said = json.loads(stdout.getvalue())
+    diffed = io.StringIO()
+    with contextlib.redirect_stdout(diffed):
+        diff_code = exit_code(["diff", str(old), str(new), str(suite), *argv[4:], "--cache", "none", "--json"])
+    return code, said, out / "r", (diff_code, json.loads(diffed.getvalue()))
+
+
+def test_history_compares_each_release_with_the_one_before_as_diff_does(history):
+    code, said, _, (_, diffed) = history
+    first, second, third = said["releases"]
+    assert code == 1 and "paired_test" not in first and "traffic" not in first
+    note, paired = diffed["details"]["traffic"], diffed["details"]["paired_test"]
+    assert second["paired_test"] == paired | {"worse_p": None} or second["paired_test"] == paired
+    regressions = sorted(c["id"] for c in diffed["cases"] if not c["passed"] and "expected_failure" not in c)
+    assert sorted(second["regressions"]) == regressions and sorted(third["fixes"]) == regressions
+    assert second["right"] == sum(c["passed"] for c in diffed["cases"] if "expected_failure" not in c)
+    for key in ("n", "changed", "bound", "by_pair"):
+        assert second["traffic"][key] == note[key], key
+    # Back to the first release: the same texts change, the other way round.
+    assert third["traffic"]["changed"] == note["changed"] and third["right"] == first["right"]
+    assert {pair.split("→")[1] + "→" + pair.split("→")[0] for pair in third["traffic"]["by_pair"]} == set(
+        note["by_pair"]
+    )
+
+
+def test_history_fails_over_the_budget_naming_the_bound_and_pages_its_trend(history, capsys):
+    _, said, report, _ = history
+    bound = said["releases"][1]["traffic"]["bound"]
+    page = (report / "index.html").read_text(encoding="utf-8")
+    assert f"Cert 4&#x27;s bound {100 * bound:.2g} % is over max_change = 2 %" in page or (
+        f"Cert 4's bound {100 * bound:.2g} % is over max_change = 2 %" in page
+    )
+    assert page.count("<tr") == 1 + 3 and "<polyline" in page and "max_change 2 %" in page
+    assert json.loads((report / "history.json").read_text(encoding="utf-8"))["releases"] == said["releases"]
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_history_page_fits_its_width_in_a_browser(browser, history, tmp_path, width):
+    from test_report_browser import measured
+
+    seen = measured(browser, history[2] / "index.html", tmp_path, width)
+    assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"
+
+
+def test_a_second_history_encodes_nothing_and_prints_its_table(release, tmp_path, capsys):
+    suite, old, new, traffic = release
+    argv = ["history", str(suite), str(old), str(new), "--traffic", str(traffic), "--cache", str(tmp_path / "c")]
+    capsys.readouterr()
+    assert exit_code([*argv, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["releases"][1]["traffic"]
+    assert exit_code(argv) == 0
+    said = capsys.readouterr().out
+    assert f"{first['changed']}/{first['n']}" in said and f"Cert 4 against release 1: it changes at most" in said
+    assert said.rstrip().endswith("PASSED: 2 release(s), each within its gates against the one before")
+    assert exit_code([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["releases"][1]["traffic"]["encoded"] == 0
