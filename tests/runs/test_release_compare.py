@@ -481,3 +481,24 @@ def test_a_second_history_encodes_nothing_and_prints_its_table(release, tmp_path
     assert said.rstrip().endswith("PASSED: 2 release(s), each within its gates against the one before")
     assert exit_code([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["releases"][1]["traffic"]["encoded"] == 0
+
+
+def test_verify_chain_bounds_each_link_against_the_model_before_and_gates_it(release, history, capsys):
+    suite, old, new, traffic = release
+    bound = history[1]["releases"][1]["traffic"]
+    argv = ["verify", str(new), "--chain", "--suite", str(suite), "--from", str(old), "--traffic", str(traffic)]
+    argv += ["--max-change", "0.02", "--accept-drawdown", "1000", "--cache", "none"]
+    capsys.readouterr()
+    assert exit_code([*argv, "--json"]) == 1
+    newest, first = json.loads(capsys.readouterr().out)["links"]
+    assert "traffic" not in first and not newest["ok"]
+    assert {key: newest["traffic"][key] for key in ("n", "changed", "bound")} == {
+        key: bound[key] for key in ("n", "changed", "bound")
+    }
+    assert [f["name"] for f in newest["failed"]] == ["Cert 4 against the model before"]
+    assert exit_code(argv) == 1
+    said = capsys.readouterr().out
+    assert f"  traffic: against {old} it changes at most {100 * bound['bound']:.2g} %" in said
+    # The same chain, as history walks it: the first model first.
+    assert exit_code(["history", str(suite), str(new), "--from", str(old), "--cache", "none", "--json"]) == 0
+    assert [r["model_dir"] for r in json.loads(capsys.readouterr().out)["releases"]] == [str(old), str(new)]

@@ -74,7 +74,7 @@ def history_command(args: argparse.Namespace) -> int:
     if args.report:
         check_report_destination(args.report)  # a report that cannot be written is refused before the work
     models = [resolve_model(model).folder for model in args.models]
-    if len(models) == 1 and (Path(models[0]) / CERTIFICATE_NAME).is_file():
+    if len(models) == 1 and (args.came_from or (Path(models[0]) / CERTIFICATE_NAME).is_file()):
         models = list(chain_models(models[0], came_from=args.came_from))
     suite = load_suite(args.suite, model=models[0])
     traffic = traffic_loader(args)(suite)
