@@ -215,11 +215,15 @@ def test_pytest_gives_the_release_a_traffic_item_with_its_figures_in_junit(relea
     suite, old, new, traffic = release
     args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(suite), "--warp-cache", "none"]
     args += ["--warp-model", str(new), "--warp-baseline", str(old), "--warp-traffic", str(traffic)]
-    ran = pytester.runpytest(*args, "--warp-max-change", "0.02", "--junitxml=r.xml", "-k", "traffic")
+    ran = pytester.runpytest(
+        *args, "--warp-max-change", "0.02", "--junitxml=r.xml", "-k", "traffic", "--warp-report", "page"
+    )
     ran.assert_outcomes(failed=1)
     ran.stdout.fnmatch_lines(["*Cert 4 fails the budget against the baseline*over max_change = 2 %*"])
     junit = (pytester.path / "r.xml").read_text(encoding="utf-8")
     assert 'name="bound"' in junit and 'name="changed"' in junit and 'name="encoded_new"' in junit
+    page = (pytester.path / "page" / "index.html").read_text(encoding="utf-8")  # the comparison page, as diff's
+    assert "<h3>Against the baseline</h3>" in page and "Traffic changed, by label pair" in page
 
 
 @settings(max_examples=300, deadline=None)
@@ -477,7 +481,7 @@ def test_a_second_history_encodes_nothing_and_prints_its_table(release, tmp_path
     first = json.loads(capsys.readouterr().out)["releases"][1]["traffic"]
     assert exit_code(argv) == 0
     said = capsys.readouterr().out
-    assert f"{first['changed']}/{first['n']}" in said and f"Cert 4 against release 1: it changes at most" in said
+    assert f"{first['changed']}/{first['n']}" in said and "Cert 4 against release 1: it changes at most" in said
     assert said.rstrip().endswith("PASSED: 2 release(s), each within its gates against the one before")
     assert exit_code([*argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["releases"][1]["traffic"]["encoded"] == 0
