@@ -156,6 +156,10 @@ def test_a_baseline_with_other_labels_is_refused_naming_it(release, tmp_path, ca
     assert exit_code(["diff", str(other), str(old), str(suite), "--traffic", str(traffic), "--cache", "none"]) == 2
     err = capsys.readouterr().err
     assert f"the baseline {other}: its labels are bad, good" in err and "Traceback" not in err
+    # A release of a history with other labels than the first: refused naming it, before any encoding.
+    assert exit_code(["history", str(suite), str(old), str(other), "--cache", "none"]) == 2
+    err = capsys.readouterr().err
+    assert f"{other}: its labels are bad, good" in err and "Traceback" not in err
 
 
 def test_models_with_different_tokenizers_are_compared_on_the_texts(release, tmp_path, capsys):

@@ -12,7 +12,7 @@ are not the first's is refused naming it (:func:`~warp_check.releases.baseline_f
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,7 +143,7 @@ def release_history(
     worse_p: float | None = None,
     cache_dir: str | Path | None = None,
     progress: bool | Progress = False,
-    compute: dict | None = None,
+    compute: Mapping[str, Any] | None = None,
 ) -> ReleaseHistory:
     """Each of ``model_dirs`` (oldest first) checked with the suite at ``suite_path`` and compared with the
     one before it: regressions, fixes, the paired test (gating at ``worse_p``), and Cert 4 on ``traffic``."""
@@ -153,8 +153,9 @@ def release_history(
     rows = traffic_rows(traffic, first.decision) if traffic is not None else None
     steps: list[ReleaseStep] = []
     before: tuple[dict[str, bool], ReleaseAnswers | None] | None = None
-    for i, model_dir in enumerate(model_dirs):
-        suite = first if i == 0 else suite_on_baseline(first, model_dir, compute)
+    # Every release's labels checked against the first's before any model loads.
+    suites = [first, *(suite_on_baseline(first, model_dir, compute) for model_dir in model_dirs[1:])]
+    for model_dir, suite in zip(model_dirs, suites, strict=True):
         answers, on_traffic = _release(suite, rows, cache_dir=cache_dir, progress=progress)
         step = ReleaseStep(model_dir=Path(model_dir), checked=len(answers), right=sum(answers.values()))
         if before is not None:
