@@ -101,25 +101,18 @@ def release_answers(
 ) -> ReleaseAnswers:
     """``adapter``'s predictions on ``rows``: each row it sees encoded once, through the cache."""
     started = time.perf_counter()
-    seen = (
-        np.array([bool(key) for key in input_keys(adapter, rows.cases)], dtype=bool)
-        if rows.cases
-        else np.zeros(0, bool)
-    )
+    keys = input_keys(adapter, rows.cases) if rows.cases else []
+    seen = np.array([bool(key) for key in keys], dtype=bool)
     kept = [rows.cases[i] for i in np.flatnonzero(seen)]
-    encoded = (
-        encode_cases(adapter, kept, batch_size=batch_size, cache_dir=cache_dir, progress=progress) if kept else None
-    )
-    predicted = predictions(adapter.head(), encoded.V.astype(np.float64)) if encoded is not None else None
-    if predicted is None:
+    if not kept:  # nothing this model reads: every row is left out of its comparisons
+        nothing = Encoding(encoded=0, from_cache=0)
         answers = np.zeros(len(rows.cases), dtype=np.int64)
-    else:
-        answers = np.zeros((len(rows.cases), *predicted.shape[1:]), dtype=predicted.dtype)
-        answers[seen] = predicted
-    encoding = Encoding(
-        encoded=encoded.encoded if encoded is not None else 0,
-        from_cache=encoded.from_cache if encoded is not None else 0,
-    )
+        return ReleaseAnswers(seen=seen, answers=answers, encoding=nothing, seconds=time.perf_counter() - started)
+    encoded = encode_cases(adapter, kept, batch_size=batch_size, cache_dir=cache_dir, progress=progress)
+    predicted = predictions(adapter.head(), encoded.V.astype(np.float64))
+    answers = np.zeros((len(rows.cases), *predicted.shape[1:]), dtype=predicted.dtype)
+    answers[seen] = predicted
+    encoding = Encoding(encoded=encoded.encoded, from_cache=encoded.from_cache)
     return ReleaseAnswers(seen=seen, answers=answers, encoding=encoding, seconds=time.perf_counter() - started)
 
 
