@@ -106,12 +106,14 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.repair.records import CaseSet, RepairResult, RepairStatus
     from warp_check.repair.settings import KeepChoice, NeighbourSettings, RepairSettings, SynonymUse
     from warp_check.reports.folder import REPORT_HTML, REPORT_JSON, read_report, run_from_certificate, write_report
+    from warp_check.reports.releases import write_history_report
     from warp_check.runs.audit import audit
     from warp_check.runs.check import check, check_suite, check_warm
     from warp_check.runs.details import WITHOUT_SYNONYMS, RunDetails
     from warp_check.runs.history import Drawdown, LinkAnswers, chain_drawdown
     from warp_check.runs.modes import Mode, RunStatus
     from warp_check.runs.regressions import against_baseline
+    from warp_check.runs.releases_history import ReleaseHistory, chain_models, release_history
     from warp_check.runs.repair import repair as repair_suite
     from warp_check.runs.repair_cases import RepairOutcome, repair_cases
     from warp_check.runs.result import TRAFFIC, Outcome, RunResult, Tally, TrafficVerdict, Verdict
@@ -252,6 +254,10 @@ _PUBLIC: dict[str, str] = {
     "chain_drawdown": "warp_check.runs.history",
     "Drawdown": "warp_check.runs.history",
     "LinkAnswers": "warp_check.runs.history",
+    "ReleaseHistory": "warp_check.runs.releases_history",
+    "chain_models": "warp_check.runs.releases_history",
+    "release_history": "warp_check.runs.releases_history",
+    "write_history_report": "warp_check.reports.releases",
     "load_adapter": "warp_check.releases.load",
     "Mode": "warp_check.runs.modes",
     "RunStatus": "warp_check.runs.modes",

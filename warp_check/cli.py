@@ -10,6 +10,7 @@
     warp-check attack SUITE --recipe NAME [--out F] [--max N]  must_fix cases from a TextAttack recipe
     warp-check diff OLD NEW SUITE [--traffic F] [--worse-p P]  regressions of NEW against OLD, the paired test,
                                                                Cert 4 of NEW against OLD on the traffic
+    warp-check history SUITE MODEL... [--traffic F] [--report D] each release against the one before it
     warp-check init SUITE --model DIR|ORG/NAME [--revision R]  a new suite: warp.toml and empty case files
     warp-check import SUITE FILE [--out F] [--format ...]       cases from CSV/TSV/JSONL/Parquet/AdvGLUE
                      [--split-by-model | --drop-wrong]         labelled rows sorted by the model (wrong: must_fix)
@@ -100,6 +101,7 @@ from warp_check.commands.cases import (
 from warp_check.commands.certificates import VERIFY_OPTIONS, verify_arguments, verify_command
 from warp_check.commands.compare import COMPARE_OPTIONS, compare_arguments, compare_command
 from warp_check.commands.defer import defer_arguments, defer_command
+from warp_check.commands.history import HISTORY_OPTIONS, history_arguments, history_command
 from warp_check.commands.init import INIT_OPTIONS, init_command
 from warp_check.commands.results import finish
 from warp_check.commands.tune import tune_arguments, tune_command
@@ -223,6 +225,17 @@ def commands() -> tuple[Command, ...]:
                 Use(name="quiet", help="print only the summary, not every regression"),
                 *PROGRESS_OPTIONS,
             ),
+        ),
+        Command(
+            name="history",
+            run=history_command,
+            help="releases one after another on a suite: pass counts, regressions, fixes, the paired test and "
+            "Cert 4's traffic bound, each against the release before it",
+            description="MODEL...: the releases, oldest first; a repaired model folder alone: its certificate "
+            "chain. Exit 1 where a release fails --worse-p or --max-change against the one before it.",
+            positionals=(SUITE,),
+            options=HISTORY_OPTIONS,
+            arguments=history_arguments,
         ),
         Command(
             name="init",

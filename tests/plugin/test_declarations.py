@@ -47,6 +47,7 @@ LOCAL = {
     "compare": ("--heldout", "--general", "--ranks", "--fix-size", "--keep-size", "--methods", "--epochs",
                 "--restore-best"),  # the comparison's data and its baselines' training
     "tune": ("--folds", "--write"),  # the tuning's folds, and whether it writes its choice
+    "history": ("--from",),  # where a chain's model without a certificate came from
 }  # fmt: skip
 
 

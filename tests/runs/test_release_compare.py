@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -155,6 +156,10 @@ def test_a_baseline_with_other_labels_is_refused_naming_it(release, tmp_path, ca
     assert exit_code(["diff", str(other), str(old), str(suite), "--traffic", str(traffic), "--cache", "none"]) == 2
     err = capsys.readouterr().err
     assert f"the baseline {other}: its labels are bad, good" in err and "Traceback" not in err
+    # A release of a history with other labels than the first: refused naming it, before any encoding.
+    assert exit_code(["history", str(suite), str(old), str(other), "--cache", "none"]) == 2
+    err = capsys.readouterr().err
+    assert f"{other}: its labels are bad, good" in err and "Traceback" not in err
 
 
 def test_models_with_different_tokenizers_are_compared_on_the_texts(release, tmp_path, capsys):
@@ -214,11 +219,15 @@ def test_pytest_gives_the_release_a_traffic_item_with_its_figures_in_junit(relea
     suite, old, new, traffic = release
     args = ["-p", "no:randomly", "-p", "no:cacheprovider", str(suite), "--warp-cache", "none"]
     args += ["--warp-model", str(new), "--warp-baseline", str(old), "--warp-traffic", str(traffic)]
-    ran = pytester.runpytest(*args, "--warp-max-change", "0.02", "--junitxml=r.xml", "-k", "traffic")
+    ran = pytester.runpytest(
+        *args, "--warp-max-change", "0.02", "--junitxml=r.xml", "-k", "traffic", "--warp-report", "page"
+    )
     ran.assert_outcomes(failed=1)
     ran.stdout.fnmatch_lines(["*Cert 4 fails the budget against the baseline*over max_change = 2 %*"])
     junit = (pytester.path / "r.xml").read_text(encoding="utf-8")
     assert 'name="bound"' in junit and 'name="changed"' in junit and 'name="encoded_new"' in junit
+    page = (pytester.path / "page" / "index.html").read_text(encoding="utf-8")  # the comparison page, as diff's
+    assert "<h3>Against the baseline</h3>" in page and "Traffic changed, by label pair" in page
 
 
 @settings(max_examples=300, deadline=None)
@@ -254,15 +263,44 @@ def test_pytest_gates_on_the_paired_test_with_its_figures_in_junit(release, pyte
     refused.stderr.fnmatch_lines(["*--warp-worse-p gates a model against its baseline*"])
 
 
-def test_a_kind_with_a_prediction_per_word_is_refused_by_name() -> None:
-    from warp_check.certificates.traffic.between import refuse_kind
-    from warp_check.decisions import MULTI_LABEL, SINGLE_LABEL, TOKEN_TAGS
-    from warp_check.errors import SettingsError
+def test_a_token_tagger_release_is_compared_per_word_and_bounded_per_sentence(tmp_path) -> None:
+    """Two tiny taggers: a word changes where its tag does, a sentence where any of its words does; the share
+    bounded is of sentences (the sample's draws), as a repair's Cert 4 on token traffic; recomputed here with
+    plain transformers at each word's first sub-token."""
+    from safetensors.numpy import load_file, save_file
+    from testkit.token_tags import TAGS, build_tagger, sentences, word_logits
 
-    for kind in (SINGLE_LABEL, MULTI_LABEL):
-        refuse_kind(kind)  # a prediction per text: compared
-    with pytest.raises(SettingsError, match="not built for the token_tags kind"):
-        refuse_kind(TOKEN_TAGS)
+    from warp_check.decisions.token_tags import split_words
+
+    old = build_tagger(tmp_path / "old", family="bert")
+    new = Path(shutil.copytree(old, tmp_path / "new"))
+    weights = load_file(new / "model.safetensors")
+    bias = next(k for k in weights if k.endswith("classifier.bias"))
+    weights[bias] = weights[bias].copy()
+    weights[bias][TAGS.index("B-TOPIC")] += 2.5
+    save_file(weights, new / "model.safetensors", metadata={"format": "pt"})
+    keep = sentences(1, seed=5)[0]
+    suite = write_suite(tmp_path / "suite", model=old, keep=[{"id": "k", "tokens": keep, "tags": ["O"] * len(keep)}])
+    traffic = tmp_path / "traffic.jsonl"
+    pool = sorted({" ".join(words) for words in sentences(300, seed=9)} - {" ".join(keep)})
+    traffic.write_text("".join(json.dumps({"text": t}) + "\n" for t in pool), encoding="utf-8")
+    out = io.StringIO()
+    argv = ["diff", str(old), str(new), str(suite), "--traffic", str(traffic), "--cache", "none", "--json"]
+    with contextlib.redirect_stdout(out):
+        exit_code([*argv, "--max-change", "0.05"])
+    run = json.loads(out.getvalue())
+    note = run["details"]["traffic"]
+    measured = [[w for w, _, _ in split_words(t)] for t in bound_texts(traffic)]
+    was = [logits.argmax(axis=1) for logits in word_logits(old, measured)]
+    now = [logits.argmax(axis=1) for logits in word_logits(new, measured)]
+    changed_words = sum(int((a != b).sum()) for a, b in zip(was, now, strict=True))
+    changed = sum(bool((a != b).any()) for a, b in zip(was, now, strict=True))
+    assert note["decision"] == "token_tags" and note["n"] == len(measured) and changed > 0
+    assert (note["changed"], note["words"], note["words_changed"]) == (
+        changed, sum(map(len, measured)), changed_words,
+    )  # fmt: skip
+    assert note["bound"] == pytest.approx(change_bound(changed, len(measured), 0.95), rel=1e-12)
+    assert not run["traffic"]["passed"] and "(of sentences)" in run["traffic"]["message"]
 
 
 def test_a_multi_label_release_is_compared_as_its_kind_decides(tmp_path) -> None:
@@ -317,3 +355,158 @@ def test_diff_writes_the_comparison_into_the_report(release, tmp_path, capsys):
     assert f"({note['changed']} of {note['n']}, 95 %)" in markdown and "Cert 4 against the baseline" in markdown
     saved = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))["runs"][0]["details"]
     assert saved["paired_test"] == run["details"]["paired_test"] and saved["traffic"]["bound"] == note["bound"]
+
+
+@pytest.fixture(scope="module")
+def comparison_page(release, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """``diff --report`` of the release against the last one, with traffic and a 2 % budget: the page and the run."""
+    suite, old, new, traffic = release
+    out = tmp_path_factory.mktemp("page")
+    argv = [str(old), str(new), str(suite), "--traffic", str(traffic), "--max-change", "0.02", "--cache", "none"]
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        exit_code(["diff", *argv, "--report", str(out / "r"), "--json"])
+    return out / "r" / "index.html", json.loads(stdout.getvalue())
+
+
+def test_the_comparison_page_puts_the_verdict_first_then_flips_texts_and_cases(comparison_page):
+    from html.parser import HTMLParser
+
+    page, run = comparison_page
+    note, paired = run["details"]["traffic"], run["details"]["paired_test"]
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.text = ""
+
+        def handle_data(self, data: str) -> None:
+            self.text += data
+
+    parsed = Text()
+    parsed.feed(page.read_text(encoding="utf-8"))
+    words = " ".join(parsed.text.split())
+    order = [
+        words.index(said)
+        for said in (
+            "Against the baseline",
+            f"{note['changed']} of {note['n']} texts changed",
+            f"p = {paired['p_value']:.3g} two-sided",
+            "Traffic changed, by label pair",
+            f"Traffic texts whose prediction changed ({note['changed']})",
+            "Cases",
+        )
+    ]
+    assert order == sorted(order)  # the figures first, the case table last
+    assert "budget 2 %: OVER it" in words and f"{paired['right_to_wrong']} right → wrong" in words
+    regressions = [c for c in run["cases"] if not c["passed"] and "expected_failure" not in c]
+    assert f"Regressions: right on the baseline, wrong now ({len(regressions)})" in words
+    source = page.read_text(encoding="utf-8")
+    flips = source[source.index('<table class="parts flips">') :]
+    flips = flips[: flips.index("</table>")]
+    head, body = flips.split("</thead>")
+    cells = [[re.sub("<[^>]+>", "", cell) for cell in row.split("<td>")[1:]] for row in body.split("<tr>")[1:]]
+    heads = [re.sub("<[^>]+>", "", th) for th in head.split('<th scope="col">')[2:]]
+    matrix = {f"{row[0]}→{head}": int(count) for row in cells for head, count in zip(heads, row[1:], strict=True)}
+    assert {pair: count for pair, count in matrix.items() if count} == note["by_pair"]
+    assert note["changes"][0]["text"][:40] in words
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_comparison_page_fits_its_width_in_a_browser(browser, comparison_page, tmp_path, width):
+    from test_report_browser import measured, rendered
+
+    page, _ = comparison_page
+    seen = measured(browser, page, tmp_path, width)
+    assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"
+    assert seen["verdict"] >= 0
+    assert rendered(browser, page, tmp_path).verdict == "FAILED"  # over the 2 % budget
+
+
+@pytest.fixture(scope="module")
+def history(release, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, Path, tuple[int, dict]]:
+    """``warp-check history`` over old → new → old with the traffic and a 2 % budget, its page written;
+    and ``diff`` of new against old with the same budget."""
+    suite, old, new, traffic = release
+    out = tmp_path_factory.mktemp("history")
+    argv = [str(suite), str(old), str(new), str(old), "--traffic", str(traffic), "--max-change", "0.02"]
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = exit_code(["history", *argv, "--cache", "none", "--report", str(out / "r"), "--json"])
+    said = json.loads(stdout.getvalue())
+    diffed = io.StringIO()
+    with contextlib.redirect_stdout(diffed):
+        diff_code = exit_code(["diff", str(old), str(new), str(suite), *argv[4:], "--cache", "none", "--json"])
+    return code, said, out / "r", (diff_code, json.loads(diffed.getvalue()))
+
+
+def test_history_compares_each_release_with_the_one_before_as_diff_does(history):
+    code, said, _, (_, diffed) = history
+    first, second, third = said["releases"]
+    assert code == 1 and "paired_test" not in first and "traffic" not in first
+    note, paired = diffed["details"]["traffic"], diffed["details"]["paired_test"]
+    assert second["paired_test"] == paired | {"worse_p": None} or second["paired_test"] == paired
+    regressions = sorted(c["id"] for c in diffed["cases"] if not c["passed"] and "expected_failure" not in c)
+    assert sorted(second["regressions"]) == regressions and sorted(third["fixes"]) == regressions
+    assert second["right"] == sum(c["passed"] for c in diffed["cases"] if "expected_failure" not in c)
+    for key in ("n", "changed", "bound", "by_pair"):
+        assert second["traffic"][key] == note[key], key
+    # Back to the first release: the same texts change, the other way round.
+    assert third["traffic"]["changed"] == note["changed"] and third["right"] == first["right"]
+    assert {pair.split("→")[1] + "→" + pair.split("→")[0] for pair in third["traffic"]["by_pair"]} == set(
+        note["by_pair"]
+    )
+
+
+def test_history_fails_over_the_budget_naming_the_bound_and_pages_its_trend(history, capsys):
+    _, said, report, _ = history
+    bound = said["releases"][1]["traffic"]["bound"]
+    page = (report / "index.html").read_text(encoding="utf-8")
+    assert f"Cert 4&#x27;s bound {100 * bound:.2g} % is over max_change = 2 %" in page or (
+        f"Cert 4's bound {100 * bound:.2g} % is over max_change = 2 %" in page
+    )
+    assert page.count("<tr") == 1 + 3 and "<polyline" in page and "max_change 2 %" in page
+    assert json.loads((report / "history.json").read_text(encoding="utf-8"))["releases"] == said["releases"]
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_history_page_fits_its_width_in_a_browser(browser, history, tmp_path, width):
+    from test_report_browser import measured
+
+    seen = measured(browser, history[2] / "index.html", tmp_path, width)
+    assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"
+
+
+def test_a_second_history_encodes_nothing_and_prints_its_table(release, tmp_path, capsys):
+    suite, old, new, traffic = release
+    argv = ["history", str(suite), str(old), str(new), "--traffic", str(traffic), "--cache", str(tmp_path / "c")]
+    capsys.readouterr()
+    assert exit_code([*argv, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["releases"][1]["traffic"]
+    assert exit_code(argv) == 0
+    said = capsys.readouterr().out
+    assert f"{first['changed']}/{first['n']}" in said and "Cert 4 against release 1: it changes at most" in said
+    assert said.rstrip().endswith("PASSED: 2 release(s), each within its gates against the one before")
+    assert exit_code([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["releases"][1]["traffic"]["encoded"] == 0
+
+
+def test_verify_chain_bounds_each_link_against_the_model_before_and_gates_it(release, history, capsys):
+    suite, old, new, traffic = release
+    bound = history[1]["releases"][1]["traffic"]
+    argv = ["verify", str(new), "--chain", "--suite", str(suite), "--from", str(old), "--traffic", str(traffic)]
+    argv += ["--max-change", "0.02", "--accept-drawdown", "1000", "--cache", "none"]
+    capsys.readouterr()
+    assert exit_code([*argv, "--json"]) == 1
+    newest, first = json.loads(capsys.readouterr().out)["links"]
+    assert "traffic" not in first and not newest["ok"]
+    assert {key: newest["traffic"][key] for key in ("n", "changed", "bound")} == {
+        key: bound[key] for key in ("n", "changed", "bound")
+    }
+    assert [f["name"] for f in newest["failed"]] == ["Cert 4 against the model before"]
+    assert exit_code(argv) == 1
+    said = capsys.readouterr().out
+    assert f"  traffic: against {old} it changes at most {100 * bound['bound']:.2g} %" in said
+    # The same chain, as history walks it: the first model first.
+    assert exit_code(["history", str(suite), str(new), "--from", str(old), "--cache", "none", "--json"]) == 0
+    assert [r["model_dir"] for r in json.loads(capsys.readouterr().out)["releases"]] == [str(old), str(new)]

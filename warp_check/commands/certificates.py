@@ -10,14 +10,17 @@ from typing import Any
 
 from warp_check import (
     CERTIFICATE_NAME,
+    ChainVerification,
     Drawdown,
     Link,
     LinkAnswers,
+    Suite,
     TrafficSettings,
     chain_drawdown,
     load_adapter,
     load_suite,
     read_traffic,
+    release_history,
     resolve_model,
     verify,
     verify_chain,
@@ -143,6 +146,8 @@ def _verify_chain(args: argparse.Namespace) -> int:
     answers = {a.model_dir: a for a in history.links} if history is not None else {}
     rows = [_link_row(link, answers.get(link.model_dir), checked=history is not None, first=link is chain.links[-1])
             for link in chain.links]  # fmt: skip
+    if suite is not None:
+        _with_traffic(rows, args, suite, chain, cache)
     lost = list(history.lost) if history is not None else []
     accepted = len(lost) <= args.accept_drawdown
     links_hold = all(row["ok"] for row in rows)
@@ -155,6 +160,26 @@ def _verify_chain(args: argparse.Namespace) -> int:
     else:
         _print_chain(rows, history, lost, args.accept_drawdown)
     return EXIT_OK if links_hold and accepted else EXIT_FAILED
+
+
+def _with_traffic(
+    rows: list[dict[str, Any]], args: argparse.Namespace, suite: Suite, chain: ChainVerification, cache: Path | None
+) -> None:
+    """Each link's Cert 4 against the model before it, where the suite has traffic (or --traffic gives it),
+    measured as ``warp-check history`` measures it; over max_change, the link fails."""
+    traffic = traffic_loader(args)(suite)
+    if traffic is None:
+        return
+    models = [link.model_dir for link in reversed(chain.links)]
+    releases = release_history(args.suite, models, traffic=traffic, cache_dir=cache, progress=progress_of(args))
+    for row, step in zip(reversed(rows), releases.releases, strict=True):
+        if step.traffic is None:
+            continue
+        row["traffic"] = step.traffic.to_json() | {"said": step.traffic.sentence()}
+        if not step.traffic.within_budget:
+            row["failed"].append({"name": "Cert 4 against the model before", "detail": step.traffic.sentence(),
+                                  "case": None})  # fmt: skip
+            row["ok"] = False
 
 
 def _link_row(link: Link, answers: LinkAnswers | None, *, checked: bool, first: bool) -> dict[str, Any]:
@@ -198,6 +223,8 @@ def _print_chain(rows: list[dict[str, Any]], history: Drawdown | None, lost: lis
         else:
             what = "no certificate (a model from elsewhere)" + (": checked with the suite" if "right" in row else "")
         print(f"{row['model_dir']}: {what}{REACHED.get(row['reached_by'], '')}")
+        if "traffic" in row:
+            print(f"  traffic: against {rows[i + 1]['model_dir']} it {row['traffic']['said']}")
         if "right" in row:
             since = "" if i == len(rows) - 1 else (
                 f"; against {rows[i + 1]['model_dir']}: lost {len(row['lost'])}, gained {len(row['gained'])}"

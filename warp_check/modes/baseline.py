@@ -55,10 +55,6 @@ class BaselineMode(CheckMode):
     def run(self, job: RunJob) -> RunResult:
         on_baseline = self.baseline_suite(job.suite, job.compute)  # refused before any encoding
         traffic = job.traffic()  # read before any model loads: a bad file costs no encoder pass
-        if traffic is not None:
-            from warp_check.certificates.traffic.between import refuse_kind
-
-            refuse_kind(job.suite.decision)
         new_model = _loaded_once(lambda: job.load_model(job.suite))
         result = check_job(dataclasses.replace(job, load_model=lambda _suite: new_model()))
         old_model = _loaded_once(lambda: load_adapter(on_baseline))

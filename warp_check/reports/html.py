@@ -299,6 +299,13 @@ def _traffic_html(run: RunResult) -> str:
     return out
 
 
+def _figures_html(run: RunResult, head: Headline) -> str:
+    """The figures under a run's verdict: a release compared with its baseline has its own page part."""
+    from warp_check.reports import comparison  # it renders with this module's helpers: imported once both exist
+
+    return comparison.comparison_html(run) if comparison.is_comparison(run) else _facts(head.facts) + _traffic_html(run)
+
+
 def _run_section(run: RunResult, anchor: str) -> str:
     head = headline(run)
     rows = case_rows(run)
@@ -312,7 +319,7 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<section class="run {tone}" id="{esc_attr(anchor)}">'
         f"<h2>{inline(run.name)} <small>{mode} mode</small></h2>"
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{_verdict_html(head.verdict, run)}</p>'
-        f"{_said_html(head)}{_facts(head.facts)}{_traffic_html(run)}"
+        f"{_said_html(head)}{_figures_html(run, head)}"
         f'<p class="meta">{"; ".join(where)}</p><p class="meta">{inline(run.message)}</p>'
         f"{_parts_html(part_table(run))}{_plots(run, rows, anchor)}"
         f"<h3>Cases</h3>{_table(run, rows, anchor)}</section>"
@@ -343,7 +350,6 @@ def _verdict_html(verdict: str, run: RunResult) -> str:
 def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: str, created: str) -> str:
     """The whole page for ``runs`` (``anchors``: each run's id in the page, as its plots' file names)."""
     passed, verdict = _page_verdict(runs)
-    tone = "pass" if passed else "fail"
     contents = ""
     if len(runs) > 1:
         links = "".join(
@@ -352,6 +358,16 @@ def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: s
         )
         contents = f'<ul class="contents">{links}</ul>'
     sections = "\n".join(_run_section(run, anchor) for run, anchor in zip(runs, anchors, strict=True))
+    header = (
+        f'<p class="meta">warp-check {esc(version)}, {esc(created)}. The full numbers of every case are in '
+        f"report.json beside this page.</p>{contents}"
+    )
+    return page_frame("warp-check report", passed=passed, verdict=verdict, header=header, main=sections)
+
+
+def page_frame(title: str, *, passed: bool, verdict: str, header: str, main: str) -> str:
+    """A whole page in the report's style: ``title``, the verdict first, then ``header`` and ``main`` (HTML)."""
+    tone = "pass" if passed else "fail"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -359,13 +375,11 @@ def render_html(runs: Sequence[RunResult], anchors: Sequence[str], *, version: s
         # Nothing leaves the page: no request of any kind, whatever a case's text holds.
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>warp-check report: {'passed' if passed else 'failed'}</title>"
+        f"<title>{esc(title)}: {'passed' if passed else 'failed'}</title>"
         f"<style>{_CSS}</style></head>\n"
-        f'<body class="{tone}"><header><h1>warp-check report</h1>'
+        f'<body class="{tone}"><header><h1>{esc(title)}</h1>'
         f'<p id="verdict" class="verdict {tone}" data-passed="{str(passed).lower()}">{verdict}</p>'
-        f'<p class="meta">warp-check {esc(version)}, {esc(created)}. The full numbers of every case are in '
-        "report.json beside this page.</p>"
-        f"{contents}</header>\n<main>{sections}</main>\n<script>{_JS}</script></body></html>\n"
+        f"{header}</header>\n<main>{main}</main>\n<script>{_JS}</script></body></html>\n"
     )
 
 
