@@ -96,7 +96,10 @@ class GsnFtNote(Record):
 
 
 # Said where synonyms = "auto" found no WordNet: the copies drew none, and what would add them.
-WITHOUT_SYNONYMS = "no WordNet synonyms: nltk or its WordNet data is not installed, see the README"
+WITHOUT_SYNONYMS = (
+    "no WordNet synonyms: nltk or its WordNet data is not installed (pip install 'warp-check[wordnet]', then "
+    "python -m nltk.downloader wordnet)"
+)
 
 
 @dataclass(frozen=True, kw_only=True)

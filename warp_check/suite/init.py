@@ -1,6 +1,6 @@
 """A suite from nothing: ``warp.toml`` for a model, and its two empty case files.
 
-``warp-check init SUITE --model M`` writes what a user would otherwise copy from the README: the
+``warp-check init SUITE --model M`` writes what a user would otherwise copy from the docs: the
 model (a folder, relative to the suite, or a Hub id pinned to the commit the local cache holds),
 its labels as the model names them, a must_keep and a must_fix file. Nothing existing is
 overwritten: a folder that holds any of the three files is refused. A new folder appears whole or
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from warp_check.cases import Kind
 from warp_check.errors import ModelError, SuiteError
+from warp_check.version import DOCS_URL
 from warp_check.files import as_if_created, write_text_atomically
 from warp_check.model.hub_cache import ModelSource, resolve_model
 from warp_check.model.loading import read_config
@@ -140,8 +141,9 @@ def suite_toml(folder: Path, source: ModelSource, labels: dict[int, str]) -> str
     table a suite reads, each key at its default with a note (``suite/template.py``), ``[traffic]``
     commented out (it needs a file)."""
     lines = [
-        "# A warp-check suite: `warp-check import` adds cases, `pytest` runs them (see the README).",
+        "# A warp-check suite: `warp-check import` adds cases, `pytest` runs them.",
         "# Every setting is here at its default; a line that starts with '#' is one left unset.",
+        f"# Every key: {DOCS_URL}reference/warp-toml/",
         "",
         template.noted_line(f"# name = {_string(folder.name)}", template.TOP_NOTES["name"]),
         template.noted_line('# description = "…"', template.TOP_NOTES["description"]),

@@ -7,7 +7,7 @@ loader builds from each table (``ModelSettings``, ``RaySettings``, ``RepairSetti
 ``TrafficSettings``). What this module adds is the words: a note per key (:data:`TABLES`), and for a
 key whose default has no TOML form (None) the value shown commented out. A field a record gains
 without a note here is still written, and the tests refuse it, so the file init writes and the
-README's copy of it say what every key does.
+reference page (docs/reference/warp-toml.md, rendered from this module) say what every key does.
 """
 
 from __future__ import annotations
