@@ -21,9 +21,11 @@ import hashlib
 import io
 import json
 import random
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from benchmarks import REPO
@@ -73,27 +75,82 @@ def finetune(train: Sequence[ConllSentence], epochs: int, log: Callable[[str], N
     generator = torch.Generator().manual_seed(0)
     start = time.perf_counter()
     for epoch in range(epochs):
-        model.train()
-        order = torch.randperm(len(train), generator=generator).tolist()
-        total = 0.0
-        for begin in range(0, len(order), recipe["batch"]):
-            rows = [train[i] for i in order[begin : begin + recipe["batch"]]]
-            enc = _encoded(tokenizer, rows, TRAIN_LENGTH)
-            labels = torch.full(enc["input_ids"].shape, -100)
-            for i, row in enumerate(rows):
-                for position, word in _first_positions(enc.word_ids(i)).items():
-                    labels[i, position] = SPACE.names[row.tags[word]]
-            inputs = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-            loss = model(**inputs, labels=labels).loss
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            total += float(loss.detach()) * len(rows)
+        loss = _epoch(model, tokenizer, optimiser, train, recipe["batch"], TRAIN_LENGTH, generator)
         took = time.perf_counter() - start
-        log(f"fine-tune: epoch {epoch + 1}/{epochs}, loss {total / len(train):.4f}, {took:.0f} s")
+        log(f"fine-tune: epoch {epoch + 1}/{epochs}, loss {loss:.4f}, {took:.0f} s")
     model.eval()
     info = recipe | {"base": base.name, "seconds": round(time.perf_counter() - start, 1)}
     return store_finetune(final, model, tokenizer, info), info
+
+
+def _epoch(model, tokenizer, optimiser, rows: Sequence[ConllSentence], batch: int, max_length: int, generator) -> float:
+    """One epoch of cross-entropy on each word's first sub-token, in a shuffled order; the mean loss."""
+    import torch
+
+    model.train()
+    order = torch.randperm(len(rows), generator=generator).tolist()
+    total = 0.0
+    for begin in range(0, len(order), batch):
+        chunk = [rows[i] for i in order[begin : begin + batch]]
+        enc = _encoded(tokenizer, chunk, max_length)
+        labels = torch.full(enc["input_ids"].shape, -100)
+        for i, row in enumerate(chunk):
+            for position, word in _first_positions(enc.word_ids(i)).items():
+                labels[i, position] = SPACE.names[row.tags[word]]
+        inputs = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        loss = model(**inputs, labels=labels).loss
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        total += float(loss.detach()) * len(chunk)
+    model.eval()
+    return total / len(rows)
+
+
+def baseline(
+    method: str,
+    model_dir: Path,
+    fix: Sequence[ConllSentence],
+    keep: Sequence[ConllSentence],
+    max_epochs: int,
+    log: Callable[[str], None],
+) -> tuple[Path, dict]:
+    """The paper's gradient baselines on the same cases (paper §4.1: AdamW lr 1e-4, batch 16): ``ft``
+    trains every layer, ``lora`` a rank-2 LoRA (α 4) on the layer WARP repairs here, the classifier.
+    Trained on must_fix ∪ must_keep until every must_fix word is right after an epoch (WARP's goal),
+    or ``max_epochs``; the model saved to a temporary folder (the caller removes it)."""
+    import torch
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForTokenClassification.from_pretrained(model_dir)
+    if method == "lora":
+        from peft import LoraConfig, get_peft_model
+
+        config = LoraConfig(r=2, lora_alpha=4.0, target_modules=["classifier"], lora_dropout=0.0, bias="none")
+        model = get_peft_model(model, config)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimiser = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
+    generator = torch.Generator().manual_seed(0)
+    rows = [*fix, *keep]
+    window = model.config.max_position_embeddings
+    words = sum(len(s.words) for s in fix)
+    start, epochs, fixed = time.perf_counter(), 0, 0
+    while epochs < max_epochs and fixed < words:
+        loss = _epoch(model, tokenizer, optimiser, rows, 16, window, generator)
+        epochs += 1
+        fixed = words_right(fix, predict_with(model, tokenizer, fix))[0]
+        took = time.perf_counter() - start
+        log(f"{method}: epoch {epochs}, loss {loss:.4f}, must_fix words right {fixed} of {words}, {took:.0f} s")
+    trainable = sum(p.numel() for p in params)
+    if method == "lora":
+        model = model.merge_and_unload()
+    out = Path(tempfile.mkdtemp(prefix=f"warp-ner-{method}-"))
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    info = {"epochs": epochs, "seconds": round(time.perf_counter() - start, 1), "trainable_parameters": trainable}
+    return out, info
 
 
 def _encoded(tokenizer, rows: Sequence[ConllSentence], max_length: int):
@@ -116,11 +173,16 @@ def _first_positions(word_ids: Sequence[int | None]) -> dict[int, int]:
 def predict(model_dir: Path, batch: Sequence[ConllSentence]) -> list[list[str]]:
     """Each sentence's tags as the model in ``model_dir`` predicts them (plain transformers); a word past
     the model's positions (a rare sentence of 500 sub-tokens) is predicted ``O``, before and after alike."""
-    import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForTokenClassification.from_pretrained(model_dir).eval()
+    return predict_with(AutoModelForTokenClassification.from_pretrained(model_dir).eval(), tokenizer, batch)
+
+
+def predict_with(model, tokenizer, batch: Sequence[ConllSentence]) -> list[list[str]]:
+    """:func:`predict` with a model in memory (in eval mode)."""
+    import torch
+
     positions = model.config.max_position_embeddings
     order = sorted(range(len(batch)), key=lambda i: len(batch[i].words))  # batches of like length pad little
     out: dict[int, list[str]] = {}
@@ -183,9 +245,14 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
     fits = _within_window(model_dir)  # a suite refuses a sentence over the window (truncation drops words)
     dev_pred = predict(model_dir, dev)
     fix = [s for s, p in zip(dev, dev_pred, strict=True) if list(s.tags) != p and fits(s)][: args.fix]
-    scanned = train[: 2 * args.keep]  # enough: a fine-tuned tagger gets most of its training sentences right
-    train_pred = predict(model_dir, scanned)
-    keep = [s for s, p in zip(scanned, train_pred, strict=True) if list(s.tags) == p and fits(s)][: args.keep]
+    if args.keep_source == "right":
+        scanned = train[: 2 * args.keep]  # enough: a fine-tuned tagger gets most of its training sentences right
+        train_pred = predict(model_dir, scanned)
+        keep = [s for s, p in zip(scanned, train_pred, strict=True) if list(s.tags) == p and fits(s)][: args.keep]
+    else:  # the model's own tags on the whole train split: a guard of what it does now, at any size
+        pool = [s for s in sentences(args.data, "train") if fits(s)][: args.keep]
+        keep = [replace(s, tags=tuple(p)) for s, p in zip(pool, predict(model_dir, pool), strict=True)]
+    log(f"suite: {len(fix)} must_fix, {len(keep)} must_keep sentences ({sum(len(s.words) for s in keep)} words)")
     with tempfile.TemporaryDirectory(prefix="warp-ner-") as work:
         suite = Path(work) / "suite"
         suite.mkdir()
@@ -209,6 +276,17 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
         fix_before = words_right(fix, predict(model_dir, fix))
     gold = [list(s.tags) for s in test]
     f1_before, f1_after = entity_f1(gold, before_test), entity_f1(gold, after_test)
+    baselines = {}
+    for method in args.baselines:
+        trained, info = baseline(method, model_dir, fix, keep, args.baseline_epochs, log)
+        try:
+            baselines[method] = info | {
+                "must_fix_words_right": words_right(fix, predict(trained, fix))[0],
+                "must_keep_words_right": words_right(keep, predict(trained, keep))[0],
+                "entity_f1_after": round(entity_f1(gold, predict(trained, test)), 4),
+            }
+        finally:
+            shutil.rmtree(trained, ignore_errors=True)
     return {
         "model": {"base": "all-MiniLM-L6-v2 (example distilbert)", "training": training},
         "suite": {
@@ -225,7 +303,15 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
             "entity_f1_before": round(f1_before, 4),
             "entity_f1_after": round(f1_after, 4),
         },
+        "baselines": baselines,
     }
+
+
+def _methods(text: str) -> list[str]:
+    methods = [m for m in text.split(",") if m]
+    if unknown := sorted(set(methods) - {"ft", "lora"}):
+        raise argparse.ArgumentTypeError(f"unknown baseline {', '.join(unknown)} (choose from ft, lora)")
+    return methods
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,6 +321,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dev", type=int, default=1000, help="dev sentences searched for must_fix (default 1000)")
     parser.add_argument("--fix", type=int, default=60, help="must_fix dev sentences (default 60)")
     parser.add_argument("--keep", type=int, default=500, help="must_keep train sentences (default 500)")
+    parser.add_argument(
+        "--keep-source",
+        choices=("right", "model"),
+        default="right",
+        help="must_keep: training sentences the model tags exactly right (right, default), or the first --keep "
+        "train sentences with the model's own tags (model: a guard of what it does now, any size)",
+    )
+    parser.add_argument(
+        "--baselines",
+        type=_methods,
+        default=[],
+        help="also train ft (all layers) and/or lora (rank 2, the classifier) on the same cases: ft,lora",
+    )
+    parser.add_argument("--baseline-epochs", type=int, default=10, help="the baselines' most epochs (default 10)")
     parser.add_argument("--test", type=int, default=1000, help="test sentences scored (default 1000; 0: all)")
     parser.add_argument("--data", type=Path, default=DATA, help="the wikiann-en folder (default ../shared/data/ner)")
     add_output_arguments(parser)
@@ -256,6 +356,12 @@ def print_text(result: dict) -> None:
         f"{keep['after']} of {keep['of']}; test entity F1 {test['entity_f1_before']:.4f} → "
         f"{test['entity_f1_after']:.4f} ({test['sentences']} sentences); repair {result['repair']['seconds']} s"
     )
+    for method, row in result.get("baselines", {}).items():
+        print(
+            f"{method}: {row['epochs']} epochs, {row['seconds']} s; must_fix words right {row['must_fix_words_right']}"
+            f" of {fix['of']}; must_keep {row['must_keep_words_right']} of {keep['of']}; test entity F1 "
+            f"{row['entity_f1_after']:.4f}"
+        )
 
 
 if __name__ == "__main__":
