@@ -31,6 +31,7 @@ SCRIPTS = (
     "multi_label",
     "compare_releases",
     "ner_wikiann",
+    "budget_price",
 )
 
 

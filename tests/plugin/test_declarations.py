@@ -94,6 +94,7 @@ def test_every_declared_option_is_a_pytest_option_an_ini_key_a_flag_and_an_overr
     suite = load_suite(tiny_suite)
     values = {"device": "cpu", "batch_size": 3, "threads": 2, "rank": 5, "gamma_s": 2.0, "gamma_h": 0.5}
     values["neighbours"] = "on"
+    values["keep_margin"] = "own"
     traffic = tiny_suite / "traffic.jsonl"
     traffic.write_text('{"text": "a fine day"}\n', encoding="utf-8")
     values |= {"traffic": traffic, "max_change": 0.05}
@@ -105,6 +106,7 @@ def test_every_declared_option_is_a_pytest_option_an_ini_key_a_flag_and_an_overr
         assert (got.kind.value if option.key == "engine" else got) == values[option.name]
     settings = suite.settings(**{o.key: values[o.name] for o in frontend.overriding("repair")})
     assert (settings.rank, settings.gamma_s, settings.gamma_h) == (5, 2.0, 0.5) and settings.neighbours.per_case
+    assert settings.keep_margin.value == "own"
     given = {o.key: values[o.name] for o in frontend.overriding("traffic")}
     measured = suite.traffic_settings(**given)
     assert (measured.path, measured.max_change) == (traffic, 0.05)

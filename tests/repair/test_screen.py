@@ -147,7 +147,7 @@ def test_a_later_round_starts_at_the_rank_the_last_one_grew_to(monkeypatch, seed
     # back at rank 2, stalled in its first QP. No case joins between steps here: every one waits for
     # the round's end (as where only the round's last step leaves cases outside short).
     # internal: which cases join between steps turns on each step; only this makes them all wait for the round's end
-    monkeypatch.setattr(screen, "short", lambda head, keep, outside, settings: outside[:0])
+    monkeypatch.setattr(screen, "short", lambda head, keep, outside, settings, bars=None: outside[:0])
     head, fix, keep = synthetic_problem(activation=activation, d=16, n_fix=6, n_keep=150, seed=seed)
     chosen = RepairSettings(resident_keep=resident, max_iter=80)
     result = repair_head(head, fix, keep, settings=chosen)
@@ -234,9 +234,9 @@ def test_cases_a_step_leaves_short_join_before_the_next_and_nothing_holds_the_ol
     joins, released = [], []
     real_join, real_solve = iterations.join, iterations.solve
 
-    def join(*, stacked, state, kept, held_outside):
+    def join(*, stacked, state, kept, held_outside, keep_bars=None):
         joins.append((weakref.ref(stacked.V_qp), weakref.ref(stacked.V), len(kept)))
-        return real_join(stacked=stacked, state=state, kept=kept, held_outside=held_outside)
+        return real_join(stacked=stacked, state=state, kept=kept, held_outside=held_outside, keep_bars=keep_bars)
 
     def solve(problem, settings, warm):
         gc.collect()

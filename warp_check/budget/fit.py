@@ -143,7 +143,7 @@ def fit_to_budget(
         if not out and repaired is not None:
             return repaired.predict(inputs.V)
         repairs += 1
-        climbed = climb(_without(ladder, out))
+        climbed = climb(ladder_without(ladder, out))
         if climbed.result.status is RepairStatus.NOTHING_TO_REPAIR:
             return was
         if not climbed.result.repaired:
@@ -238,7 +238,7 @@ def _nearest(
     return np.argmax(pulling, axis=1)
 
 
-def _without(ladder: Ladder, out: set[str]) -> Ladder:
+def ladder_without(ladder: Ladder, out: set[str]) -> Ladder:
     """``ladder`` without the must_fix cases ``out`` and the neighbourhood's copies drawn from them."""
     if not out:
         return replace(ladder, fallback=False, progress=False)
@@ -251,4 +251,4 @@ def _without(ladder: Ladder, out: set[str]) -> Ladder:
     return replace(ladder, evaluation=evaluation.subset(kept), hood=hood, fallback=False, progress=False)
 
 
-__all__ = ["MAX_REPAIRS", "PASS_CHANCE", "changes_to_aim_at", "fit_to_budget", "most_changes_within"]
+__all__ = ["MAX_REPAIRS", "PASS_CHANCE", "changes_to_aim_at", "fit_to_budget", "ladder_without", "most_changes_within"]

@@ -152,6 +152,7 @@ def verify(
         gaps_before=np.array([claim.gap_before for claim in claimed.cases]),
         gamma_s=claimed.settings.gamma_s,
         gamma_h=claimed.settings.gamma_h,
+        keep_margin=claimed.settings.keep_margin,
         excluded=frozenset(claim.id for claim in claimed.cases if claim.excluded),
         restored=frozenset(claim.id for claim in claimed.cases if claim.restored),
         attack=attack,

@@ -51,7 +51,7 @@ LATER_KEYS = ("parent",)
 # Keys written only where the repair measured them (Cert 4: where it was given traffic).
 MEASURED_KEYS = ("traffic",)
 # Settings certificates gained later (read as their defaults where missing).
-LATER_SETTINGS = ("neighbours", "restore_regressions")
+LATER_SETTINGS = ("neighbours", "restore_regressions", "keep_margin")
 
 
 # -- the parts ---------------------------------------------------------------------------------
@@ -221,7 +221,10 @@ class CaseCertificate:
     # certificates written before it was recorded.
     gap_as_saved: float | None = field(default=None, metadata=on_disk(since=True))
     cert1: bool | None = None  # must_fix: gap ≥ γ_s
-    cert2: bool | None = None  # must_keep: gap ≥ γ_h and label unchanged
+    cert2: bool | None = None  # must_keep: gap ≥ its bar (γ_h, or keep_bar) and label unchanged
+    # must_keep under keep_margin = "own": the gap Cert 2 holds it to (min(γ_h, its gap before), not
+    # below KEEP_FLOOR); not written under the default (γ_h for every case).
+    keep_bar: float | None = field(default=None, metadata=on_disk(since=True, omit_none=True))
     cert3: bool | None = None  # must_fix: ε* > 0 and no flip found inside the certified ball
     eps_star: float | None = None
     eps_local: float | None = None
@@ -261,7 +264,7 @@ class CaseRecord(CaseCertificate, Record):
     # The file shows the case (id to texts) before its numbers.
     JSON_FIELDS: ClassVar[tuple[str, ...]] = (
         "id", "kind", "label", "text", "text_pair", "source", "gap_before", "gap_after", "gap_as_saved", "cert1",
-        "cert2", "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded", "restored",
+        "cert2", "keep_bar", "cert3", "eps_star", "eps_local", "attack_min_gap", "flip_radius", "excluded", "restored",
         "further",
     )  # fmt: skip
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from warp_check.cases import Kind
 from warp_check.certify.certificate import CaseCertificate, Lipschitz
+from warp_check.repair.settings import KeepMargin, keep_bars
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -41,6 +42,11 @@ class Bars:
     gamma_s: float
     gamma_h: float
     attack: AttackSettings | None = None
+    keep_margin: KeepMargin = KeepMargin.GAMMA_H  # a must_keep case's bar: γ_h, or its own (RepairSettings)
+
+    def keep_bars(self, gaps_before: np.ndarray) -> np.ndarray:
+        """Each must_keep case's bar from its gap before the repair, by the rule the repair held it to."""
+        return keep_bars(gaps_before, self.gamma_h, self.keep_margin)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

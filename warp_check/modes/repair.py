@@ -33,7 +33,7 @@ class RepairMode(RunMode):
     command: str | None = "repair"
     command_help: str = "repair the model on the suite, save it with its certificate"
     cli_options: tuple[str, ...] = (
-        "out", "rank", "gamma_s", "gamma_h", "neighbours", "report", "traffic", "max_change", "baseline",
+        "out", "rank", "gamma_s", "gamma_h", "keep_margin", "neighbours", "report", "traffic", "max_change", "baseline",
     )  # fmt: skip
     junit_properties: tuple[str, ...] | None = None  # a certified case's
     measures_traffic: bool = True

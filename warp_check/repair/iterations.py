@@ -65,10 +65,12 @@ def stack(
     settings: RepairSettings,
     metric: StepMetric | None = None,
     held_outside: int = 0,
+    keep_bars: np.ndarray | None = None,
 ) -> Stacked:
     """The must_fix and kept must_keep cases stacked (must_fix first; float32 as given, whitened in
     float64), each case's margin, and the step's price: ``metric``, or the one of ``kept`` (the
-    cases held outside the loop, where there are, are in the metric the caller gives: repair.screen)."""
+    cases held outside the loop, where there are, are in the metric the caller gives: repair.screen).
+    ``keep_bars``: the margin of each of ``kept`` (RepairSettings.keep_bars; None: γ_h each)."""
     fix_V = fix.V
     if kept.V.dtype == np.float32 and np.array_equal(np.asarray(fix_V, np.float32).astype(fix_V.dtype), fix_V):
         fix_V = np.asarray(fix_V, np.float32)  # float32 values held as float64: the same numbers
@@ -88,7 +90,7 @@ def stack(
         n_fix=len(fix),
         V=V,
         labels=np.concatenate([fix.labels, kept.labels]),
-        targets=np.concatenate([np.full(len(fix), settings.gamma_s), np.full(len(kept), settings.gamma_h)]),
+        targets=np.concatenate([np.full(len(fix), settings.gamma_s), _bars(kept, keep_bars, settings)]),
         metric=metric,
         V_qp=V_qp,
         VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
@@ -117,7 +119,13 @@ def start(*, stacked: Stacked, rank: int | None = None) -> LoopState:
     )
 
 
-def join(*, stacked: Stacked, state: LoopState, kept: CaseSet, held_outside: int) -> Stacked:
+def _bars(kept: CaseSet, bars: np.ndarray | None, settings: RepairSettings) -> np.ndarray:
+    return np.full(len(kept), settings.gamma_h) if bars is None else np.asarray(bars, dtype=np.float64)
+
+
+def join(
+    *, stacked: Stacked, state: LoopState, kept: CaseSet, held_outside: int, keep_bars: np.ndarray | None = None
+) -> Stacked:
     """``kept`` must_keep cases join the loop between two steps (repair.screen's cases held outside it
     that the last step left short): their rows go after the rows held, so every row keeps its
     position (the QP's carried multipliers go by it); their Z and gaps are exact at state.W, their
@@ -134,7 +142,7 @@ def join(*, stacked: Stacked, state: LoopState, kept: CaseSet, held_outside: int
         ids=stacked.ids + kept.ids,
         V=V,
         labels=np.concatenate([stacked.labels, kept.labels]),
-        targets=np.concatenate([stacked.targets, np.full(len(kept), settings.gamma_h)]),
+        targets=np.concatenate([stacked.targets, _bars(kept, keep_bars, settings)]),
         V_qp=V_qp,
         VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
         copies=np.concatenate([stacked.copies, kept.copies]),

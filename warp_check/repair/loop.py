@@ -72,6 +72,8 @@ class _Repair:
         self.copies = fix_copies | keep_copies  # a copy's id → the id of the case the loop constrains
         self.aux = aux if aux is not None else CaseSet.empty(head.d_in)
         self.gaps_keep0 = gaps(head, self.keep.V, self.keep.labels)
+        # each must_keep row's margin, from its gap on the input model (Cert 2 reads the same gap before)
+        self.bars = settings.keep_bars(self.gaps_keep0)
         # Over the constrained rows only, each copy then given its case's number: a copy's gap is
         # its case's by construction (a matrix of another shape may sum in another order).
         self.gaps_before = self.every_case(np.concatenate([gaps(head, self.fix.V, self.fix.labels), self.gaps_keep0]))
@@ -104,10 +106,10 @@ class _Repair:
         over the cases at risk, the others checked after each (:mod:`warp_check.repair.screen`)."""
         settings = self.settings
         gap = self.gaps_keep0 if head is self.head else gaps(head, self.keep.V, self.keep.labels)
-        self.held = screen.screening(gap, kept, settings)
+        self.held = screen.screening(gap, kept, settings, self.bars)
         if self.held is None:
-            part = self.keep if np.all(kept) else self.keep.select(kept)
-            stacked = iterations.stack(head=head, fix=self.fix, kept=part, settings=settings)
+            part, bars = (self.keep, self.bars) if np.all(kept) else (self.keep.select(kept), self.bars[kept])
+            stacked = iterations.stack(head=head, fix=self.fix, kept=part, settings=settings, keep_bars=bars)
             state = iterations.start(stacked=stacked)
             return iterations.run(stacked=stacked, state=state, shown=shown), state.records
         metric = screen.metric(self.keep, kept, settings)
@@ -121,7 +123,7 @@ class _Repair:
             handed = [
                 iterations.stack(
                     head=head.with_weight(W), fix=self.fix, kept=self.keep.rows(self.held.resident), settings=settings,
-                    metric=metric, held_outside=self.held_outside,
+                    metric=metric, held_outside=self.held_outside, keep_bars=self.bars[self.held.resident],
                 )
             ]  # fmt: skip
             # the rank the last round grew to: the cases joining are more of the same problem (a million
@@ -131,7 +133,7 @@ class _Repair:
             ending = iterations.run(stacked=handed.pop(), state=state, shown=shown, first=first, between=self.join)
             records, rank = records + state.records, state.ranks.rank
             state = None  # the round's Z (8·d_out bytes a case): not beside the next round's
-            checked = screen.check(head.with_weight(ending.W), self.keep, self.held.outside, settings)
+            checked = screen.check(head.with_weight(ending.W), self.keep, self.held.outside, settings, self.bars)
             if ending.status not in (RepairStatus.CONVERGED, RepairStatus.NOTHING_TO_REPAIR):
                 return replace(ending, misses=ending.misses + checked.misses), records
             if not checked.short.size:
@@ -150,13 +152,16 @@ class _Repair:
         """Between two steps of a round: the cases held outside that the last step left short of γ_h
         join the loop now, not after the round has converged without them (a million cases: each
         round's first step leaves thousands outside short, and a round re-converged in 4 steps)."""
-        short = screen.short(stacked.head.with_weight(state.W), self.keep, self.held.outside, self.settings)
+        short = screen.short(stacked.head.with_weight(state.W), self.keep, self.held.outside, self.settings, self.bars)
         if not short.size:
             return stacked
         self.held = self.held.joined(short)
         self.held_outside = self.outside_count()
         self.joined_between += int(short.size)
-        return iterations.join(stacked=stacked, state=state, kept=self.keep.rows(short), held_outside=self.held_outside)
+        return iterations.join(
+            stacked=stacked, state=state, kept=self.keep.rows(short), held_outside=self.held_outside,
+            keep_bars=self.bars[short],
+        )  # fmt: skip
 
     def outside_count(self) -> int:
         """The suite's must_keep cases (copies too) held outside the loop now."""

@@ -48,21 +48,30 @@ class Screening:
         return Screening(resident=np.concatenate([self.resident, rows]), outside=np.setdiff1d(self.outside, rows))
 
 
-def screening(gap: np.ndarray, kept: np.ndarray, settings: RepairSettings) -> Screening | None:
+def bars_of(keep: CaseSet, bars: np.ndarray | None, settings: RepairSettings) -> np.ndarray:
+    """Each must_keep case's margin: ``bars`` (RepairSettings.keep_bars), or γ_h each where None."""
+    return np.full(len(keep), settings.gamma_h) if bars is None else bars
+
+
+def screening(
+    gap: np.ndarray, kept: np.ndarray, settings: RepairSettings, bars: np.ndarray | None = None
+) -> Screening | None:
     """The cases the loop holds, from each must_keep case's ``gap`` at the head it starts from, over
     the ``kept`` ones (a mask); None where every kept case fits (at most ``resident_keep``): then
-    the loop holds them all, as it always did.
+    the loop holds them all, as it always did. ``bars``: each case's margin (None: γ_h each).
 
-    Held: every case short of γ_h (the loop must lift it), then the smallest gaps below
-    γ_h + screen_margin, to resident_keep cases in all."""
+    Held: every case short of its margin (the loop must lift it), then the smallest gaps below
+    margin + screen_margin, to resident_keep cases in all."""
     index = np.flatnonzero(kept)
     if index.size <= settings.resident_keep:
         return None
     at = gap[index]
-    short = index[at < settings.gamma_h]
-    near = np.flatnonzero((at >= settings.gamma_h) & (at < settings.gamma_h + settings.screen_margin))
+    bar = np.full(index.size, settings.gamma_h) if bars is None else bars[index]
+    short = index[at < bar]
+    near = np.flatnonzero((at >= bar) & (at < bar + settings.screen_margin))
     room = max(settings.resident_keep - short.size, 0)
-    nearest = index[near[np.argsort(at[near], kind="stable")[:room]]]
+    above = at[near] if bars is None else at[near] - bar[near]  # nearest their margin first
+    nearest = index[near[np.argsort(above, kind="stable")[:room]]]
     resident = np.sort(np.concatenate([short, nearest]))
     return Screening(resident=resident, outside=np.setdiff1d(index, resident))
 
@@ -100,37 +109,45 @@ class Check:
         return np.union1d(self.short, others[: max(at_most - self.short.size, 0)])
 
 
-def check(head: DenseHead, keep: CaseSet, outside: np.ndarray, settings: RepairSettings) -> Check:
+def check(
+    head: DenseHead, keep: CaseSet, outside: np.ndarray, settings: RepairSettings, bars: np.ndarray | None = None
+) -> Check:
     """Every case of ``outside`` at ``head`` (the round's W): float64 gaps a block at a time, and the
-    saved arithmetic's gap and room for those below γ_h + screen_margin (far above what the saved
-    arithmetic moves a gap by, so the others meet γ_h as saved too)."""
+    saved arithmetic's gap and room for those below their margin + screen_margin (far above what the
+    saved arithmetic moves a gap by, so the others meet their margin as saved too). ``bars``: each
+    must_keep case's margin (None: γ_h each)."""
+    bar = bars_of(keep, bars, settings)
     gap = gaps_at(head, keep, outside)
-    near = np.flatnonzero(gap < settings.gamma_h + settings.screen_margin)
-    near = near[np.argsort(gap[near], kind="stable")]
+    near = np.flatnonzero(gap < bar[outside] + settings.screen_margin)
+    near = near[np.argsort(gap[near] if bars is None else gap[near] - bar[outside[near]], kind="stable")]
     rows = outside[near]
     held, room = np.empty(rows.size), np.empty(rows.size)
     for part in blocks(rows.size):
         V = np.asarray(keep.V[rows[part]], dtype=np.float64)
         held[part], room[part] = held_gaps(head, V, keep.labels[rows[part]], gap[near][part])
-    short = held < settings.gamma_h + room
+    short = held < bar[rows] + room
     dtype = head.storage_dtype
     misses = tuple(
-        Miss(keep.ids[i], "must_keep", float(h), settings.gamma_h, room=float(r), dtype=dtype if r > 0 else None)
+        Miss(keep.ids[i], "must_keep", float(h), float(bar[i]), room=float(r), dtype=dtype if r > 0 else None)
         for i, h, r in zip(rows[short], held[short], room[short], strict=True)
     )
     return Check(short=rows[short], at_risk=rows, misses=misses)
 
 
-def short(head: DenseHead, keep: CaseSet, outside: np.ndarray, settings: RepairSettings) -> np.ndarray:
-    """The cases of ``outside`` whose gap at ``head`` is below γ_h, a block at a time (between two
+def short(
+    head: DenseHead, keep: CaseSet, outside: np.ndarray, settings: RepairSettings, bars: np.ndarray | None = None
+) -> np.ndarray:
+    """The cases of ``outside`` whose gap at ``head`` is below their margin (``bars``; None: γ_h each), a
+    block at a time (between two
     steps: they join the loop). In float32 (DenseHead.logits_in), about half the time of float64: a case
     its rounding misses is found by the round's end, which checks every case in float64 and as
     saved (:func:`check`), and one it takes that holds costs the loop a row, never a verdict."""
+    bar = bars_of(keep, bars, settings)
     found = [outside[:0]]
     for rows in blocks(outside.size):
         index = outside[rows]
         gap = head.decision.margins(head.logits_in(keep.V[index], np.dtype(np.float32)), keep.labels[index]).gap
-        found.append(index[gap < settings.gamma_h])
+        found.append(index[gap < bar[index]])
     return np.concatenate(found)
 
 

@@ -34,6 +34,35 @@ class KeepChoice(Enum):
     RANDOM = "random"  # a seeded sample
 
 
+class KeepMargin(Enum):
+    """The margin a must_keep case right before the repair is held to."""
+
+    GAMMA_H = "gamma_h"  # γ_h for every one: a case below it is lifted to it
+    OWN = "own"  # min(γ_h, its own gap before the repair), never below KEEP_FLOOR: a right case is not lifted
+
+
+# Under ``keep_margin = "own"`` no must_keep case is held below this gap: ten times the 1e-3 within
+# which an audit on another device may find a gap moved (docs/design.md), so a case kept at its bar
+# keeps its label wherever the certificate is re-checked. A case right by less is lifted to it.
+KEEP_FLOOR = 0.01
+# ... and a case is held at its own gap less this: the room within which the saved model's arithmetic
+# (and an audit's re-check) may find an untouched gap lower than the float64 gap recorded before.
+KEEP_ROOM = 1e-3
+
+
+def _member_of(record: object, name: str, kind: type[Enum]) -> None:
+    """``record.name`` as a member of ``kind``, its value as TOML and JSON spell it read into one; a
+    SettingsError naming the field otherwise."""
+    value = getattr(record, name)
+    members = {m.value: m for m in kind}
+    if isinstance(value, str):
+        if value not in members:
+            raise SettingsError(name, value, f"must be one of {', '.join(members)}")
+        object.__setattr__(record, name, members[value])
+    elif not isinstance(value, kind):
+        raise SettingsError(name, value, "must be " + " or ".join(repr(v) for v in members))
+
+
 # The neighbourhood's counts where it is turned on: on real SST-2 16 copies of each must_keep case
 # lifted held-out attacks 2-4 points above 8 (benchmarks/RESULTS.md).
 MEASURED_PER_CASE, MEASURED_KEEP_PER_CASE = 8, 16
@@ -75,13 +104,7 @@ class NeighbourSettings:
             object.__setattr__(self, "keep_cases", None)
         if self.keep_cases is not None:
             require_integer("keep_cases", self.keep_cases, 0)
-        if isinstance(self.keep_choice, str):  # as TOML and JSON spell it
-            choices = {c.value: c for c in KeepChoice}
-            if self.keep_choice not in choices:
-                raise SettingsError("keep_choice", self.keep_choice, f"must be one of {', '.join(choices)}")
-            object.__setattr__(self, "keep_choice", choices[self.keep_choice])
-        if not isinstance(self.keep_choice, KeepChoice):
-            raise SettingsError("keep_choice", self.keep_choice, "must be 'nearest' or 'random'")
+        _member_of(self, "keep_choice", KeepChoice)
         if isinstance(self.synonyms, str) and self.synonyms == "auto":  # as TOML spells None
             object.__setattr__(self, "synonyms", None)
         if self.synonyms is not None and not isinstance(self.synonyms, bool):
@@ -133,6 +156,10 @@ class RepairSettings:
     max_rank: int = 64
     gamma_s: float = 1.0  # must_fix margin
     gamma_h: float = 0.3  # must_keep margin
+    # "own": a must_keep case already right but below γ_h is held at its own gap before the repair
+    # (not below KEEP_FLOOR) instead of being lifted to γ_h; Cert 2 states each case's bar. Lifting
+    # right cases moves the layer on everything near them (issue 60).
+    keep_margin: KeepMargin = KeepMargin.GAMMA_H
     lam: float = 50.0  # λ, slack price
     rho: float = 2.0  # ρ, step regularisation
     # μ: the step is priced by how much it changes the repair layer's output on the must_keep
@@ -200,6 +227,7 @@ class RepairSettings:
         require_number("price_growth", self.price_growth)
         if self.price_growth < 1:
             raise SettingsError("price_growth", self.price_growth, "must be at least 1 (1: the price λ stays)")
+        _member_of(self, "keep_margin", KeepMargin)
         if not isinstance(self.trust_region, bool):
             raise SettingsError("trust_region", self.trust_region, "must be true or false")
         if not isinstance(self.restore_regressions, bool):
@@ -216,8 +244,14 @@ class RepairSettings:
         """The most the rank may grow to: max_rank, never below the rank asked for."""
         return max(self.rank, self.max_rank)
 
+    def keep_bars(self, gaps_before):
+        """Each must_keep case's margin from its ``gaps_before`` (:func:`keep_bars`)."""
+        return keep_bars(gaps_before, self.gamma_h, self.keep_margin)
+
     def to_dict(self) -> dict[str, object]:
         values = asdict(self, dict_factory=lambda items: {k: v.value if isinstance(v, Enum) else v for k, v in items})
+        if self.keep_margin is KeepMargin.GAMMA_H:
+            del values["keep_margin"]  # the default, as certificates written before it was a setting say
         values["solver"] = self.solver.to_json()  # its on-disk form, as certificates hold it
         return values
 
@@ -233,6 +267,15 @@ class RepairSettings:
         neighbours = values.pop("neighbours", NeighbourSettings.off())
         values["neighbours"] = NeighbourSettings(**neighbours) if isinstance(neighbours, dict) else neighbours
         return cls(**values)
+
+
+def keep_bars(gaps_before, gamma_h: float, margin: KeepMargin):
+    """The gap each must_keep case is held to, from its gap on the input model (an array): γ_h, or
+    under KeepMargin.OWN min(γ_h, max(gap before − KEEP_ROOM, KEEP_FLOOR)). Array methods only, so
+    the certificates' light modules call it without importing numpy."""
+    if margin is KeepMargin.GAMMA_H:
+        return gaps_before.clip(min=gamma_h, max=gamma_h)
+    return (gaps_before - KEEP_ROOM).clip(min=min(KEEP_FLOOR, gamma_h), max=gamma_h)
 
 
 def check_rank(rank: int, shape: tuple[int, int], layer: str | None = None) -> None:

@@ -33,7 +33,7 @@ class Stacked:
     n_fix: int
     V: np.ndarray  # float32 where the cases came so (exact; every product casts it to float64)
     labels: np.ndarray
-    targets: np.ndarray  # γ_s per must_fix case, γ_h per must_keep case
+    targets: np.ndarray  # γ_s per must_fix case, its bar per must_keep case (γ_h, or its own: keep_margin)
     metric: StepMetric
     V_qp: np.ndarray  # the representations the QP sees (whitened by the metric)
     VVt: np.ndarray | None  # V_qp V_qpᵀ, cached for small sets; larger ones get each working set's

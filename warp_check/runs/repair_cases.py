@@ -273,6 +273,7 @@ def certify_result(
         gaps_before=np.array([result.gaps_before[c.id] for c in cases]),
         gamma_s=result.settings.gamma_s,
         gamma_h=result.settings.gamma_h,
+        keep_margin=result.settings.keep_margin,
         excluded=frozenset(result.excluded_keep),
         restored=restored,
         attack=attack,

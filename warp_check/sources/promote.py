@@ -175,6 +175,7 @@ def _refuse_false_claims(
         gaps_before=np.array([c.claim.gap_before for c in candidates]),
         gamma_s=gamma_s,
         gamma_h=certificate.settings.gamma_h,
+        keep_margin=certificate.settings.keep_margin,
     )
     false = [
         f"{c.at}: the certificate says Cert 1 holds for {c.case.id!r}, the model's gap is {r.held_gap:.6g} < "
