@@ -67,8 +67,7 @@ def test_every_option_that_overrides_warp_toml_is_a_key_init_writes():
     keys = written_keys(EXAMPLE)
     overriding = [option.toml for option in OPTIONS if option.toml is not None]
     assert overriding, "no option overrides a warp.toml key: the test would check nothing"
-    # repair.keep_margin: written once the README's block shows it (issue 60; README is the docs' to change)
-    missing = [key for key in overriding if key not in keys and key not in ("repair.neighbours", "repair.keep_margin")]
+    missing = [key for key in overriding if key not in keys and key != "repair.neighbours"]
     assert missing == [], f"options init does not write: add them to warp_check/suite/template.py: {missing}"
     assert "repair.neighbours" in {_HEADER.match(line)[1] for line in EXAMPLE.splitlines() if _HEADER.match(line)}
 

@@ -164,13 +164,13 @@ REPAIR = Table(
     name="repair",
     note="the repair's settings (RepairSettings); the defaults",
     record=RepairSettings,
-    # keep_margin: not written yet, so the file init writes stays the one the README shows (issue 60)
-    elsewhere=("solver", "neighbours", "keep_margin"),
+    elsewhere=("solver", "neighbours"),
     notes={
         "rank": "the paper's r, where the loop starts",
         "max_rank": "it grows ×4 up to this when an iteration stalls (= rank: fixed)",
         "gamma_s": "must_fix margin γ_s",
         "gamma_h": "must_keep margin γ_h",
+        "keep_margin": '"own": a right must_keep case below γ_h is held at its own gap, not lifted',
         "lam": "λ, the price of a must_fix case's slack",
         "rho": "ρ, the price of the step",
         "mu": "price of moving the layer's output on the must_keep cases (0: the paper's)",
