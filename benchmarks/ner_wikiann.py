@@ -250,7 +250,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
         train_pred = predict(model_dir, scanned)
         keep = [s for s, p in zip(scanned, train_pred, strict=True) if list(s.tags) == p and fits(s)][: args.keep]
     else:  # the model's own tags on the whole train split: a guard of what it does now, at any size
-        pool = [s for s in sentences(args.data, "train") if fits(s)][: args.keep]
+        # WikiANN repeats sentences across splits: one that is a must_fix sentence would state two tag sets
+        fixing = {s.words for s in fix}
+        pool = [s for s in sentences(args.data, "train") if s.words not in fixing and fits(s)][: args.keep]
         keep = [replace(s, tags=tuple(p)) for s, p in zip(pool, predict(model_dir, pool), strict=True)]
     log(f"suite: {len(fix)} must_fix, {len(keep)} must_keep sentences ({sum(len(s.words) for s in keep)} words)")
     with tempfile.TemporaryDirectory(prefix="warp-ner-") as work:

@@ -21,13 +21,13 @@ from pathlib import Path
 
 from warp_check.cases import Kind
 from warp_check.errors import ModelError, SuiteError
-from warp_check.version import DOCS_URL
 from warp_check.files import as_if_created, write_text_atomically
 from warp_check.model.hub_cache import ModelSource, resolve_model
 from warp_check.model.loading import read_config
 from warp_check.suite import template
 from warp_check.suite.loader import SUITE_FILE, Suite, load_suite
 from warp_check.validation import is_decimal
+from warp_check.version import DOCS_URL
 
 CASE_FILES: tuple[tuple[str, Kind, str], ...] = (
     ("must_keep.jsonl", Kind.MUST_KEEP, "cases the model must keep right"),
