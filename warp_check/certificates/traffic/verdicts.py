@@ -200,7 +200,7 @@ def properties(note: TrafficNote) -> dict[str, Any]:
     }
 
 
-# What moves a repair along the curve of fixes against changes (docs: how-to/neighbourhoods, "What keeps general accuracy").
+# What moves a repair along the curve of fixes against changes (docs: how-to/neighbourhoods, general accuracy).
 ADVICE = (
     "fewer or looser must_fix cases (a smaller gamma_s), a larger mu (the price of moving the layer on kept "
     "inputs), more must_keep cases (`warp-check import --predicted` labels traffic by the model), or more "
