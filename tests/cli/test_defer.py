@@ -206,6 +206,7 @@ def test_ctrl_c_while_the_files_are_renamed_lands_after_the_last(tiny_suite: Pat
             signal.raise_signal(signal.SIGINT)  # Ctrl-C between the first rename and the others
         real(src, dst)
 
+    # internal: nothing outside lands a Ctrl-C between two of the renames; os.replace is where they happen
     monkeypatch.setattr(deferred.os, "replace", replace)
     with pytest.raises(KeyboardInterrupt):
         defer_cases(load_suite(tiny_suite), [fix_id], reason="test")
