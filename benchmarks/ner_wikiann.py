@@ -271,6 +271,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
         seconds = time.perf_counter() - started
         log(f"repair: exit {code}, {seconds:.1f} s")
         summary = json.loads((out / CERTIFICATE_NAME).read_text())["summary"] if code == 0 else None
+        said = _run_said(printed.getvalue())  # why a run that wrote nothing ended as it did
         after_dir = out if code == 0 else model_dir
         before_test, after_test = predict(model_dir, test), predict(after_dir, test)
         fixed = words_right(fix, predict(after_dir, fix))
@@ -297,7 +298,14 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
             "must_keep_sentences": len(keep),
             "must_keep_words": sum(len(s.words) for s in keep),
         },
-        "repair": {"exit": code, "seconds": round(seconds, 1), "peak_rss_mb": round(peak_rss_mb()), "summary": summary},
+        "repair": {
+            "exit": code,
+            "seconds": round(seconds, 1),
+            "peak_rss_mb": round(peak_rss_mb()),
+            "summary": summary,
+            "status": said.get("status"),
+            "message": said.get("message"),
+        },
         "must_fix_words_right": {"before": fix_before[0], "after": fixed[0], "of": fixed[1]},
         "must_keep_words_right": {"after": kept[0], "of": kept[1]},
         "test": {
@@ -307,6 +315,15 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
         },
         "baselines": baselines,
     }
+
+
+def _run_said(printed: str) -> dict:
+    """The status and message of ``warp-check repair --json``'s output (empty where it printed none)."""
+    try:
+        record = json.loads(printed)
+    except json.JSONDecodeError:
+        return {}
+    return {k: record.get(k) for k in ("status", "message")} if isinstance(record, dict) else {}
 
 
 def _methods(text: str) -> list[str]:
