@@ -20,7 +20,8 @@ import pytest
 from testkit.report_runs import check_run, over_budget, repair_run
 
 from warp_check.reports.folder import REPORT_HTML, write_report
-from warp_check.reports.html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, SHOWN_ROWS
+from warp_check.reports.html import HTML_ROWS, SHOWN_ROWS
+from warp_check.reports.markup import DISPLAY_CHARS, PAGE_CHARS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PWNED = "document.body.setAttribute('data-pwned','1')"

@@ -23,7 +23,7 @@ from testkit.report_runs import page_of, parsed, prose_texts, repair_run
 from warp_check.cli import main
 from warp_check.reports import folder as report_module
 from warp_check.reports.folder import REPORT_HTML, REPORT_JSON, REPORT_MD, markdown_text, read_report, write_report
-from warp_check.reports.html import DISPLAY_CHARS, PAGE_CHARS
+from warp_check.reports.markup import DISPLAY_CHARS, PAGE_CHARS
 from warp_check.runs.result import RunResult
 
 pytest_plugins = ["pytester"]

@@ -19,7 +19,8 @@ from testkit.report_runs import SUITE, check_run, page_of, parsed, prose_texts, 
 from warp_check.cases import Kind
 from warp_check.certificates.traffic.verdicts import TrafficNote
 from warp_check.reports.folder import REPORT_HTML, REPORT_JSON, markdown_text, read_report, write_report
-from warp_check.reports.html import DISPLAY_CHARS, HTML_ROWS, PAGE_CHARS, PREVIEW_ROWS
+from warp_check.reports.html import HTML_ROWS, PREVIEW_ROWS
+from warp_check.reports.markup import DISPLAY_CHARS, PAGE_CHARS
 from warp_check.reports.summary import headline
 from warp_check.reports.svg import MAX_POINTS, nice_ticks, thinned
 from warp_check.runs.details import AuditDetails

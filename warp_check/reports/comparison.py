@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from warp_check.certificates.traffic.changes import ARROW
 from warp_check.certificates.traffic.verdicts import TrafficNote
 from warp_check.certify.certificate import percent
-from warp_check.reports.html import TRAFFIC_ROWS, _facts, esc, inline, text_cell
+from warp_check.reports.markup import TRAFFIC_ROWS, esc, facts, inline, text_cell
 from warp_check.reports.summary import CaseRow, Fact, case_row
 from warp_check.runs.details import CheckDetails
 from warp_check.runs.paired import PairedTest
@@ -199,7 +199,7 @@ def comparison_html(run: RunResult) -> str:
     details = run.details
     assert isinstance(details, CheckDetails) and details.paired_test is not None
     note = details.traffic
-    out = [f"<h3>Against the baseline</h3>{_facts(comparison_facts(run, details.paired_test, note))}"]
+    out = [f"<h3>Against the baseline</h3>{facts(comparison_facts(run, details.paired_test, note))}"]
     if note is not None:
         items = [f"<li>{inline(note.sample_line())}</li>", f"<li>{inline(str(note))}</li>"]
         if run.traffic is not None:

@@ -21,16 +21,23 @@ from __future__ import annotations
 
 import base64
 import gzip
-import html
 import json
-import re
 from collections.abc import Sequence
 
+from warp_check.reports.markup import (
+    TRAFFIC_ROWS,
+    carried,
+    esc,
+    esc_attr,
+    facts,
+    inline,
+    text_cell,
+    text_parts,
+)
 from warp_check.reports.parts import PartTable, part_table
 from warp_check.reports.summary import (
     CAPTIONS,
     CaseRow,
-    Fact,
     Headline,
     case_rows,
     headline,
@@ -42,14 +49,9 @@ from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDeta
 from warp_check.runs.result import Outcome, RunResult
 
 REPORT_HTML = "index.html"
-DISPLAY_CHARS = 160  # a case's text shown in its table cell
-PAGE_CHARS = 2000  # the most of one text the page holds
 HTML_ROWS = 500  # a table of more cases carries them compressed
 PREVIEW_ROWS = 50  # of a compressed table, the first cases (failures first) as HTML too
 SHOWN_ROWS = 500  # rows the script shows at once; "show more" adds as many again
-TRAFFIC_ROWS = 500  # changed traffic texts the page lists (report.json has them all)
-# Characters no HTML page can carry (C0/C1 controls but tab and newline, lone surrogates, noncharacters).
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
 OUTCOME_WORDS = {
     Outcome.PASSED: "passed",
     Outcome.FAILED: "failed",
@@ -58,62 +60,11 @@ OUTCOME_WORDS = {
 }
 
 
-def esc(text: object) -> str:
-    """``text`` as HTML text: ``&``, ``<`` and ``>`` escaped (quotes need no escape outside a tag,
-    and a case's text is full of them)."""
-    return html.escape(_UNSAFE.sub("\ufffd", str(text)), quote=False)
-
-
-def esc_attr(text: object) -> str:
-    """``text`` as an attribute value in double quotes: quotes escaped too."""
-    return html.escape(_UNSAFE.sub("\ufffd", str(text)), quote=True)
-
-
-def inline(text: object) -> str:
-    """A user's string inside a sentence of ours: escaped and bidi-isolated."""
-    return f"<bdi>{esc(text)}</bdi>"
-
-
 def _num(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
-def text_parts(text: str, pair: str | None) -> str | tuple[str, str, str, str]:
-    """A case's text (and its pair) as its cell shows it, characters HTML cannot carry replaced:
-    whole where it has at most DISPLAY_CHARS, else (its first DISPLAY_CHARS, the rest up to
-    PAGE_CHARS, its length, how many characters the page leaves out) with numbers as shown."""
-    full = _UNSAFE.sub("\ufffd", text if pair is None else f"{text}  ‖  {pair}")
-    if not full:
-        return "–"
-    if len(full) <= DISPLAY_CHARS:
-        return full
-    kept = full[:PAGE_CHARS]
-    more = len(full) - len(kept)
-    return kept[:DISPLAY_CHARS], kept[DISPLAY_CHARS:], f"{len(full):,}", f"{more:,}" if more else ""
-
-
-def text_cell(text: str, pair: str | None) -> str:
-    """A case's text (and its pair) for a table cell: cut to DISPLAY_CHARS, the rest (up to
-    PAGE_CHARS) behind a click."""
-    parts = text_parts(text, pair)
-    if isinstance(parts, str):
-        return esc(parts)
-    head, rest, length, more = parts
-    tail = f'<i class="more">… {more} more characters in report.json</i>' if more else ""
-    # The click shows the rest, not the whole text again: each text is in the page once.
-    return f"<details><summary>{esc(head)}… <i>({length} characters)</i></summary>…{esc(rest)}{tail}</details>"
-
-
 # -- one run --------------------------------------------------------------------------------------
-
-
-def _facts(facts: Sequence[Fact]) -> str:
-    items = []
-    for fact in facts:
-        tone = "" if fact.good is None else (' class="good"' if fact.good else ' class="bad"')
-        detail = f"<small>{esc(fact.detail)}</small>" if fact.detail else ""
-        items.append(f"<div{tone}><dt>{esc(fact.name)}</dt><dd>{inline(fact.value)}{detail}</dd></div>")
-    return f'<dl class="facts">{"".join(items)}</dl>' if items else ""
 
 
 def _columns(run: RunResult, rows: Sequence[CaseRow]) -> list[tuple[str, str, str]]:
@@ -172,7 +123,7 @@ def packed_rows(rows: Sequence[CaseRow], keys: Sequence[str]) -> str:
     columns = [["" if row.outcome is Outcome.PASSED else row.outcome.value for row in rows]] + [
         [text_parts(row.text, row.text_pair) for row in rows]
         if key == "text"
-        else [_UNSAFE.sub("\ufffd", _shown(row, key)) for row in rows]
+        else [carried(_shown(row, key)) for row in rows]
         for key in keys
     ]
     raw = json.dumps(columns, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -301,9 +252,11 @@ def _traffic_html(run: RunResult) -> str:
 
 def _figures_html(run: RunResult, head: Headline) -> str:
     """The figures under a run's verdict: a release compared with its baseline has its own page part."""
-    from warp_check.reports import comparison  # it renders with this module's helpers: imported once both exist
+    # Loaded here: the comparison reads Cert 4's records, which import numpy, and a warm check imports
+    # this module without it (tests/test_package.py).
+    from warp_check.reports import comparison
 
-    return comparison.comparison_html(run) if comparison.is_comparison(run) else _facts(head.facts) + _traffic_html(run)
+    return comparison.comparison_html(run) if comparison.is_comparison(run) else facts(head.facts) + _traffic_html(run)
 
 
 def _run_section(run: RunResult, anchor: str) -> str:

@@ -11,7 +11,8 @@ from pathlib import Path
 from warp_check.certify.certificate import percent
 from warp_check.files import write_json_atomic, write_text_atomically
 from warp_check.reports.folder import check_report_destination
-from warp_check.reports.html import REPORT_HTML, esc, inline, page_frame
+from warp_check.reports.html import REPORT_HTML, page_frame
+from warp_check.reports.markup import esc, inline
 from warp_check.reports.svg import Level, Series, line_plot
 from warp_check.runs.releases_history import ReleaseHistory, ReleaseStep
 from warp_check.version import __version__
