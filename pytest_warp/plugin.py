@@ -8,17 +8,18 @@ is a test item named by its id. ``--warp-repair`` repairs and asserts the certif
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
 from warp_check import WarpError, write_report
-from warp_check.frontend import SUITE_FILE, check_report_destination
+from warp_check.frontend import SUITE_FILE, check_report_destination, ctrl_c_never_lost
 
 from . import record, shutdown
 from .items import REFUSED, RESULT, ROW_VERDICTS, TRAFFIC_VERDICT, VERDICT, CaseItem, SuiteFile, SuiteItem, TrafficItem
 from .options import add_options, read_options
-from .state import STATE, WarpSession
+from .state import CTRL_C, STATE, WarpSession
 from .summary import add_to_junit, lines
 
 
@@ -42,7 +43,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "deferred: a must_fix case a traffic budget could not buy (a known failure)")
 
 
+# Last: around pytest's own unraisable hook, which would keep a dropped Ctrl-C as a warning and run on
+# (pytest reads hooks only from names that start with pytest_).
+@pytest.hookimpl(trylast=True, specname="pytest_configure")
+def pytest_configure_ctrl_c(config: pytest.Config) -> None:
+    config.stash[CTRL_C] = stack = contextlib.ExitStack()
+    stack.enter_context(ctrl_c_never_lost())
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if CTRL_C in config.stash:
+        config.stash[CTRL_C].close()
     record.unregister(config)
     state = config.stash.get(STATE, None)
     if state is not None and config.pluginmanager.is_registered(state):

@@ -14,6 +14,7 @@ Representations are cached in ``<suite>/.warp/cache`` (``--warp-cache``), shared
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -304,3 +305,4 @@ def _prune(runs: Path) -> None:
 
 # The session's state, in config.stash (pytest's own place for a plugin's state).
 STATE = pytest.StashKey[WarpSession]()
+CTRL_C = pytest.StashKey[contextlib.ExitStack]()  # the plugin's unraisable hook, closed at unconfigure

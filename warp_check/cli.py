@@ -38,14 +38,12 @@ The commands are a table (:func:`commands`): one for each run mode that names a 
 
 from __future__ import annotations
 
-import _thread
 import argparse
 import contextlib
 import os
 import signal
 import sys
 import textwrap
-import threading
 import warnings
 from collections.abc import Sequence
 from functools import partial
@@ -111,6 +109,7 @@ from warp_check.frontend import (
     RunJob,
     RunMode,
     check_report_destination,
+    ctrl_c_never_lost,
     flag_error,
     from_interrupt,
     mode_named,
@@ -358,46 +357,6 @@ def _output_never_fails():
         yield
     finally:
         sys.stdout, sys.stderr = saved
-
-
-@contextlib.contextmanager
-def ctrl_c_never_lost():
-    """A Ctrl-C that lands in a callback Python cannot raise from (an import lock's weakref
-    callback, a ``__del__``) is printed as "Exception ignored ... Traceback" and then dropped, so the
-    run goes on as if no key were pressed. Inside this block it is delivered again, once the hook
-    has returned, at the next line of ordinary code (a KeyboardInterrupt raised inside the hook
-    itself would be dropped the same way)."""
-    previous = sys.unraisablehook
-    hook_left = threading.Event()
-    open_ = threading.Lock()
-    is_open = [True]
-
-    def redeliver() -> None:
-        hook_left.wait()
-        with open_:
-            if is_open[0]:
-                _thread.interrupt_main(signal.SIGINT)
-
-    def deliver_again(unraisable) -> None:
-        dropped_ctrl_c = (
-            unraisable.exc_type is not None
-            and issubclass(unraisable.exc_type, KeyboardInterrupt)
-            and threading.current_thread() is threading.main_thread()  # where Python runs SIGINT's handler
-        )
-        if not dropped_ctrl_c:
-            previous(unraisable)
-            return
-        hook_left.clear()
-        threading.Thread(target=redeliver, name="warp-check-ctrl-c", daemon=True).start()
-        hook_left.set()  # last: the bytecode left after it (a return) does not run signal handlers
-
-    sys.unraisablehook = deliver_again
-    try:
-        yield
-    finally:
-        sys.unraisablehook = previous
-        with open_:
-            is_open[0] = False
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
     from warp_check.extras.attacks import default_out as must_fix_file
     from warp_check.extras.compare import METHODS as COMPARE_METHODS
     from warp_check.extras.compare import check_out_path as check_comparison_out
+    from warp_check.interrupts import ctrl_c_never_lost
     from warp_check.model.hub_cache import HUB_ID
     from warp_check.modes import MODES, RunJob, RunMode, mode_named
     from warp_check.options import (
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _FRONTEND says t
 _FRONTEND: dict[str, str] = {
     "WarmEntry": "warp_check.cache.warm",
     "from_interrupt": "warp_check.errors",
+    "ctrl_c_never_lost": "warp_check.interrupts",
     "ATTACK_STATUS_MEANING": "warp_check.extras.attacks:STATUS_MEANING",
     "ATTACK_STATUSES": "warp_check.extras.attacks:STATUSES",
     "check_attack_out": "warp_check.extras.attacks:check_out",

@@ -169,7 +169,7 @@ def test_diff_is_baseline_mode_and_names_the_baseline(suite, distilbert_dir, cap
 
 CALLBACK_CTRL_C = """
 import signal, time, weakref
-from warp_check.cli import ctrl_c_never_lost
+from warp_check.interrupts import ctrl_c_never_lost
 
 # As in a terminal: a process started in the background (nohup, CI runners) inherits SIGINT ignored.
 signal.signal(signal.SIGINT, signal.default_int_handler)

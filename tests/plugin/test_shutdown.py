@@ -12,6 +12,8 @@ import pytest
 
 from pytest_warp import shutdown
 
+pytest_plugins = ["pytester"]
+
 # Interrupted between two bytecodes, a frame can have tb_lineno None; pytest's terminal reporter then
 # fails inside its own pytest_keyboard_interrupt (seen once in CI, in _pytest/_code/code.py).
 PYTESTS_OWN_CRASH = "TypeError: unsupported operand type(s) for -: 'NoneType' and 'int'"
@@ -67,3 +69,45 @@ def test_ctrl_c_to_pytest_at_any_moment_is_pytests_own_exit_never_a_traceback(ti
         assert "Traceback" not in out, out[-3000:]
         # Interrupted: pytest's exit 2; or it had finished: the run's own exit code.
         assert process.returncode in (pytest.ExitCode.INTERRUPTED, whole.returncode), (process.returncode, out[-2000:])
+
+
+DROPPED_CTRL_C = """
+import signal, time, weakref
+
+# As in a terminal: a process started in the background (CI runners) inherits SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class Held:
+    pass
+
+
+def interrupted(_):
+    raise KeyboardInterrupt  # as a Ctrl-C landing in importlib's module-lock callback does
+
+
+def test_pressed_during():
+    held = Held()
+    reference = weakref.ref(held, interrupted)
+    del held
+    assert reference() is None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def test_after():
+    pass
+"""
+
+
+def test_a_ctrl_c_python_would_drop_ends_the_pytest_run_as_pytests_own_interrupt(pytester):
+    # Python drops a KeyboardInterrupt raised in a callback; pytest's own unraisable hook would keep
+    # it as a warning with a traceback and run on. Under the plugin it is delivered again: exit 2.
+    pytester.makepyfile(test_dropped=DROPPED_CTRL_C)
+    start = time.monotonic()
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()[-3000:]
+    assert time.monotonic() - start < 25  # not after the test's 30 s wait
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "PytestUnraisableExceptionWarning" not in output, output[-3000:]
