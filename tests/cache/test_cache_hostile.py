@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from testkit import disks
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import exit_code, tree_digest
 
 pytest_plugins = ["pytester"]
@@ -21,11 +22,7 @@ INNER = ("-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispyte
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports() -> None:
-    """Import what the inner pytest runs import, first: pytester drops the modules a run imported, and a
-    later in-process repair would meet two copies of the same enums."""
-    import pytest_warp.summary  # noqa: F401
-    import warp_check.qp.osqp_backend  # noqa: F401
-    import warp_check.runs.repair  # noqa: F401
+    warm_inner_runs()
 
 
 def check(suite: Path, cache: Path, capsys) -> tuple[int, dict, str]:

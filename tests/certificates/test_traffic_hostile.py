@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import exit_code, tree_digest, write_suite
 from testkit.tiny_models import synthetic_cases
 
@@ -33,9 +34,7 @@ CONFIDENCE_RULE = "must be a number strictly between 0 and 1, e.g. 0.95"
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """What the inner runs import, imported once (pytester drops what a run imported)."""
-    import pytest_warp.summary  # noqa: F401
-    import warp_check.runs.repair  # noqa: F401
+    warm_inner_runs()
 
 
 def rows(values: list, column: str = "text") -> str:

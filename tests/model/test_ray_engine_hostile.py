@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import exit_code, tree_digest, write_suite
 
 from warp_check.model.engines.ray import CONNECT_TIMEOUT_S
@@ -28,11 +29,7 @@ needs_ray = pytest.mark.skipif(
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports() -> None:
-    """Import what the inner pytest runs import, first: pytester drops the modules a run imported, and a
-    later in-process repair would meet two copies of the same enums."""
-    import pytest_warp.summary  # noqa: F401
-    import warp_check.qp.osqp_backend  # noqa: F401
-    import warp_check.runs.repair  # noqa: F401
+    warm_inner_runs()
 
 
 def _free_port() -> int:

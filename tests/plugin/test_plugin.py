@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import record_encoder_batches, split_cases, tree_digest, write_suite
 
 from warp_check import verify
@@ -28,16 +29,7 @@ INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothes
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """Import what the inner runs import: pytester drops modules a run imported, so without
-    this every in-process run would import transformers' model code again."""
-    import pytest_warp.summary  # noqa: F401
-    import warp_check.reports.folder  # noqa: F401
-    import warp_check.runs.repair  # noqa: F401
-    from warp_check.releases.load import load_adapter
-    from warp_check.suite.loader import load_suite
-
-    folder = write_suite(distilbert_dir.parent / "warm-suite", model=distilbert_dir, keep=[{"text": "a", "label": 0}])
-    load_adapter(load_suite(folder))
+    warm_inner_runs(distilbert_dir)
 
 
 @pytest.fixture(scope="module")

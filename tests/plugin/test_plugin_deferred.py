@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import split_cases, write_suite
 
 from warp_check import CERTIFICATE_NAME, defer_cases, load_suite
@@ -17,14 +18,7 @@ INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothes
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """Import what the inner runs import once (pytester drops modules a run imported)."""
-    import pytest_warp.summary  # noqa: F401
-    import warp_check.reports.folder  # noqa: F401
-    import warp_check.runs.repair  # noqa: F401
-    from warp_check.releases.load import load_adapter
-
-    folder = write_suite(distilbert_dir.parent / "warm-suite", model=distilbert_dir, keep=[{"text": "a", "label": 0}])
-    load_adapter(load_suite(folder))
+    warm_inner_runs(distilbert_dir)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from testkit.hub import hub_suite, lay_out_hub_cache
+from testkit.inner_runs import warm_inner_runs
 
 import pytest_warp.state
 
@@ -185,11 +186,7 @@ MISTAKES = {
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """Load the model once outside pytester (which drops modules an in-process run imported)."""
-    import warp_check.runs.check  # noqa: F401
-    from warp_check.model.adapter import ClassifierAdapter
-
-    ClassifierAdapter.from_pretrained(distilbert_dir)
+    warm_inner_runs(distilbert_dir)
 
 
 def test_every_suite_mistake_is_a_collection_error_with_file_line_and_field(pytester, distilbert_dir):

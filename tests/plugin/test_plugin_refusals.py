@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import write_suite
 
 from warp_check.cli import main
@@ -20,15 +21,7 @@ FLIPPED = {"negative": "positive", "positive": "negative"}
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """Import what the inner runs import once (pytester drops the modules a run imported)."""
-    import pytest_warp.summary  # noqa: F401
-    import warp_check.runs.repair  # noqa: F401
-    from warp_check.releases.load import load_adapter
-    from warp_check.suite.loader import load_suite
-
-    keep = [{"text": "a", "label": 0}]
-    folder = write_suite(distilbert_dir.parent / "warm-refusals", model=distilbert_dir, keep=keep)
-    load_adapter(load_suite(folder))
+    warm_inner_runs(distilbert_dir)
 
 
 def relabelled(model: Path, to: Path, names: list[str]) -> Path:

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import write_suite
 from testkit.tiny_models import synthetic_cases
 
@@ -17,10 +18,7 @@ INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothes
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """What the inner runs import, imported once (pytester drops what a run imported)."""
-    import pytest_warp.summary  # noqa: F401
-    import warp_check.reports.folder  # noqa: F401
-    import warp_check.runs.repair  # noqa: F401
+    warm_inner_runs()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from testkit.inner_runs import warm_inner_runs
 from testkit.suite_builder import record_encoder_batches, split_cases, write_suite
 
 from pytest_warp.plugin import is_symlink_loop
@@ -22,13 +23,7 @@ needs_symlinks = pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """Import what the inner runs import once (pytester drops modules a run imported)."""
-    import pytest_warp.summary  # noqa: F401
-    from warp_check.releases.load import load_adapter
-    from warp_check.suite.loader import load_suite
-
-    folder = write_suite(distilbert_dir.parent / "warm-suite", model=distilbert_dir, keep=[{"text": "a", "label": 0}])
-    load_adapter(load_suite(folder))
+    warm_inner_runs(distilbert_dir)
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from testkit.inner_runs import warm_inner_runs
 
 from warp_check.cases import Kind
 from warp_check.cli import main
@@ -163,10 +164,7 @@ def test_the_corpus_is_complete():
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_imports(distilbert_dir: Path) -> None:
-    """Load the model once outside pytester (which drops modules an in-process run imported)."""
-    from warp_check.model.adapter import ClassifierAdapter
-
-    ClassifierAdapter.from_pretrained(distilbert_dir)
+    warm_inner_runs(distilbert_dir)
 
 
 def test_every_bad_input_is_one_collection_error_without_a_traceback(pytester, distilbert_dir):
