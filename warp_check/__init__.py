@@ -124,6 +124,7 @@ if TYPE_CHECKING:  # pragma: no cover  (what type checkers see; _PUBLIC says the
     from warp_check.sources.predictions import import_predicted
     from warp_check.sources.promote import promote
     from warp_check.sources.split import SplitImport, import_split
+    from warp_check.sources.tagged_by_model import TaggedImport, import_tagged_by_model
     from warp_check.suite.case_files import Location
     from warp_check.suite.deferred import Deferral, budget_reason, defer_cases, restore_deferred
     from warp_check.suite.deferred_file import DeferredCase
@@ -203,6 +204,8 @@ _PUBLIC: dict[str, str] = {
     "read_conll": "warp_check.sources.conll",
     "ConllImport": "warp_check.sources.conll",
     "SplitImport": "warp_check.sources.split",
+    "import_tagged_by_model": "warp_check.sources.tagged_by_model",
+    "TaggedImport": "warp_check.sources.tagged_by_model",
     "load_traffic": "warp_check.certificates.traffic.reading",
     "read_traffic": "warp_check.certificates.traffic.reading",
     "Activation": "warp_check.model.activations",

@@ -272,7 +272,6 @@ def token_suite(tmp_path_factory, bert_tagger) -> Path:
     "command",
     [
         ["compare", "{suite}"],
-        ["tune", "{suite}", "--traffic", "{traffic}"],
         ["neighbours", "{suite}"],
     ],
 )
@@ -433,6 +432,7 @@ def test_the_issue_s_ner_files_are_read_whole(name, counts):
 def test_import_into_a_token_suite_takes_conll_only(token_suite, tmp_path, capsys):
     (tmp_path / "rows.jsonl").write_text('{"text": "the food was good", "label": "O"}\n')
     assert main(["import", str(token_suite), str(tmp_path / "rows.jsonl")]) != 0
-    assert "--format jsonl: a token classifier's suite imports sentences of tagged words: --format conll" in (
-        capsys.readouterr().err
+    assert (
+        "--format jsonl: a token classifier's suite imports sentences of tagged words (--format conll), or untagged "
+        "texts the model tags (--predicted)" in capsys.readouterr().err
     )

@@ -18,6 +18,12 @@ for each, both ends of that trade on data no repair of the estimate saw:
   prediction where its margin is at least γ_h (the ``import --predicted`` rule); a text the model
   sees as a suite case, or as a copy, is not a guard.
 
+A token classifier (a tag per word) is tuned on the same terms with its traffic counted as Cert 4
+counts it: each text a row per word, a text changed where any word's tag changed, and the bound over
+the **sentences** (its kind's ``traffic_count``); folds deal sentences, whole, never their words
+apart, and a guard is a word tagged by at least γ_h. Its candidates draw no neighbourhood (none is
+built for token suites), so scoring copies and the copies levers are left out.
+
 The choice: the highest estimated fix rate among candidates whose every fold converged and whose
 bound is within the budget; ties go to the smaller bound, then the fewer levers moved, then the
 grid's order. Nothing is encoded twice: the suite, the copies (drawn once per neighbourhood setting,
@@ -40,6 +46,8 @@ import numpy as np
 from warp_check.cases import Case, Kind
 from warp_check.certificates.traffic.sample import TrafficSample, TrafficText
 from warp_check.certify.binomial import change_bound
+from warp_check.decisions import DecisionKind
+from warp_check.decisions.token_tags import words_of
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import input_keys
@@ -50,7 +58,7 @@ from warp_check.pipeline.neighbourhood import Neighbourhood, draw_neighbourhood,
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.linearise import gaps
 from warp_check.repair.settings import NeighbourSettings, RepairSettings
-from warp_check.suite.casefile import NewCase, append_cases, writer_check
+from warp_check.suite.casefile import NewCase, append_cases, append_sentences, writer_check
 from warp_check.suite.loader import Suite
 from warp_check.suite.toml_lines import TomlEdit, edited_toml, rewrite_toml, writable_toml
 from warp_check.validation import require_integer, require_number
@@ -104,8 +112,8 @@ class CandidateScore:
     candidate: Candidate
     fixed: int  # held-out must_fix cases and their copies the repairs got right
     scored: int  # held-out must_fix cases and copies scored
-    changed: int  # tune-part texts whose prediction the repair of their fold changed
-    measured: int  # tune-part texts measured
+    changed: int  # tune-part texts whose prediction (a token classifier: any word's tag) the fold's repair changed
+    measured: int  # tune-part texts measured (a token classifier: sentences)
     bound: float  # Clopper–Pearson upper bound on the change rate (1.0 where nothing was measured)
     confidence: float
     guards: int  # guards joined (the most in any fold; 0 without them)
@@ -233,14 +241,21 @@ def fold_of(ids: Sequence[str], folds: int) -> dict[str, int]:
     return {ident: n % folds for n, ident in enumerate(ordered)}
 
 
+def case_folds(ids: Sequence[str], decision: DecisionKind, folds: int) -> dict[str, int]:
+    """Each must_fix row's fold: its case's (a token classifier's sentence: its words go together)."""
+    groups = fold_of(sorted({decision.group(i) for i in ids}), folds)
+    return {ident: groups[decision.group(ident)] for ident in ids}
+
+
 @dataclass(frozen=True)
 class _Traffic:
     """The tune part as the model takes it: each text once, its fold, v, and the model's label."""
 
     texts: tuple[TrafficText, ...]
     evaluation: Evaluation | None  # labels = the model's predictions (None: no text measurable)
-    folds: np.ndarray  # fold of each text
+    folds: np.ndarray  # fold of each row (a text, or a word of one)
     guard: np.ndarray  # bool: predicted by at least γ_h and no suite case's or copy's input
+    draw_of: np.ndarray  # per row, the index of its text in ``texts``
 
 
 @dataclass(frozen=True)
@@ -276,20 +291,30 @@ def tune(
     base = suite.settings()
     cases = list(suite.cases)
     fix_ids = [c.id for c in cases if c.kind is Kind.MUST_FIX]
+    per_word = adapter.decision.per_word
+    # A token classifier's candidates draw no neighbourhood: none is built for its sentences yet.
+    if grid is None:
+        grid = [c for c in candidates(base) if not (per_word and _draws_copies(c))]
+    grid = tuple(grid)
+    drawing = [c.name for c in grid if _draws_copies(c)]
+    if per_word and drawing:
+        why = "draws a neighbourhood, which is not built for a token classifier yet: per_case and keep_per_case 0"
+        raise SettingsError("grid", drawing[0], why)
     batch = suite.model.batch_size
     evaluation = evaluate(adapter, cases, batch_size=batch, cache_dir=cache_dir, progress=progress)
     fixed = _Fixed(
         adapter=adapter,
         evaluation=evaluation,
-        fold=fold_of(fix_ids, folds),
+        fold=case_folds(fix_ids, adapter.decision, folds),
         scoring=None,
-        traffic=_Traffic((), None, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)),
+        traffic=_no_traffic(),
         base=base,
         batch_size=batch,
         cache_dir=cache_dir,
     )
-    scoring = _draw(fixed, NeighbourSettings(per_case=SCORING_COPIES, keep_per_case=0, seed=base.neighbours.seed))
-    fixed = replace(fixed, scoring=scoring.evaluation)
+    if not per_word:  # no neighbourhood is drawn of a token classifier's sentences
+        copies = NeighbourSettings(per_case=SCORING_COPIES, keep_per_case=0, seed=base.neighbours.seed)
+        fixed = replace(fixed, scoring=_draw(fixed, copies).evaluation)
     fixed = replace(fixed, traffic=_tune_part(fixed, traffic, folds))
     if not fixed.traffic.texts:
         why = (
@@ -297,7 +322,6 @@ def tune(
             "in it, each a suite case's input or no text to the model): give more traffic texts"
         )
         raise SuiteError(why, path=traffic.source, field="traffic.path")
-    grid = tuple(grid) if grid is not None else candidates(base)
     hoods: dict[NeighbourSettings, Neighbourhood | None] = {}
     scores = []
     with as_progress(progress).step("tuning: candidates scored", total=len(grid), unit="candidate") as step:
@@ -312,7 +336,7 @@ def tune(
         budget=budget,
         folds=folds,
         base=base,
-        must_fix=len(fix_ids),
+        must_fix=len({adapter.decision.group(i) for i in fix_ids}),
         tune_texts=len(fixed.traffic.texts),
         guard_pool=_guard_pool(fixed.traffic),
         seconds=time.perf_counter() - started,
@@ -328,11 +352,15 @@ def choose(scores: Sequence[CandidateScore], budget: float | None) -> CandidateS
     return min(eligible, key=lambda s: (-s.fix_rate, s.bound, s.candidate.levers, order[id(s)]), default=None)
 
 
+def _draws_copies(candidate: Candidate) -> bool:
+    return candidate.per_case > 0 or candidate.keep_per_case > 0
+
+
 def check_folds(suite: Suite, folds: int) -> int:
     """``folds`` where the suite's must_fix cases can fill them (each fold holds at least one); a
     SettingsError saying the most it can be otherwise. Returns the count of must_fix cases."""
     require_folds(folds)
-    fix = sum(1 for c in suite.cases if c.kind is Kind.MUST_FIX)
+    fix = len({suite.decision.group(c.id) for c in suite.cases if c.kind is Kind.MUST_FIX})
     if fix < 2:
         raise SettingsError(
             "folds", folds, f"the suite has {fix} must_fix case(s): tune needs at least 2 (one a fold, 2 folds at "
@@ -377,30 +405,51 @@ def _draw(fixed: _Fixed, settings: NeighbourSettings) -> Neighbourhood:
     )
 
 
+def _no_traffic() -> _Traffic:
+    return _Traffic((), None, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64))
+
+
 def _tune_part(fixed: _Fixed, sample: TrafficSample, folds: int) -> _Traffic:
-    """The tune part's texts the model can take, once each (by input), none a suite case's input."""
+    """The tune part's texts the model can take, once each (by input), none a suite case's input; a
+    kind deciding per word takes each text as its rows, and a text whole or not at all."""
     adapter, base = fixed.adapter, fixed.base
-    unstated = adapter.decision.unstated(adapter.num_classes)
-    probes = [replace(text.case(i), label=unstated) for i, text in enumerate(sample.tune)]
+    decision = adapter.decision
+    unstated = decision.unstated(adapter.num_classes)
+    named = [f"guard-{t.key[:16]}" for t in sample.tune]
+    split = decision.traffic_rows([(name, t.text) for name, t in zip(named, sample.tune, strict=True)])
+    if split is None:
+        probes = [replace(text.case(i), label=unstated) for i, text in enumerate(sample.tune)]
+        ids, draw_of = named, list(range(len(probes)))
+    else:
+        probes = [
+            Case(id=r.id, text=r.text, label=unstated, kind=Kind.MUST_KEEP, origin=sample.tune[r.draw].where)
+            for r in split
+        ]
+        ids, draw_of = [r.id for r in split], [r.draw for r in split]
     keys = input_keys(adapter, probes)
     taken = set(fixed.evaluation.encoded.input_keys or input_keys(adapter, fixed.evaluation.cases))
-    rows = []
-    for i, key in enumerate(keys):
-        if key is not None and key not in taken:
-            taken.add(key)
-            rows.append(i)
-    texts = tuple(sample.tune[i] for i in rows)
+    rows_of: dict[int, list[int]] = {}
+    for row, draw in enumerate(draw_of):
+        rows_of.setdefault(draw, []).append(row)
+    drawn, rows = [], []
+    for draw, own in rows_of.items():
+        own_keys = {keys[r] for r in own}
+        if None not in own_keys and not own_keys & taken:
+            taken |= own_keys
+            drawn.append(draw)
+            rows += own
+    texts = tuple(sample.tune[i] for i in drawn)
     if not rows:
-        return _Traffic(texts, None, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
+        return _no_traffic()
     measured = evaluate(adapter, [probes[i] for i in rows], batch_size=fixed.batch_size, cache_dir=fixed.cache_dir,
                         progress=False)  # fmt: skip
     decision = adapter.head().decision
     predicted, margin = decision.prediction_margins(measured.logits)
     labelled = tuple(
-        Case(id=f"guard-{t.key[:16]}", text=t.text, text_pair=t.text_pair,
+        Case(id=ids[r], text=probes[r].text, text_pair=probes[r].text_pair,
              label=decision.answer_of_prediction(label, adapter.num_classes), kind=Kind.MUST_KEEP,
-             source=GUARD_SOURCE, origin=t.where)
-        for t, label in zip(texts, predicted, strict=True)
+             source=GUARD_SOURCE, origin=probes[r].origin)
+        for r, label in zip(rows, predicted, strict=True)
     )  # fmt: skip
     evaluation = Evaluation(
         labelled,
@@ -413,7 +462,9 @@ def _tune_part(fixed: _Fixed, sample: TrafficSample, folds: int) -> _Traffic:
     scoring_keys = set(fixed.scoring.encoded.input_keys) if fixed.scoring is not None else set()
     inputs = measured.encoded.input_keys or tuple(keys[i] for i in rows)
     guard = np.array([m >= base.gamma_h and k not in scoring_keys for m, k in zip(margin, inputs, strict=True)])
-    return _Traffic(texts, evaluation, np.arange(len(texts)) % folds, guard)
+    place = {draw: at for at, draw in enumerate(drawn)}
+    row_draws = np.asarray([place[draw_of[r]] for r in rows], dtype=np.int64)
+    return _Traffic(texts, evaluation, row_draws % folds, guard, row_draws)
 
 
 def _score(
@@ -446,8 +497,10 @@ def _score(
             rows = np.flatnonzero(traffic.folds == f)
             Vt = traffic.evaluation.encoded.V[rows].astype(np.float64)
             after = repair.head_after
-            changed += int(np.sum(after.decision.changed(repair.head_before.predict(Vt), after.predict(Vt))))
-            measured += len(rows)
+            moved = np.flatnonzero(after.decision.changed(repair.head_before.predict(Vt), after.predict(Vt)))
+            # Cert 4's count: a text changed where any of its rows did (a token classifier: a sentence).
+            changed += after.decision.traffic_count(moved, traffic.draw_of[rows]).draws_changed
+            measured += len(np.unique(traffic.draw_of[rows]))
     bound = change_bound(changed, measured, confidence) if measured else 1.0
     return CandidateScore(
         candidate=candidate,
@@ -583,19 +636,37 @@ def write_choice(suite: Suite, result: TuneResult) -> tuple[Path, Path | None]:
             raise SuiteError(str(exc), path=suite.toml) from None
         if guards_path is not None:  # only once warp.toml's new text is known good: a refusal appends nothing
             check = writer_check(suite, guards_path, kind=Kind.MUST_KEEP)
-            guards = [
-                NewCase(text=c.text, text_pair=c.text_pair, label=suite.label_name(c.label), source=c.source,
-                        kind=Kind.MUST_KEEP.value)
-                for c in result.guard_pool
-            ]  # fmt: skip
-            append_cases(guards_path, guards, id_prefix="guard", check=check)
+            if suite.decision.per_word:
+                append_sentences(guards_path, _guard_sentences(suite, result.guard_pool), check=check)
+            else:
+                guards = [
+                    NewCase(text=c.text, text_pair=c.text_pair, label=suite.label_name(c.label), source=c.source,
+                            kind=Kind.MUST_KEEP.value)
+                    for c in result.guard_pool
+                ]  # fmt: skip
+                append_cases(guards_path, guards, id_prefix="guard", check=check)
         return edited
 
     rewrite_toml(suite.toml, change, hint=WRITE_HINT)
     return suite.toml, guards_path
 
 
+def _guard_sentences(suite: Suite, guards: Sequence[Case]) -> list[dict[str, Any]]:
+    """A token classifier's guards (word rows) as the sentences a case file states: each word a guard
+    tagged as the model tags it, the others free (null)."""
+    sentences: dict[str, tuple[tuple[str, ...], dict[int, int]]] = {}
+    for guard in guards:
+        words, word = words_of(guard.text)
+        sentences.setdefault(suite.decision.group(guard.id), (words, {}))[1][word] = int(guard.label)
+    return [
+        {"id": sentence, "tokens": list(words),
+         "tags": [suite.label_name(tags[w]) if w in tags else None for w in range(len(words))], "source": GUARD_SOURCE}
+        for sentence, (words, tags) in sentences.items()
+    ]  # fmt: skip
+
+
 __all__ = [
     "DEFAULT_FOLDS", "GUARDS_FILE", "SCORING_COPIES", "WRITE_HINT", "Candidate", "CandidateScore", "FoldRepair",
-    "TuneResult", "candidates", "check_folds", "check_tune", "fold_of", "fold_repair", "tune", "write_choice",
+    "TuneResult", "candidates", "case_folds", "check_folds", "check_tune", "fold_of", "fold_repair", "tune",
+    "write_choice",
 ]  # fmt: skip

@@ -23,6 +23,7 @@ from warp_check import (
     import_conll,
     import_predicted,
     import_split,
+    import_tagged_by_model,
     load_adapter,
     load_suite,
     promote,
@@ -191,6 +192,8 @@ def import_command(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"warp-check import: error: --format: {exc.why}", file=sys.stderr)
         return EXIT_USAGE
+    if suite.decision.per_word and args.predicted:
+        return _import_tagged(suite, args, file_format)
     if suite.decision.per_word or file_format == "conll":
         return _import_conll(suite, args, file_format)
     if args.predicted and (args.kind != Kind.MUST_KEEP.value or args.label is not None):
@@ -233,7 +236,10 @@ def _import_conll(suite, args: argparse.Namespace, file_format: str) -> int:
     if not suite.decision.per_word:
         why = f"--format conll: a token classifier's format; this suite's model decides {suite.decision.name}"
     elif file_format != "conll":
-        why = f"--format {file_format}: a token classifier's suite imports sentences of tagged words: --format conll"
+        why = (
+            f"--format {file_format}: a token classifier's suite imports sentences of tagged words (--format conll), "
+            "or untagged texts the model tags (--predicted)"
+        )
     elif args.predicted or args.drop_wrong:
         why = f"{'--predicted' if args.predicted else '--drop-wrong'} is not built for a token classifier's suite yet"
     elif args.split_by_model and args.kind != Kind.MUST_KEEP.value:
@@ -264,6 +270,58 @@ def _import_conll(suite, args: argparse.Namespace, file_format: str) -> int:
             added = f"{len(appended.added)} sentence(s) appended to {appended.path}"
             print(f"  {what}: {added}, {appended.duplicates} already there")
             _say_where_to_list(suite, appended)
+    return EXIT_OK
+
+
+def _import_tagged(suite, args: argparse.Namespace, file_format: str) -> int:
+    """Untagged sentences (CoNLL words alone, or a text column) each word tagged by the model."""
+    if args.kind != Kind.MUST_KEEP.value or args.label is not None:
+        why = f"makes must_keep cases, not {args.kind}" if args.label is None else "reads no tag column (--label)"
+    elif args.split_by_model or args.drop_wrong or args.fix_out:
+        why = "tags sentences by the model; --split-by-model, --drop-wrong and --fix-out sort tagged ones: give one"
+    elif args.text_pair is not None:
+        why = "a token classifier tags one sentence: no --text-pair"
+    else:
+        why = None
+    if why is not None:
+        print(f"warp-check import: error: --predicted {why}", file=sys.stderr)
+        return EXIT_USAGE
+    out = Path(args.out) if args.out else case_file_of(suite, Kind.MUST_KEEP)
+    settings = ImportSettings(
+        format=file_format,
+        text=args.text,
+        text_pair=None,
+        label="label",
+        id=args.id,
+        kind=Kind.MUST_KEEP,
+        source=args.case_source,
+        task=args.task,
+        predicted=True,
+    )
+    workdir(suite)
+    result = import_tagged_by_model(
+        suite, args.source, out, settings, cache_dir=default_cache_dir(suite), progress=progress_of(args)
+    )
+    appended = result.appended
+    tags = ", ".join(f"{count} {name}" for name, count in result.by_tag) or "none"
+    print(
+        f"{result.sentences} sentence(s) read from {args.source}, each word tagged by the model ({tags}): "
+        f"{len(appended.added)} must_keep sentence(s) appended to {appended.path}, {appended.duplicates} already there"
+    )
+    if result.words_free:
+        print(
+            f"  left free: {result.words_free} of {result.words} word(s) tagged by less than the must_keep margin "
+            f"gamma_h = {result.gamma_h:g} (a repair would have to move them to keep them)"
+        )
+    for count, why in (
+        (result.unclear, "with no word tagged by at least gamma_h"),
+        (result.repeated, "the model sees as an earlier sentence of the file"),
+        (result.in_suite, "the model sees as sentences of the suite (their tags are the suite's)"),
+        (result.no_text, "the model sees as no text (nothing but special and unknown tokens)"),
+    ):
+        if count:
+            print(f"  left out: {count} sentence(s) {why}")
+    _say_where_to_list(suite, appended, caution=" (they keep the model's tags, right or wrong: read them first)")
     return EXIT_OK
 
 

@@ -37,7 +37,6 @@ def tune_arguments(parser: argparse.ArgumentParser) -> None:
 
 def tune_command(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args)
-    suite.refuse_per_word("tune")
     try:  # what would refuse the run or its write, said before minutes of repairs
         check_tune(suite, folds=args.folds, write=args.write)
     except SettingsError as exc:

@@ -320,6 +320,17 @@ class DecisionKind(abc.ABC):
         """Per row, whether two predictions differ (Cert 4 counts these)."""
         return before != after
 
+    # Cert 4 on traffic: the rows a traffic text is predicted on, and how the sample's draws changed.
+    def traffic_rows(self, texts: Sequence[tuple[str, str]]) -> tuple[TrafficRow, ...] | None:
+        """Where a kind decides parts of a text, the rows traffic texts, each (its case id, its text),
+        are predicted on; None: each text is one row, and its own draw."""
+        return None
+
+    def traffic_count(self, changed_rows: np.ndarray, draw_of: np.ndarray) -> TrafficCount:
+        """How a repair changed a traffic sample, from the rows it changed (indices) and, per row, the
+        index of its text (the sample's independent draw): by default a text is one row."""
+        return TrafficCount(draws_changed=len(changed_rows), rows=None, rows_changed=None)
+
     def regressed(self, baseline: np.ndarray, now: np.ndarray, answers: np.ndarray) -> np.ndarray:
         """Per case, whether a baseline's prediction was right and the prediction now is not."""
         return self.right(baseline, answers) & ~self.right(now, answers)
@@ -362,6 +373,27 @@ class DecisionKind(abc.ABC):
         """Where a kind decides a part of a text, the part a row's text decides, in words (a verdict
         names it); None where it decides the whole text."""
         return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficRow:
+    """A row a traffic text is predicted on, where a kind predicts several per text: the index of its
+    text (the sample's draw it belongs to), and its case id and text as the encoder takes them."""
+
+    draw: int
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficCount:
+    """What a repair changed on a traffic sample: the texts (its draws, what Cert 4 bounds) with any
+    changed prediction and, where a kind predicts several rows per text, the rows measured and changed
+    (None where a text is one row)."""
+
+    draws_changed: int
+    rows: int | None
+    rows_changed: int | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,10 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from warp_check.decisions.base import AnswerError, LabelSpace
+from warp_check.decisions.base import AnswerError, LabelSpace, TrafficCount, TrafficRow
 from warp_check.decisions.single_label import SingleLabel
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 OPEN, CLOSE = "⟦", "⟧"  # around the word a row decides; no word may hold either
 ROW_SEPARATOR = "#"  # a row's id: the sentence's id, '#', the word's index (from 0)
@@ -189,6 +192,26 @@ class TokenTags(SingleLabel):
                 tags[word] = _tag(space, label, word == first, where)
         return TaggedSentence(
             words=tuple(w for w, _, _ in spans), rows=tuple(WordRow(word=i, tag=t) for i, t in enumerate(tags))
+        )
+
+    def traffic_rows(self, texts: Sequence[tuple[str, str]]) -> tuple[TrafficRow, ...]:
+        """Every word of each traffic text (split as a case file's ``text``) as a row: the sentence with
+        that word marked; a text with no word has no row."""
+        rows = []
+        for draw, (case_id, text) in enumerate(texts):
+            words = [w for w, _, _ in split_words(text)]
+            rows += [TrafficRow(draw=draw, id=row_id(case_id, w), text=row_text(words, w)) for w in range(len(words))]
+        return tuple(rows)
+
+    def traffic_count(self, changed_rows: np.ndarray, draw_of: np.ndarray) -> TrafficCount:
+        """A sentence changes where any of its words' tag does. The words of one sentence are not
+        independent draws (one shift of the layer moves a sentence's words together): the sentences
+        are, so the share Cert 4 bounds is theirs, and the words are counted beside it."""
+        import numpy as np
+
+        changed = np.asarray(changed_rows, dtype=np.int64)
+        return TrafficCount(
+            draws_changed=len(np.unique(np.asarray(draw_of)[changed])), rows=len(draw_of), rows_changed=len(changed)
         )
 
     def word_of(self, text: str) -> tuple[tuple[str, ...], int] | None:

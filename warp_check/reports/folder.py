@@ -32,6 +32,7 @@ from warp_check.reports.html import REPORT_HTML, render_html
 from warp_check.reports.parts import part_table
 from warp_check.reports.summary import CAPTIONS, certificate_facts, headline
 from warp_check.reports.svg import MIN_HISTOGRAM
+from warp_check.reports.tokens import sentences_markdown
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails, traffic_of
 from warp_check.runs.messages import num
 from warp_check.runs.modes import Mode, RunStatus
@@ -261,6 +262,7 @@ def _run_markdown(run: RunResult, images: Mapping[str, Path | None]) -> list[str
     out += [f"- suite: `{run.suite}`", *_facts_markdown(run), ""]
     out += _traffic_markdown(run)  # what the verdict rests on first (the cases a budget cannot buy), then per
     out += _parts_markdown(run)  # part, then plots and cases
+    out += sentences_markdown(run, markdown_text)
     titles = {"gaps": "Gap per case", "radius": "Certified radius", "convergence": "Convergence"}
     for key, title in titles.items():
         image = images.get(key)

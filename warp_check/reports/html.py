@@ -45,6 +45,7 @@ from warp_check.reports.summary import (
     when_words,
 )
 from warp_check.reports.svg import convergence_plot, gaps_plot, radius_plot
+from warp_check.reports.tokens import TOKENS_CSS, sentences_html
 from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails, traffic_of
 from warp_check.runs.result import Outcome, RunResult
 
@@ -274,7 +275,7 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{_verdict_html(head.verdict, run)}</p>'
         f"{_said_html(head)}{_figures_html(run, head)}"
         f'<p class="meta">{"; ".join(where)}</p><p class="meta">{inline(run.message)}</p>'
-        f"{_parts_html(part_table(run))}{_plots(run, rows, anchor)}"
+        f"{_parts_html(part_table(run))}{sentences_html(run)}{_plots(run, rows, anchor)}"
         f"<h3>Cases</h3>{_table(run, rows, anchor)}</section>"
     )
 
@@ -329,7 +330,7 @@ def page_frame(title: str, *, passed: bool, verdict: str, header: str, main: str
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         f"<title>{esc(title)}: {'passed' if passed else 'failed'}</title>"
-        f"<style>{_CSS}</style></head>\n"
+        f"<style>{_CSS}{TOKENS_CSS}</style></head>\n"
         f'<body class="{tone}"><header><h1>{esc(title)}</h1>'
         f'<p id="verdict" class="verdict {tone}" data-passed="{str(passed).lower()}">{verdict}</p>'
         f"{header}</header>\n<main>{main}</main>\n<script>{_JS}</script></body></html>\n"

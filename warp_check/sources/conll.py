@@ -52,8 +52,9 @@ class ConllImport:
     fixed: AppendResult | None
 
 
-def read_conll(path: str | Path, space: LabelSpace) -> list[ConllSentence]:
-    """The sentences of ``path``, every tag one of ``space``'s; SuiteError naming file, line, field."""
+def read_conll(path: str | Path, space: LabelSpace | None) -> list[ConllSentence]:
+    """The sentences of ``path``, every tag one of ``space``'s; SuiteError naming file, line, field.
+    ``space`` None: a file of words alone, a word a line (the model is to tag them), tags ()."""
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -81,23 +82,27 @@ def read_conll(path: str | Path, space: LabelSpace) -> list[ConllSentence]:
         if line.startswith(DOCSTART):
             continue
         columns = line.split("\t")
-        if len(columns) != 2 or not columns[0] or columns[0].strip() != columns[0]:
+        if space is None and len(columns) > 1:
+            why = "the model tags every word: give one word a line, no tag column (a blank line between sentences)"
+            raise SuiteError(f"a tag column, {line[:60]!r}: {why}", path=path, line=number, field="tag")
+        if len(columns) != (1 if space is None else 2) or not columns[0] or columns[0].strip() != columns[0]:
+            shape = ("a word", "one word") if space is None else ("token<TAB>tag", "one word and its tag")
             raise SuiteError(
-                f"expected token<TAB>tag, got {line[:60]!r}: one word and its tag a line, a blank line between "
-                "sentences",
+                f"expected {shape[0]}, got {line[:60]!r}: {shape[1]} a line, a blank line between sentences",
                 path=path,
                 line=number,
             )
         if (problem := word_problem(columns[0])) is not None:
             raise SuiteError(f"the token {problem}", path=path, line=number, field="token")
-        try:
-            space.class_id(columns[1].strip())
-        except ValueError as exc:
-            raise SuiteError(str(exc), path=path, line=number, field="tag") from None
+        if space is not None:
+            try:
+                space.class_id(columns[1].strip())
+            except ValueError as exc:
+                raise SuiteError(str(exc), path=path, line=number, field="tag") from None
+            tags.append(columns[1].strip())
         if not words:
             start = number
         words.append(columns[0])
-        tags.append(columns[1].strip())
     close()
     return sentences
 

@@ -11,15 +11,15 @@ it can lose there too: an accuracy drop needs a changed prediction. No label is 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from warp_check.cases import Case
 from warp_check.certificates.traffic.sample import Part, TrafficSample, TrafficText
-from warp_check.certificates.traffic.sentences import sentences_changed, word_rows
 from warp_check.certify.binomial import change_bound
 from warp_check.certify.certificate import TrafficChange, TrafficRecord
 from warp_check.decisions import SINGLE_LABEL, DecisionKind
@@ -66,10 +66,7 @@ def traffic_inputs(
     Cert 4 would have nothing to measure."""
     started = time.perf_counter()
     texts = sample.part(part)
-    if adapter.decision.per_word:
-        cases, sentence_of = word_rows(texts)
-    else:
-        cases, sentence_of = [text.case(i) for i, text in enumerate(texts)], list(range(len(texts)))
+    cases, sentence_of, per_text = traffic_cases(texts, adapter.decision)
     keys = input_keys(adapter, cases)
     kept = [i for i, key in enumerate(keys) if key is not None]
     measured = sorted({sentence_of[i] for i in kept})
@@ -87,7 +84,7 @@ def traffic_inputs(
         )
         V = encoded.V.astype(np.float64)
     seconds = time.perf_counter() - started
-    if not adapter.decision.per_word:
+    if per_text:
         return TrafficInputs(tuple(texts[i] for i in kept), V, len(texts) - len(kept), seconds)
     place = {sentence: at for at, sentence in enumerate(measured)}
     return TrafficInputs(
@@ -98,6 +95,16 @@ def traffic_inputs(
         row_texts=tuple(cases[i].text for i in kept),
         sentence_of=np.asarray([place[sentence_of[i]] for i in kept], dtype=np.int64),
     )
+
+
+def traffic_cases(texts: Sequence[TrafficText], decision: DecisionKind) -> tuple[list[Case], list[int], bool]:
+    """The rows ``decision`` predicts the texts on (cases the encoder takes; their labels are not
+    measured), per row the index of its text, and whether each text is one row (a whole-text kind)."""
+    cases = [text.case(i) for i, text in enumerate(texts)]
+    rows = decision.traffic_rows([(case.id, case.text) for case in cases])
+    if rows is None:
+        return cases, list(range(len(cases))), True
+    return [replace(cases[r.draw], id=r.id, text=r.text) for r in rows], [r.draw for r in rows], False
 
 
 def predictions(head: DenseHead, V: np.ndarray) -> np.ndarray:
@@ -136,21 +143,21 @@ def changes_record(
     """The record of predictions ``was`` → ``now`` on ``inputs`` (an audit builds it again from its own);
     what counts as a change is ``decision``'s."""
     changed = [int(i) for i in np.flatnonzero(decision.changed(was, now))]
+    draw_of = np.arange(len(was)) if inputs.sentence_of is None else inputs.sentence_of
+    count = decision.traffic_count(np.asarray(changed, dtype=np.int64), draw_of)
     by_pair: dict[str, int] = {}
     for i in changed:
         for pair in decision.change_keys(was[i], now[i], label_name):
             by_pair[pair] = by_pair.get(pair, 0) + 1
     n = len(inputs.texts)
-    # Per word: the sentences are the sample's draws, so the share bounded is theirs (.sentences).
-    draws = len(changed) if inputs.sentence_of is None else sentences_changed(changed, inputs.sentence_of)
     return TrafficRecord(
         source=Path(sample.source).name,
         sample_sha256=sample.digest,
         n=n,
-        changed=draws,
-        bound=change_bound(draws, n, sample.confidence),
-        words=None if inputs.sentence_of is None else len(inputs.V),
-        words_changed=None if inputs.sentence_of is None else len(changed),
+        changed=count.draws_changed,
+        bound=change_bound(count.draws_changed, n, sample.confidence),
+        words=count.rows,
+        words_changed=count.rows_changed,
         confidence=sample.confidence,
         max_change=sample.max_change,
         by_pair=dict(sorted(by_pair.items())),
@@ -170,4 +177,12 @@ def changes_record(
     )
 
 
-__all__ = ["ARROW", "TrafficInputs", "changes_record", "measure_changes", "predictions", "traffic_inputs"]
+__all__ = [
+    "ARROW",
+    "TrafficInputs",
+    "changes_record",
+    "measure_changes",
+    "predictions",
+    "traffic_cases",
+    "traffic_inputs",
+]

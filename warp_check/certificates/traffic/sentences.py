@@ -6,7 +6,8 @@ and each word is a row (``row_text``: the sentence with that word marked), encod
 word rows are. A repair changes a word where its tag differs; a sentence changes where any of its
 words does. The words of one sentence are not independent draws (one shift of the layer moves a
 sentence's words together), so the share bounded exactly (Clopper–Pearson) is the **sentence**
-share, the sentences being the sample's independent draws; the words changed are reported as counted.
+share, the sentences being the sample's independent draws; the words changed are reported as counted
+(the kind counts them: :meth:`~warp_check.decisions.token_tags.TokenTags.traffic_count`).
 That bound also bounds the expected share of a sentence's words that change (a sentence's share of
 changed words is at most 1 where it changes, 0 where not).
 """
@@ -14,32 +15,18 @@ changed words is at most 1 where it changes, 0 where not).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-
-import numpy as np
 
 from warp_check.cases import Case
+from warp_check.certificates.traffic.changes import traffic_cases
 from warp_check.certificates.traffic.sample import TrafficText
-from warp_check.decisions.token_tags import row_id, row_text, split_words
+from warp_check.decisions import TOKEN_TAGS
 
 
 def word_rows(texts: Sequence[TrafficText]) -> tuple[list[Case], list[int]]:
     """Every word of every text as a row (a case the encoder takes; its label is not measured), and
-    per row the index of its text; a text with no word has no row."""
-    rows: list[Case] = []
-    sentence_of: list[int] = []
-    for index, text in enumerate(texts):
-        words = [w for w, _, _ in split_words(text.text)]
-        sentence = text.case(index)
-        for word in range(len(words)):
-            rows.append(replace(sentence, id=row_id(sentence.id, word), text=row_text(words, word)))
-            sentence_of.append(index)
-    return rows, sentence_of
+    per row the index of its text; a text with no word has no row (the kind's ``traffic_rows``)."""
+    cases, sentence_of, _ = traffic_cases(texts, TOKEN_TAGS)
+    return cases, sentence_of
 
 
-def sentences_changed(changed_rows: np.ndarray, sentence_of: np.ndarray) -> int:
-    """How many sentences have a changed row among ``changed_rows`` (row indices)."""
-    return len(np.unique(np.asarray(sentence_of)[np.asarray(changed_rows, dtype=np.int64)]))
-
-
-__all__ = ["sentences_changed", "word_rows"]
+__all__ = ["word_rows"]
