@@ -138,21 +138,18 @@ def test_a_repair_over_its_budget_names_the_must_fix_cases_it_cannot_buy(repaire
     fix_ids = {c.id for c in suite.cases if c.kind.value == "must_fix"}
     named = [c.id for c in fit.left_out]
     assert len(set(named)) == len(named) and set(named) <= fix_ids and fit.kept == len(fix_ids) - len(named)
-    assert all(c.where.startswith("fix.jsonl:") and c.nearest > 0 for c in fit.left_out)
+    # The advice reads the price list: each case named with its own price, the cheapest bought.
+    prices = fit.prices
+    assert prices is not None and prices.why is None and fit.unpriced is None
+    price = {p.id: p.changed for p in prices.prices}
+    assert all(c.where.startswith("fix.jsonl:") and c.nearest == (price[c.id] or 0) for c in fit.left_out)
+    assert set(prices.ids_bought(0.05)) == fix_ids - set(named)
+    bought = [price[i] for i in prices.ids_bought(0.05)]
+    assert all(p is not None and p <= min(price[i] or 0 for i in named if price[i] is not None) for p in bought)
+    assert {b.budget for b in prices.bought} == {0.01, 0.02, 0.05, 0.10}
     message = gated.traffic.message
     assert f"these {len(named)} cannot be fixed within it" in message and all(f"'{i}'" in message for i in named)
     assert gated.traffic.properties["cannot buy"] == " ".join(named)
-
-    # The run's own repair is the search's first round: searching from scratch names the same cases.
-    from warp_check.budget.fit import fit_to_budget
-    from warp_check.pipeline.evaluation import evaluate
-    from warp_check.pipeline.ladder import Ladder
-
-    fresh = load_adapter(suite)
-    again_fit = fit_to_budget(Ladder(adapter=fresh, evaluation=evaluate(fresh, suite.cases), settings=suite.settings()),
-                              tight, 0.05)  # fmt: skip
-    assert (again_fit.left_out, again_fit.changed) == (fit.left_out, fit.changed)
-    assert again_fit.repairs == fit.repairs + 1
 
     rest = dataclasses.replace(suite, cases=tuple(c for c in suite.cases if c.id not in set(named)))
     adapter = load_adapter(suite)
@@ -176,12 +173,14 @@ def test_the_report_lists_the_cases_a_budget_cannot_buy(repaired, tmp_path):
     fit = gated.details.traffic.fit
     assert "Must_fix cases the budget cannot buy:" in text
     assert all(f"| {c.id} | {c.where} | {c.nearest} |" in text for c in fit.left_out)
+    assert "| max_change | must_fix bought | changed (tune part) | bound |" in text and "**5 %** (this run)" in text
     again = read_report(tmp_path / "report" / REPORT_JSON)
     assert again[0].details.traffic.fit == fit
 
 
 def test_too_little_tune_part_to_name_the_cases_says_so(repaired):
     from warp_check.budget.fit import fit_to_budget
+    from warp_check.budget.price import budget_advice
     from warp_check.pipeline.evaluation import evaluate
     from warp_check.pipeline.ladder import Ladder
 
@@ -193,3 +192,6 @@ def test_too_little_tune_part_to_name_the_cases_says_so(repaired):
         assert fit.why is not None and why in fit.why and "give more traffic" in fit.why
         assert not fit.within and not fit.left_out and fit.repairs == 0
         assert fit.sentence().startswith("Which must_fix cases the budget cannot buy is not known")
+        advice = budget_advice(ladder, dataclasses.replace(sample, tune=tune), 0.05)  # the run's: the price list
+        assert advice.why is not None and why.replace("estimate", "price") in advice.why
+        assert not advice.within and not advice.left_out and advice.repairs == 0

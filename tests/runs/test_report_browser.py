@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from testkit.report_runs import check_run, over_budget, repair_run
+from testkit.report_runs import check_run, over_budget, over_budget_priced, repair_run
 
 from warp_check.reports.folder import REPORT_HTML, write_report
 from warp_check.reports.html import HTML_ROWS, SHOWN_ROWS
@@ -270,7 +270,7 @@ def test_the_page_fits_its_width_verdict_first_then_plots_then_the_table(browser
 
 
 def test_a_repair_over_its_budget_fits_too(browser, tmp_path):
-    write_report(tmp_path / "budget", [over_budget()])
+    write_report(tmp_path / "budget", [over_budget(), over_budget_priced()])  # the second draws its price list
     for width in (1280, 390):
         seen = measured(browser, tmp_path / "budget" / REPORT_HTML, tmp_path, width)
         assert seen["overflow"] <= 0 and seen["past"] == [], f"the page runs past {width} px: {seen}"

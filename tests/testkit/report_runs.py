@@ -9,7 +9,7 @@ import random
 from html.parser import HTMLParser
 
 from warp_check.cases import Kind
-from warp_check.certificates.traffic.verdicts import BudgetFit, LeftOut, TrafficNote, repaired
+from warp_check.certificates.traffic.verdicts import Bought, BudgetFit, LeftOut, Price, PriceList, TrafficNote, repaired
 from warp_check.certify.certificate import Summary, TrafficChange
 from warp_check.repair.settings import RepairSettings
 from warp_check.reports.html import render_html
@@ -210,3 +210,24 @@ def over_budget() -> RunResult:
     details = repair_details(6, 10, artefact=None, traffic=note)
     run = repair_run(6, 10, details=details)
     return dataclasses.replace(run, traffic=TrafficVerdict(passed=False, message=words))
+
+
+PRICES = PriceList(
+    n=1500, confidence=0.95, floor=1, repairs=9, seconds=4.0,
+    prices=tuple(Price(id=f"fix-{i:05d}", where=f"must_fix.jsonl:{i + 1}", changed=3 + 4 * i) for i in range(6)),
+    bought=(
+        Bought(budget=0.01, aim=9, cases=2, changed=8, bound=0.0098),
+        Bought(budget=0.02, aim=21, cases=3, changed=19, bound=0.019),
+        Bought(budget=0.05, aim=60, cases=5, changed=55, bound=0.045),
+        Bought(budget=0.10, aim=130, cases=6, changed=80, bound=0.063),
+    ),
+)  # fmt: skip
+
+
+def over_budget_priced() -> RunResult:
+    """:func:`over_budget` whose advice reads the price list: what 1, 2, 5 and 10 % buy."""
+    run = over_budget()
+    note = dataclasses.replace(run.details.traffic, fit=PRICES.fit(0.01))
+    passed, words = repaired(note)
+    details = dataclasses.replace(run.details, traffic=note)
+    return dataclasses.replace(run, details=details, traffic=TrafficVerdict(passed=passed, message=words))

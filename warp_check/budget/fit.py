@@ -1,4 +1,7 @@
-"""Which must_fix cases a traffic budget cannot buy.
+"""Which must_fix cases a traffic budget cannot buy, by leaving the costliest out (the leave-out search).
+
+The run names them from the price list (:mod:`warp_check.budget.price`) where it prices the suite, and
+by this search where the suite has more must_fix cases than it prices (:data:`~warp_check.budget.price.MAX_PRICED`).
 
 A repair whose Cert 4 bound exceeds ``max_change`` fails; the user's next question is which fixes
 cost the changes. Every lever measured moves a repair along one curve of fixes against changes

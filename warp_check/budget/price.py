@@ -20,99 +20,36 @@ Here each must_fix case is priced, and the cases are bought cheapest first:
 
 Measured on the tune part only: Cert 4's bound part is never used, so the bound of a repair of the
 cases bought is still a fresh sample.
+
+**The run** over its budget calls :func:`budget_advice`: up to :data:`MAX_PRICED` must_fix cases it
+prices them (the budgets above and the user's ``max_change``), names those outside the prefix the
+budget buys and carries the list (``BudgetFit.prices``), which the terminal, report.md and index.html
+show; beyond, the leave-out search names them instead, and the advice says so (``BudgetFit.unpriced``).
+Progress is reported one repair at a time.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
-from warp_check.budget.fit import changes_to_aim_at, ladder_without
+from warp_check.budget.fit import changes_to_aim_at, fit_to_budget, ladder_without
 from warp_check.cases import Kind
 from warp_check.certificates.traffic.changes import traffic_inputs
 from warp_check.certificates.traffic.sample import Part, TrafficSample
-from warp_check.certificates.traffic.verdicts import BudgetFit, LeftOut
+from warp_check.certificates.traffic.verdicts import Bought, BudgetFit, Price, PriceList
 from warp_check.certify.binomial import change_bound
+from warp_check.model.head import DenseHead
 from warp_check.pipeline.ladder import Ladder, climb
 from warp_check.progress import Progress, as_progress
 from warp_check.repair.records import RepairStatus
-from warp_check.serial import Record, on_disk
 
 # The budgets a price list shows: what a release manager chooses among.
 PRICE_BUDGETS = (0.01, 0.02, 0.05, 0.10)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Price(Record):
-    """One must_fix case's price: the tune-part predictions the repair of it alone changes."""
-
-    id: str
-    where: str  # the case file and line
-    changed: int | None  # None: its repair alone did not converge (never bought)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Bought(Record):
-    """What one budget buys: the cheapest cases whose repair keeps within the count aimed at."""
-
-    budget: float
-    aim: int  # the most tune-part changes after which Cert 4's sample keeps within the budget (-1: none does)
-    cases: int  # must_fix cases bought (the cheapest first)
-    changed: int | None  # tune-part predictions their repair changes (None: nothing could be measured)
-    bound: float | None  # the Clopper–Pearson bound on that share
-
-
-@dataclass(frozen=True, kw_only=True)
-class PriceList(Record):
-    """Every must_fix case's price and what each budget buys, on the traffic's tune part."""
-
-    n: int  # tune-part texts measured
-    confidence: float
-    floor: int | None  # changes of the repair with no must_fix case (None: not measured)
-    prices: tuple[Price, ...]  # cheapest first; those with no price last
-    bought: tuple[Bought, ...]  # one per budget, in the order asked
-    repairs: int
-    seconds: float
-    why: str | None = field(default=None, metadata=on_disk(omit_none=True))  # why nothing was measured
-
-    def at(self, budget: float) -> Bought | None:
-        return next((b for b in self.bought if math.isclose(b.budget, budget)), None)
-
-    def ids_bought(self, budget: float) -> tuple[str, ...]:
-        """The ids of the cases ``budget`` buys, cheapest first (none where it was not priced)."""
-        row = self.at(budget)
-        return tuple(p.id for p in self.prices[: row.cases]) if row is not None else ()
-
-    def table(self) -> str:
-        """The price list as a text table: budget, cases bought, tune-part changes and their bound."""
-        total = len(self.prices)
-        lines = [f"{'budget':>7}  {'bought':>9}  {'changed (tune part)':>22}  {'bound':>7}"]
-        for b in self.bought:
-            changed = "—" if b.changed is None else f"{b.changed} of {self.n}"
-            bound = "—" if b.bound is None else f"{100 * b.bound:.2f} %"
-            lines.append(f"{100 * b.budget:>6g} %  {f'{b.cases} of {total}':>9}  {changed:>22}  {bound:>7}")
-        return "\n".join(lines)
-
-    def fit(self, budget: float) -> BudgetFit:
-        """A budget's purchase as the run's advice reads it (:class:`BudgetFit`): the cases it does not buy,
-        dearest first, each with its price as the changes that name it."""
-        row = self.at(budget)
-        if row is None:
-            raise ValueError(f"budget {budget!r} was not priced (priced: {[b.budget for b in self.bought]})")
-        out = sorted(self.prices[row.cases :], key=lambda p: (p.changed is not None, -(p.changed or 0)))
-        changed = row.changed or 0
-        return BudgetFit(
-            budget=budget, confidence=self.confidence,
-            left_out=tuple(LeftOut(id=p.id, where=p.where, nearest=p.changed or 0) for p in out),
-            kept=row.cases, n=self.n, changed=changed,
-            bound=row.bound if row.bound is not None else 1.0,
-            within=row.changed is not None and 0 <= row.changed <= row.aim,
-            repairs=self.repairs, seconds=self.seconds, why=self.why,
-            floor=self.floor is not None and row.cases == 0 and self.floor > row.aim,
-        )  # fmt: skip
+# The most must_fix cases a run over its budget prices (one repair each, then log2 of them per budget).
+MAX_PRICED = 200
 
 
 def price_list(
@@ -121,10 +58,12 @@ def price_list(
     budgets: tuple[float, ...] = PRICE_BUDGETS,
     *,
     progress: bool | Progress = False,
+    repaired: DenseHead | None = None,
 ) -> PriceList:
     """Each must_fix case of ``ladder``'s suite priced on ``sample``'s tune part, and the most cases each
     of ``budgets`` buys, cheapest first (the ladder climbs without the final-layer fallback: its head is
-    the one the run settled on)."""
+    the one the run settled on). ``repaired``: the run's own repair of every must_fix case on that head,
+    where the caller has it (not repeated)."""
     started = time.perf_counter()
     evaluation = ladder.evaluation
     fix = [c for c in evaluation.cases if c.kind is Kind.MUST_FIX]
@@ -147,9 +86,18 @@ def price_list(
     n = len(inputs.texts)
     if n == 0:
         return ended(0, None, unpriced, (), "the traffic's tune part has no text to price on: give more traffic")
+    aims = [changes_to_aim_at(n, max(len(sample.bound), 1), sample.confidence, budget) for budget in budgets]
+    if all(aim < 0 for aim in aims):
+        why = (
+            f"the tune part's {n:,} texts cannot show a share of changes that Cert 4's {len(sample.bound):,} would "
+            f"keep within {' or '.join(f'{b:.3%}' for b in budgets)}: give more traffic"
+        )
+        return ended(n, None, unpriced, (), why)
     start = ladder.adapter.head()
     was, decision = start.predict(inputs.V), start.decision
     counted: dict[frozenset[str], int | None] = {}
+    if repaired is not None:
+        counted[everything] = int(np.sum(decision.changed(was, repaired.predict(inputs.V))))
 
     def changes(bought: frozenset[str]) -> int | None:
         """Tune-part changes of the repair that fixes ``bought`` (None: it did not converge)."""
@@ -180,8 +128,7 @@ def price_list(
 
     bought = []
     with as_progress(progress).step("budget: what each budget buys", unit="repair") as step:
-        for budget in budgets:
-            aim = changes_to_aim_at(n, max(len(sample.bound), 1), sample.confidence, budget)
+        for budget, aim in zip(budgets, aims, strict=True):
             k = _longest(len(order), aim, prefix) if floor is not None and 0 <= floor <= aim else 0
             changed = prefix(k) if k else floor
             bound = change_bound(changed, n, sample.confidence) if changed is not None else None
@@ -210,4 +157,33 @@ def _longest(count: int, aim: int, prefix) -> int:
     return low
 
 
-__all__ = ["PRICE_BUDGETS", "Bought", "Price", "PriceList", "price_list"]
+def budget_advice(
+    ladder: Ladder,
+    sample: TrafficSample,
+    budget: float,
+    *,
+    progress: bool | Progress = False,
+    repaired: DenseHead | None = None,
+    max_priced: int = MAX_PRICED,
+) -> BudgetFit:
+    """The run's advice over ``budget``: the must_fix cases of ``ladder``'s suite the budget cannot buy.
+
+    Up to ``max_priced`` must_fix cases, from the price list (:func:`price_list`, at :data:`PRICE_BUDGETS`
+    and ``budget``: the advice carries it, so the user sees what each budget buys). Beyond, pricing (one
+    repair per case) would take hours on a large model, so the leave-out search names the cases instead
+    (:func:`~warp_check.budget.fit.fit_to_budget`, at most :data:`~warp_check.budget.fit.MAX_REPAIRS`
+    repairs; ``repaired``: the run's own repair, its first round), and the advice says so.
+    """
+    fix = sum(1 for c in ladder.evaluation.cases if c.kind is Kind.MUST_FIX)
+    if fix <= max_priced:
+        budgets = tuple(sorted({*PRICE_BUDGETS, budget}))
+        return price_list(ladder, sample, budgets, progress=progress, repaired=repaired).fit(budget)
+    fit = fit_to_budget(ladder, sample, budget, progress=progress, repaired=repaired)
+    unpriced = (
+        f"{fix:,} must_fix cases are more than the {max_priced:,} the run prices, one repair each: the leave-out "
+        "search named these instead, enough cases and not the fewest; price_list() in Python prices them all"
+    )
+    return replace(fit, unpriced=unpriced)
+
+
+__all__ = ["MAX_PRICED", "PRICE_BUDGETS", "Bought", "Price", "PriceList", "budget_advice", "price_list"]

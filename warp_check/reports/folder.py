@@ -30,7 +30,7 @@ from warp_check.files import replaced_atomically, write_json_atomic, write_text_
 from warp_check.json_bounded import read_json
 from warp_check.reports.html import REPORT_HTML, render_html
 from warp_check.reports.parts import part_table
-from warp_check.reports.summary import CAPTIONS, certificate_facts, headline
+from warp_check.reports.summary import CAPTIONS, budget_markdown, certificate_facts, headline
 from warp_check.reports.svg import MIN_HISTOGRAM
 from warp_check.reports.tokens import sentences_markdown
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, Details, RepairDetails, traffic_of
@@ -306,11 +306,7 @@ def _traffic_markdown(run: RunResult) -> list[str]:
         if len(note.changes) > MAX_TABLE_ROWS:
             out.append(f"\n_{len(note.changes) - MAX_TABLE_ROWS} more changed text(s) in {REPORT_JSON}._")
         out.append("")
-    if note.fit is not None and note.fit.left_out:
-        out += ["Must_fix cases the budget cannot buy:", "", "| case | where | changes nearest it |", "|---|---|---|"]
-        out += [f"| {c.id} | {c.where} | {c.nearest} |" for c in note.fit.left_out]
-        out.append("")
-    return out
+    return out + budget_markdown(note)
 
 
 def _facts_markdown(run: RunResult) -> list[str]:

@@ -24,6 +24,7 @@ import gzip
 import json
 from collections.abc import Sequence
 
+from warp_check.certificates.traffic.verdicts import TrafficNote
 from warp_check.reports.markup import (
     TRAFFIC_ROWS,
     carried,
@@ -37,14 +38,17 @@ from warp_check.reports.markup import (
 from warp_check.reports.parts import PartTable, part_table
 from warp_check.reports.summary import (
     CAPTIONS,
+    PRICE_CAPTION,
     CaseRow,
     Headline,
     case_rows,
     headline,
     is_baseline_run,
+    price_points,
+    price_rows,
     when_words,
 )
-from warp_check.reports.svg import convergence_plot, gaps_plot, radius_plot
+from warp_check.reports.svg import convergence_plot, gaps_plot, price_plot, radius_plot
 from warp_check.reports.tokens import TOKENS_CSS, sentences_html
 from warp_check.runs.details import AuditDetails, CertificateDetails, RepairDetails, traffic_of
 from warp_check.runs.result import Outcome, RunResult
@@ -217,7 +221,46 @@ def _said_html(head: Headline) -> str:
     return f'<dl class="said">{items}</dl>' if items else ""
 
 
-def _traffic_html(run: RunResult) -> str:
+def _budget_html(note: TrafficNote, anchor: str) -> str:
+    """A repair over its budget: what each budget buys (the curve, then the table, this run's marked), and
+    the must_fix cases this one cannot buy."""
+    fit, out = note.fit, ""
+    if fit is None:
+        return out
+    rows = price_rows(note)
+    if rows and fit.prices is not None:
+        svg = price_plot(price_points(note), budget=note.max_change, total=len(fit.prices.prices))
+        if svg is not None:
+            out += (
+                f'<div class="plots"><figure id="{esc_attr(anchor)}-prices">{svg}'
+                f"<figcaption><b>{esc(PRICE_CAPTION.title)}.</b> "
+                f'{esc(PRICE_CAPTION.plain)}<span class="technical">{esc(PRICE_CAPTION.technical)}</span>'
+                "</figcaption></figure></div>"
+            )
+        body = "".join(
+            ("<tr><td><b>" + esc(row.budget) + "</b> (this run)" if row.mine else "<tr><td>" + esc(row.budget))
+            + f"<td>{esc(row.bought)}<td>{esc(row.changed)}<td>{esc(row.bound)}"
+            for row in rows
+        )
+        out += (
+            f'<h4>What each budget buys</h4><p class="meta">{inline(fit.prices.heading().removesuffix(":"))}</p>'
+            '<table class="plain"><thead><tr><th scope="col">max_change<th scope="col">must_fix bought'
+            f'<th scope="col">changed (tune part)<th scope="col">bound</thead><tbody>{body}</tbody></table>'
+        )
+    if fit.unpriced:
+        out += f'<p class="meta">Not priced: {inline(fit.unpriced)}.</p>'
+    if fit.left_out:
+        column = "its fix alone changes" if fit.prices is not None else "changes nearest it"
+        body = "".join(f"<tr><td>{inline(c.id)}<td>{inline(c.where)}<td>{c.nearest}" for c in fit.left_out)
+        out += (
+            f"<h4>Must_fix cases the budget cannot buy ({len(fit.left_out)})</h4>"
+            '<table class="plain"><thead><tr><th scope="col">case<th scope="col">where'
+            f'<th scope="col">{column}</thead><tbody>{body}</tbody></table>'
+        )
+    return out
+
+
+def _traffic_html(run: RunResult, anchor: str) -> str:
     """Cert 4 as the page shows it: the sample, the bound and its verdict, the must_fix cases the budget
     cannot buy, and the texts whose prediction the repair changed (as report.md lists them)."""
     note = traffic_of(run.details)
@@ -227,13 +270,7 @@ def _traffic_html(run: RunResult) -> str:
     if run.traffic is not None:
         items.append(f"<li>{esc(run.traffic.reported.value)}: {inline(run.traffic.message)}</li>")
     out = f'<h3>Traffic (Cert 4)</h3><ul class="traffic">{"".join(items)}</ul>'
-    if note.fit is not None and note.fit.left_out:
-        body = "".join(f"<tr><td>{inline(c.id)}<td>{inline(c.where)}<td>{c.nearest}" for c in note.fit.left_out)
-        out += (
-            f"<h4>Must_fix cases the budget cannot buy ({len(note.fit.left_out)})</h4>"
-            '<table class="plain"><thead><tr><th scope="col">case<th scope="col">where'
-            f'<th scope="col">changes nearest it</thead><tbody>{body}</tbody></table>'
-        )
+    out += _budget_html(note, anchor)
     if note.changes:
         shown = note.changes[:TRAFFIC_ROWS]
         body = "".join(
@@ -251,13 +288,17 @@ def _traffic_html(run: RunResult) -> str:
     return out
 
 
-def _figures_html(run: RunResult, head: Headline) -> str:
+def _figures_html(run: RunResult, head: Headline, anchor: str) -> str:
     """The figures under a run's verdict: a release compared with its baseline has its own page part."""
     # Loaded here: the comparison reads Cert 4's records, which import numpy, and a warm check imports
     # this module without it (tests/test_package.py).
     from warp_check.reports import comparison
 
-    return comparison.comparison_html(run) if comparison.is_comparison(run) else facts(head.facts) + _traffic_html(run)
+    return (
+        comparison.comparison_html(run)
+        if comparison.is_comparison(run)
+        else facts(head.facts) + _traffic_html(run, anchor)
+    )
 
 
 def _run_section(run: RunResult, anchor: str) -> str:
@@ -273,7 +314,7 @@ def _run_section(run: RunResult, anchor: str) -> str:
         f'<section class="run {tone}" id="{esc_attr(anchor)}">'
         f"<h2>{inline(run.name)} <small>{mode} mode</small></h2>"
         f'<p class="verdict {tone}" data-passed="{str(head.passed).lower()}">{_verdict_html(head.verdict, run)}</p>'
-        f"{_said_html(head)}{_figures_html(run, head)}"
+        f"{_said_html(head)}{_figures_html(run, head, anchor)}"
         f'<p class="meta">{"; ".join(where)}</p><p class="meta">{inline(run.message)}</p>'
         f"{_parts_html(part_table(run))}{sentences_html(run)}{_plots(run, rows, anchor)}"
         f"<h3>Cases</h3>{_table(run, rows, anchor)}</section>"

@@ -15,6 +15,7 @@ from typing import Any
 
 from warp_check.cases import Kind
 from warp_check.certificates import CERTIFICATES
+from warp_check.certificates.traffic.verdicts import TrafficNote
 from warp_check.runs.details import AuditDetails, CertificateDetails, CheckDetails, RepairDetails, traffic_of
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.result import Outcome, RunResult, Verdict
@@ -217,6 +218,91 @@ def traffic_fact(run: RunResult) -> Fact | None:
 
 
 # -- the headline -------------------------------------------------------------------------------
+
+
+# -- what a traffic budget buys ---------------------------------------------------------------------
+
+PRICE_CAPTION = Caption(
+    title="What each traffic budget buys",
+    plain=(
+        "Each point is one repair measured on the traffic's tune part: the cheapest must_fix cases bought (up) "
+        "and the share of predictions their repair changes (across). The dashed line is this run's max_change: "
+        "the cases to its left are what it buys; a larger budget buys more. The final check of any repair is "
+        "still Cert 4 on the other part of the sample."
+    ),
+    technical=(
+        "each must_fix case priced by its own repair (every must_keep case guarding); the cases bought cheapest "
+        "first, the longest prefix per budget found by bisection; the count aimed at keeps a fresh sample the "
+        "size of Cert 4's within the budget 95 % of the time."
+    ),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceRow:
+    """One budget of the price list, in words: what it buys and what that changes."""
+
+    budget: str
+    bought: str
+    changed: str
+    bound: str
+    mine: bool  # the run's own max_change
+
+
+def price_rows(note: TrafficNote) -> tuple[PriceRow, ...]:
+    """The price list of a repair over its budget, row by row (none where the cases were not priced)."""
+    prices = note.fit.prices if note.fit is not None else None
+    if prices is None:
+        return ()
+    total = len(prices.prices)
+    rows = []
+    for b in prices.bought:
+        changed, bound = b.words(prices.n)
+        rows.append(
+            PriceRow(
+                budget=f"{100 * b.budget:g} %",
+                bought=f"{b.cases} of {total}",
+                changed=changed,
+                bound=bound,
+                mine=note.max_change is not None and math.isclose(b.budget, note.max_change),
+            )  # fmt: skip
+        )
+    return tuple(rows)
+
+
+def price_points(note: TrafficNote) -> list[tuple[float, int]]:
+    """The price list's measured repairs as (share of the tune part changed, cases bought): the floor, then
+    what each budget buys."""
+    prices = note.fit.prices if note.fit is not None else None
+    if prices is None or not prices.n:
+        return []
+    points = {(b.changed / prices.n, b.cases) for b in prices.bought if b.changed is not None and b.aim >= 0}
+    if prices.floor is not None:
+        points.add((prices.floor / prices.n, 0))
+    return sorted(points, key=lambda p: (p[1], p[0]))
+
+
+def budget_markdown(note: TrafficNote) -> list[str]:
+    """report.md's part of a repair over its budget: what each budget buys, then the cases it cannot buy."""
+    fit, out = note.fit, []
+    if fit is None:
+        return out
+    rows = price_rows(note)
+    if rows and fit.prices is not None:
+        out += [f"What each budget buys ({fit.prices.heading().removesuffix(':')}):", ""]
+        out += ["| max_change | must_fix bought | changed (tune part) | bound |", "|---|---|---|---|"]
+        for row in rows:
+            budget = f"**{row.budget}** (this run)" if row.mine else row.budget
+            out.append(f"| {budget} | {row.bought} | {row.changed} | {row.bound} |")
+        out.append("")
+    if fit.unpriced:
+        out += [f"_Not priced: {fit.unpriced}._", ""]
+    if fit.left_out:
+        column = "its fix alone changes" if fit.prices is not None else "changes nearest it"
+        out += ["Must_fix cases the budget cannot buy:", "", f"| case | where | {column} |", "|---|---|---|"]
+        out += [f"| {c.id} | {c.where} | {c.nearest} |" for c in fit.left_out]
+        out.append("")
+    return out
 
 
 def _count(rows: Sequence[CaseRow], kind: Kind, outcome: Outcome | None = None) -> int:

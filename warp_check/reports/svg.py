@@ -280,3 +280,31 @@ def convergence_plot(
         series, levels, x_label="step of the repair", y_label="smallest gap", x_range=x_range, x_ticks=ticks,
         label=f"convergence over {len(history)} iterations",
     )  # fmt: skip
+
+
+def price_plot(points: Sequence[tuple[float, int]], *, budget: float | None, total: int) -> str | None:
+    """What a traffic budget buys: must_fix cases bought (y) against the share of the traffic's tune part
+    their repair changes (x, a share), each point one measured repair, ``budget`` (the user's max_change, a
+    share) a vertical line; ``total``: the suite's must_fix cases. None without a point."""
+    if not points:
+        return None
+    ordered = sorted(points, key=lambda p: (p[1], p[0]))
+    xs = [100 * x for x, _ in ordered] + ([100 * budget] if budget is not None else [])
+    frame = _Frame((0.0, max(max(xs) * 1.08, 1.0)), (0.0, max(total, 1) * 1.05))
+    body = _axes(frame, x_label="predictions changed on the traffic's tune part (%)",
+                 y_label="must_fix cases bought", x_ticks=nice_ticks(frame.x0, frame.x1), counts=True)  # fmt: skip
+    colour = COLOURS[Kind.MUST_FIX]
+    if len(ordered) > 1:
+        coords = " ".join(f"{_fmt(frame.px(100 * x))},{_fmt(frame.py(y))}" for x, y in ordered)
+        body.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="1.8"/>')
+    for x, y in ordered:
+        body.append(
+            f'<circle cx="{_fmt(frame.px(100 * x))}" cy="{_fmt(frame.py(y))}" r="3" fill="{colour}">'
+            f"<title>{y} of {total} case(s): {100 * x:.2f} % changed</title></circle>"
+        )
+    if budget is not None:
+        x = _fmt(frame.px(100 * budget))
+        body.append(f'<line x1="{x}" x2="{x}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="#777" stroke-dasharray="5 4"/>')
+        body.append(f'<text x="{x}" y="{TOP + 11}" dx="4" fill="#777">max_change {100 * budget:g} %</text>')
+    series = [Series(name="cases bought, cheapest first", points=(), colour=colour)]
+    return _svg(body + _legend(series), f"price list: must_fix cases bought against predictions changed, of {total}")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from warp_check.budget.fit import fit_to_budget
+from warp_check.budget.price import budget_advice
 from warp_check.cache.fingerprint import file_sha256
 from warp_check.cases import Case, Kind
 from warp_check.certificates import judged
@@ -61,7 +61,7 @@ class RepairOutcome:
     artefact: Path | None = None  # where the repaired model went (None: nothing written)
     neighbourhood: Neighbourhood | None = None  # the perturbed cases drawn (None: none was drawn)
     traffic: TrafficRecord | None = None  # Cert 4, where traffic was given and the repair converged
-    budget_fit: BudgetFit | None = None  # over the budget: the must_fix cases it cannot buy
+    budget_fit: BudgetFit | None = None  # over the budget: the must_fix cases it cannot buy, and the price list
 
     @property
     def over_budget(self) -> bool:
@@ -147,7 +147,7 @@ def repair_cases(
     fit = None
     if outcome.over_budget:
         assert traffic is not None and traffic.max_change is not None
-        fit = fit_to_budget(
+        fit = budget_advice(
             _settled_ladder(ladder, ended), traffic, traffic.max_change, progress=progress,
             repaired=ended.result.head_after,
         )  # fmt: skip

@@ -37,6 +37,8 @@ class RunVerdict:
     why_not: str = ""
     next: str = ""
     deferred: str = ""  # the suite's deferred cases: how many, known failures, those now right ("": none)
+    # Over a traffic budget: what each budget buys (the price list's heading, then its table's rows).
+    prices: tuple[str, ...] = ()
 
     @property
     def word(self) -> str:
@@ -63,7 +65,7 @@ class RunVerdict:
             out.append(f"deferred: {self.deferred}")
         if self.next:
             out.append(f"next: {self.next}")
-        return out
+        return out + [*self.prices[:1], *(f"  {row}" for row in self.prices[1:])]
 
     def properties(self) -> list[tuple[str, str]]:
         """The verdict as JUnit properties of the suite."""
@@ -194,6 +196,7 @@ def _repair(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdic
             f"like its sample, over max_change = {percent(note.max_change)}",
             why_not="a repair over its traffic budget is never written",
             next=_budget_advice(note, run.suite),
+            prices=price_lines(note),
         )
     traffic = f", and {traffic_words(note)}" if note is not None else ""
     failing = [v for v in cases if not v.passed and v.expected_failure is None]
@@ -222,18 +225,38 @@ def _repair(run: RunResult, cases: Sequence[Verdict], passed: bool) -> RunVerdic
     )
 
 
+def price_lines(note: TrafficNote) -> tuple[str, ...]:
+    """The price list of a repair over its budget, as the terminal prints it: a heading, then what each
+    budget buys, the user's own marked (none where the cases were not priced)."""
+    fit = note.fit
+    prices = fit.prices if fit is not None else None
+    if prices is None or not prices.bought:
+        return ()
+    return (prices.heading(), *prices.table(mark=note.max_change).splitlines())
+
+
 def _budget_advice(note: TrafficNote, suite: str) -> str:
     fit = note.fit
     if fit is None or fit.why is not None:
         return f"try {ADVICE}"
     if fit.floor:
-        return "raise max_change, or lower gamma_h: even with no must_fix case the repair is over the budget"
-    if fit.within and fit.left_out and fit.kept:
         return (
-            f"defer the {len(fit.left_out)} must_fix case(s) the budget cannot buy (listed in the report): "
+            'raise max_change, lower gamma_h or set keep_margin = "own": even with no must_fix case the repair is '
+            "over the budget"
+        )
+    if fit.within and fit.left_out and fit.kept:
+        listed = (
+            "listed in the report; the price list below says what other budgets buy"
+            if fit.prices
+            else "listed in the report"
+        )
+        return (
+            f"defer the {len(fit.left_out)} must_fix case(s) the budget cannot buy ({listed}): "
             f"{defer_command(suite or 'SUITE')} moves them out of this release's must_fix files into the suite's "
             f"deferred file, where every check still runs them; or raise max_change; other levers: {ADVICE}"
         )
+    if fit.prices is not None and fit.prices.bought:
+        return f"choose a max_change from the price list below, or try {ADVICE}"
     return f"raise max_change, or try {ADVICE}"
 
 
@@ -301,4 +324,7 @@ def _check(cases: Sequence[Verdict], passed: bool) -> RunVerdict:
     )
 
 
-__all__ = ["DEFERRED_CHECKED_BY", "RunVerdict", "repair_figures", "restored_ids", "run_verdict", "traffic_words"]
+__all__ = [
+    "DEFERRED_CHECKED_BY", "RunVerdict", "price_lines", "repair_figures", "restored_ids", "run_verdict",
+    "traffic_words",
+]  # fmt: skip

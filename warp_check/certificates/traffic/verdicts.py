@@ -4,6 +4,7 @@ budget), the verdict's words (passed or not, and why) and its JUnit properties.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,15 +26,115 @@ class LeftOut(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Price(Record):
+    """One must_fix case's price: the tune-part predictions the repair of it alone changes."""
+
+    id: str
+    where: str  # the case file and line
+    changed: int | None  # None: its repair alone did not converge (never bought)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bought(Record):
+    """What one budget buys: the cheapest cases whose repair keeps within the count aimed at."""
+
+    budget: float
+    aim: int  # the most tune-part changes after which Cert 4's sample keeps within the budget (-1: none does)
+    cases: int  # must_fix cases bought (the cheapest first)
+    changed: int | None  # tune-part predictions their repair changes (None: nothing could be measured)
+    bound: float | None  # the Clopper–Pearson bound on that share
+
+    def words(self, n: int) -> tuple[str, str]:
+        """The changes and their bound as a table shows them (a budget ``n`` texts cannot show, said)."""
+        if self.aim < 0:
+            return f"{n} texts cannot show it", "—"
+        changed = "—" if self.changed is None else f"{self.changed} of {n}"
+        return changed, "—" if self.bound is None else f"{100 * self.bound:.2f} %"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceList(Record):
+    """Every must_fix case's price and what each budget buys, on the traffic's tune part
+    (:func:`warp_check.budget.price.price_list` measures it)."""
+
+    n: int  # tune-part texts measured
+    confidence: float
+    floor: int | None  # changes of the repair with no must_fix case (None: not measured)
+    prices: tuple[Price, ...]  # cheapest first; those with no price last
+    bought: tuple[Bought, ...]  # one per budget, smallest first
+    repairs: int
+    seconds: float
+    why: str | None = field(default=None, metadata=on_disk(omit_none=True))  # why nothing was measured
+    # The tune part's texts held as must_keep guards by the repairs priced ([traffic] guards = "tune"):
+    # measured on the rest of the tune part only.
+    guards: int = field(default=0, metadata=on_disk(omit_default=True))
+
+    def at(self, budget: float) -> Bought | None:
+        return next((b for b in self.bought if math.isclose(b.budget, budget)), None)
+
+    def ids_bought(self, budget: float) -> tuple[str, ...]:
+        """The ids of the cases ``budget`` buys, cheapest first (none where it was not priced)."""
+        row = self.at(budget)
+        return tuple(p.id for p in self.prices[: row.cases]) if row is not None else ()
+
+    def table(self, mark: float | None = None) -> str:
+        """The price list as a text table: budget, cases bought, tune-part changes and their bound (``mark``:
+        the user's own max_change, marked)."""
+        total = len(self.prices)
+        lines = [f"{'budget':>8}  {'bought':>11}  {'changed (tune part)':>24}  {'bound':>8}"]
+        for b in self.bought:
+            changed, bound = b.words(self.n)
+            mine = "  <- max_change" if mark is not None and math.isclose(b.budget, mark) else ""
+            lines.append(f"{100 * b.budget:>6g} %  {f'{b.cases} of {total}':>11}  {changed:>24}  {bound:>8}{mine}")
+        return "\n".join(lines)
+
+    def heading(self) -> str:
+        """What the table is, in one line: where it was measured and what it cost."""
+        guards = f", {self.guards:,} more held as guards" if self.guards else ""
+        return (
+            f"price list (each must_fix case priced by its own repair; the cheapest bought first; measured on "
+            f"the traffic's tune part, {self.n:,} texts{guards}; {self.repairs} repair(s), {self.seconds:.1f} s):"
+        )
+
+    def fit(self, budget: float) -> BudgetFit:
+        """A budget's purchase as the run's advice reads it (:class:`BudgetFit`): the cases it does not buy,
+        dearest first, each with its price as the changes that name it."""
+        done = {"budget": budget, "confidence": self.confidence, "repairs": self.repairs, "seconds": self.seconds}
+        if self.why is not None:
+            return BudgetFit(left_out=(), kept=0, n=self.n, changed=0, bound=1.0, within=False, why=self.why,
+                             prices=self, **done)  # fmt: skip
+        row = self.at(budget)
+        if row is None:
+            raise ValueError(f"budget {budget!r} was not priced (priced: {[b.budget for b in self.bought]})")
+        if row.aim < 0:
+            why = (
+                f"the tune part's {self.n:,} texts cannot show a share of changes that Cert 4's sample would keep "
+                f"within max_change = {percent(budget)}: give more traffic"
+            )
+            return BudgetFit(left_out=(), kept=0, n=self.n, changed=0, bound=1.0, within=False, why=why,
+                             prices=self, **done)  # fmt: skip
+        out = sorted(self.prices[row.cases :], key=lambda p: (p.changed is not None, -(p.changed or 0)))
+        return BudgetFit(
+            left_out=tuple(LeftOut(id=p.id, where=p.where, nearest=p.changed or 0) for p in out),
+            kept=row.cases, n=self.n, changed=row.changed or 0,
+            bound=row.bound if row.bound is not None else 1.0,
+            within=row.changed is not None and 0 <= row.changed <= row.aim,
+            floor=self.floor is not None and row.cases == 0 and self.floor > row.aim, prices=self, **done,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
 class BudgetFit(Record):
-    """Which must_fix cases a repair over its traffic budget cannot buy within it: the suite repaired
-    again, the costliest must_fix cases left out, until the changes on the traffic's *tune* part keep
-    within the budget (an estimate: Cert 4's bound part is never used). Greedy: at most these cases,
-    not the fewest."""
+    """Which must_fix cases a repair over its traffic budget cannot buy within it, measured on the
+    traffic's *tune* part (an estimate: Cert 4's bound part is never used). From the price list
+    (``prices``): the cases outside the cheapest prefix the budget buys, each named with its own price.
+    From the leave-out search (no ``prices``; ``unpriced`` says why): the suite repaired again, the
+    costliest must_fix cases left out until the changes keep within the budget; greedy, at most these
+    cases, not the fewest."""
 
     budget: float
     confidence: float
-    left_out: tuple[LeftOut, ...]  # in the order they were left out, costliest first (all of them: ``floor``)
+    left_out: tuple[LeftOut, ...]  # costliest first (all of them: ``floor``)
     kept: int  # must_fix cases the last repair fixed
     n: int  # tune-part texts measured
     changed: int  # of them, changed by the last repair
@@ -44,20 +145,33 @@ class BudgetFit(Record):
     why: str | None = field(default=None, metadata=on_disk(omit_none=True))  # why it stopped short of an answer
     # Even with no must_fix case the repair is over: the must_keep margins (γ_h) alone change too much.
     floor: bool = field(default=False, metadata=on_disk(omit_default=True))
+    # The price list the advice reads (None: the leave-out search named the cases).
+    prices: PriceList | None = field(default=None, metadata=on_disk(omit_none=True))
+    # Why the cases were not priced and the leave-out search named them instead (too many to price).
+    unpriced: str | None = field(default=None, metadata=on_disk(omit_none=True))
+
+    def _named(self, cases: tuple[LeftOut, ...]) -> str:
+        if self.prices is not None:
+            return ", ".join(
+                f"'{c.id}' ({c.where}; its fix alone changes {c.nearest})" if c.nearest else f"'{c.id}' ({c.where})"
+                for c in cases
+            )
+        return ", ".join(f"'{c.id}' ({c.where}; {c.nearest} change(s) nearest it)" for c in cases)
 
     def sentence(self) -> str:
         """The finding, as sentences of Cert 4's failure message."""
         if self.why is not None:
             return f"Which must_fix cases the budget cannot buy is not known: {self.why}."
+        how = f" ({self.unpriced})" if self.unpriced else ""
         if self.floor:
             return (
                 f"No must_fix case can be fixed within max_change = {percent(self.budget)}: even with none, the "
-                f"repair of the must_keep cases short of their margin (gamma_h) changes {self.changed} of {self.n} "
-                f"predictions on the traffic's tune part (at most {percent(self.bound)}). A larger max_change or a "
-                "smaller gamma_h."
+                f"repair of the must_keep cases short of their margin changes {self.changed} of {self.n} "
+                f"predictions on the traffic's tune part (at most {percent(self.bound)}). A larger max_change, a "
+                f'smaller gamma_h, or keep_margin = "own".{how}'
             )
         costliest = sorted(self.left_out, key=lambda c: -c.nearest)[:NAMED_IN_MESSAGE]
-        named = ", ".join(f"'{c.id}' ({c.where}; {c.nearest} change(s) nearest it)" for c in costliest)
+        named = self._named(tuple(costliest))
         if len(self.left_out) > len(costliest):
             named += f" and {len(self.left_out) - len(costliest)} more (the report lists them all)"
         estimate = (
@@ -66,9 +180,14 @@ class BudgetFit(Record):
             f"{self.seconds:.1f} s)"
         )
         if not self.within:
+            if self.prices is not None:
+                return (
+                    f"No set of the cheapest must_fix cases was measured within max_change = "
+                    f"{percent(self.budget)}: the repair {estimate}."
+                )
             return (
                 f"After leaving out {len(self.left_out)} must_fix case(s) ({named}) the repair still "
-                f"{estimate}, over max_change = {percent(self.budget)}."
+                f"{estimate}, over max_change = {percent(self.budget)}.{how}"
             )
         if not self.left_out:  # the tune part is within where Cert 4's sample is not
             return (
@@ -78,12 +197,14 @@ class BudgetFit(Record):
         if self.kept == 0:
             return (
                 f"No must_fix case can be fixed within max_change = {percent(self.budget)}: only with all "
-                f"{len(self.left_out)} left out does the repair keep within it (it {estimate}); the costliest: {named}."
+                f"{len(self.left_out)} left out does the repair keep within it (it {estimate}); the costliest: "
+                f"{named}.{how}"
             )
+        which = "cheapest" if self.prices is not None else "other"
         return (
-            f"Within max_change = {percent(self.budget)}, a repair of the other {self.kept} must_fix case(s) "
+            f"Within max_change = {percent(self.budget)}, a repair of the {which} {self.kept} must_fix case(s) "
             f"{estimate}; these {len(self.left_out)} cannot be fixed within it: {named}. Move them out of this "
-            "release's must_fix files (warp-check defer SUITE --from the run's report.json), or raise max_change."
+            f"release's must_fix files (warp-check defer SUITE --from the run's report.json), or raise max_change.{how}"
         )
 
 
@@ -279,6 +400,7 @@ def audited(failed: list[str], record: TrafficRecord | None) -> tuple[bool, str]
 
 
 __all__ = [
-    "ADVICE", "NAMED_IN_MESSAGE", "BudgetFit", "LeftOut", "RepairTraffic", "TrafficNote",
+    "ADVICE", "NAMED_IN_MESSAGE", "Bought", "BudgetFit", "LeftOut", "Price", "PriceList", "RepairTraffic",
+    "TrafficNote",
     "audited", "not_measured", "on_repair", "properties", "repaired", "traffic_note", "unchanged",
 ]  # fmt: skip
