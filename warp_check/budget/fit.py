@@ -11,6 +11,9 @@ budget, and those cases are named.
 
 - **Measured on the tune part** of the traffic only: Cert 4's bound part is never used, so the
   final bound of a repair that follows this advice is still a fresh sample.
+- **A case is what is fixed or deferred whole**: a text, or a token classifier's sentence (its
+  kind's ``group``: its words' rows go together), and a change is counted as Cert 4 counts it (its
+  kind's ``traffic_count``: a sentence changes where any word's tag does).
 - **The cost of a case** is the changed texts it stands nearest to: each text the repair changed
   is given to the must_fix case (still in the repair) whose v is closest in angle among those
   labelled with the text's new class (the fix that pulled it over), or among all where none is.
@@ -40,10 +43,11 @@ from dataclasses import replace
 import numpy as np
 
 from warp_check.cases import Case, Kind
-from warp_check.certificates.traffic.changes import traffic_inputs
+from warp_check.certificates.traffic.changes import TrafficInputs, traffic_inputs
 from warp_check.certificates.traffic.sample import Part, TrafficSample
 from warp_check.certificates.traffic.verdicts import BudgetFit, LeftOut
 from warp_check.certify.binomial import change_bound
+from warp_check.decisions import DecisionKind
 from warp_check.model.head import DenseHead
 from warp_check.pipeline.ladder import Ladder, climb
 from warp_check.pipeline.neighbourhood import drawn_from
@@ -111,19 +115,18 @@ def fit_to_budget(
     confidence = sample.confidence
     evaluation = ladder.evaluation
     fix_rows = [i for i, c in enumerate(evaluation.cases) if c.kind is Kind.MUST_FIX]
+    fixes = must_fix_units(ladder)
     left: list[LeftOut] = []
     repairs = 0
 
     def ended(changed: int, within: bool, why: str | None = None, floor: bool = False) -> BudgetFit:
         return BudgetFit(
-            budget=budget, confidence=confidence, left_out=tuple(left), kept=len(fix_rows) - len(left), n=n,
+            budget=budget, confidence=confidence, left_out=tuple(left), kept=len(fixes) - len(left), n=n,
             changed=changed, bound=change_bound(changed, n, confidence) if n else 1.0, within=within,
             repairs=repairs, seconds=time.perf_counter() - started, why=why, floor=floor,
+            deferrable=deferrable(ladder), unit=ladder.adapter.decision.traffic_unit,
         )  # fmt: skip
 
-    if ladder.adapter.decision.per_word:  # its Cert 4 bounds sentences, this search counts rows
-        n = 0  # nothing measured
-        return ended(0, False, "it is not estimated for a token classifier, whose traffic is bounded per sentence")
     inputs = traffic_inputs(
         ladder.adapter, sample, part=Part.TUNE, batch_size=ladder.batch_size, cache_dir=ladder.cache_dir
     )
@@ -139,21 +142,28 @@ def fit_to_budget(
         return ended(0, False, why)
     start = ladder.adapter.head()
     was, decision = start.predict(inputs.V), start.decision
+    draw_of = draws_of(inputs)
+
+    def count(moved: np.ndarray) -> int:
+        return draws_changed(decision, moved, draw_of)
 
     def predicted(out: set[str]) -> np.ndarray | str:
-        """The tune part's classes after the repair without ``out`` (a message: it did not converge)."""
+        """The tune part's classes after the repair without the cases ``out`` (a message: it did not
+        converge)."""
         nonlocal repairs
         if not out and repaired is not None:
             return repaired.predict(inputs.V)
         repairs += 1
-        climbed = climb(ladder_without(ladder, out))
+        climbed = climb(ladder_without(ladder, rows_of(fixes, out)))
         if climbed.result.status is RepairStatus.NOTHING_TO_REPAIR:
             return was
         if not climbed.result.repaired:
             return f"the repair without {len(out)} must_fix case(s) did not converge ({climbed.result.message})"
         return climbed.result.head_after.predict(inputs.V)
 
-    everything = {evaluation.cases[i].id for i in fix_rows}
+    everything = set(fixes)
+    position = {case_id: k for k, case_id in enumerate(fixes)}
+    case_of = np.array([position[decision.group(evaluation.cases[i].id)] for i in fix_rows], dtype=np.int64)
     units = _unit_rows(inputs.V)
     fix_units = _unit_rows(evaluation.encoded.V[fix_rows].astype(np.float64))
     fix_labels = np.array([evaluation.cases[i].label for i in fix_rows], dtype=np.int64)
@@ -163,10 +173,10 @@ def fit_to_budget(
         if isinstance(floor, str):
             return ended(0, False, floor)
         floor = decision.changed(was, floor)
-        step.advance(note=f"no must_fix case: {int(floor.sum())} of {n} changed (aim: at most {aim})")
-        if floor.sum() > aim:
-            left[:] = [_left_out(evaluation.cases[i], 0) for i in fix_rows]
-            return ended(int(floor.sum()), False, floor=True)
+        step.advance(note=f"no must_fix case: {count(floor)} of {n} changed (aim: at most {aim})")
+        if count(floor) > aim:
+            left[:] = [_left_out(case_id, rows[0], 0) for case_id, rows in fixes.items()]
+            return ended(count(floor), False, floor=True)
 
         def trimmed(batch: int, changed: int) -> int:
             """The last round's ``batch`` cases cut to the fewest of them, in their order, that keep within
@@ -178,10 +188,10 @@ def fit_to_budget(
                 now = predicted({c.id for c in left[: kept_out + middle]})
                 if isinstance(now, str):
                     break
-                count = int(np.sum(decision.changed(was, now)))
-                step.advance(note=f"{kept_out + middle} left out: {count} of {n} changed (aim: at most {aim})")
-                if count <= aim:
-                    fewest, changed = middle, count
+                measured = count(decision.changed(was, now))
+                step.advance(note=f"{kept_out + middle} left out: {measured} of {n} changed (aim: at most {aim})")
+                if measured <= aim:
+                    fewest, changed = middle, measured
                 else:
                     low = middle
             del left[kept_out + fewest :]
@@ -195,20 +205,23 @@ def fit_to_budget(
                 return ended(changed, False, now)
             moved = decision.changed(was, now)
             if promised:  # the cases still in absorb part of what those left out stood for: cover more next time
-                efficiency = min(1.0, max(EFFICIENCY_AT_LEAST, (changed - int(moved.sum())) / promised))
-            changed = int(moved.sum())
+                efficiency = min(1.0, max(EFFICIENCY_AT_LEAST, (changed - count(moved)) / promised))
+            changed = count(moved)
             step.advance(note=f"{len(out)} left out: {changed} of {n} changed (aim: at most {aim})")
             if changed <= aim:
                 changed = trimmed(batch, changed)
                 return ended(changed, True)
-            # The changes beyond the floor are the must_fix cases' doing: each to the nearest that pulls it.
+            # The changes beyond the floor are the must_fix cases' doing: each to the nearest that pulls it,
+            # a changed draw (text, sentence) counted once for each case nearest one of its changed rows.
             theirs = np.flatnonzero(moved & ~floor)
-            inside = np.array([evaluation.cases[i].id not in out for i in fix_rows])
-            nearest = _nearest(units[theirs], now[theirs], fix_units, fix_labels, inside)
-            counts = np.bincount(nearest, minlength=len(fix_rows))
+            inside_case = np.array([case_id not in out for case_id in fixes])
+            nearest = case_of[_nearest(units[theirs], now[theirs], fix_units, fix_labels, inside_case[case_of])]
+            pairs = np.unique(np.stack([nearest, draw_of[theirs]]), axis=1)[0] if len(theirs) else nearest
+            counts = np.bincount(pairs, minlength=len(fixes))
             excess, covered, batch = (changed - aim) / efficiency, 0, len(left)
-            for j in sorted(np.flatnonzero((counts > 0) & inside).tolist(), key=lambda j: (-counts[j], j)):
-                left.append(_left_out(evaluation.cases[fix_rows[j]], int(counts[j])))
+            names = list(fixes)
+            for j in sorted(np.flatnonzero((counts > 0) & inside_case).tolist(), key=lambda j: (-counts[j], j)):
+                left.append(_left_out(names[j], fixes[names[j]][0], int(counts[j])))
                 covered += int(counts[j])
                 if covered >= excess:
                     break
@@ -219,8 +232,43 @@ def fit_to_budget(
     return ended(changed, False)
 
 
-def _left_out(case: Case, nearest: int) -> LeftOut:
-    return LeftOut(id=case.id, where=case.origin or "", nearest=nearest)
+def _left_out(case_id: str, first: Case, nearest: int) -> LeftOut:
+    return LeftOut(id=case_id, where=first.origin or "", nearest=nearest)
+
+
+def must_fix_units(ladder: Ladder) -> dict[str, list[Case]]:
+    """The suite's must_fix cases as a budget buys them, each with its rows, in suite order: a text is
+    one row; a token classifier's sentence is its words' rows, fixed or deferred together (the kind's
+    ``group``, as the run names its verdicts)."""
+    decision = ladder.adapter.decision
+    units: dict[str, list[Case]] = {}
+    for case in ladder.evaluation.cases:
+        if case.kind is Kind.MUST_FIX:
+            units.setdefault(decision.group(case.id), []).append(case)
+    return units
+
+
+def rows_of(units: dict[str, list[Case]], ids: set[str] | frozenset[str]) -> set[str]:
+    """The ids of the rows of the must_fix cases ``ids`` (a case of :func:`must_fix_units`)."""
+    return {row.id for case_id in ids for row in units[case_id]}
+
+
+def draws_of(inputs: TrafficInputs) -> np.ndarray:
+    """Per row of the traffic's V, the index of its draw (its text): a text is one row, or a sentence is
+    its words' rows."""
+    return inputs.sentence_of if inputs.sentence_of is not None else np.arange(len(inputs.V), dtype=np.int64)
+
+
+def draws_changed(decision: DecisionKind, moved: np.ndarray, draw_of: np.ndarray) -> int:
+    """How many draws a repair changed, from its changed rows (``moved``), as Cert 4 counts them (the
+    kind's ``traffic_count``: a token classifier's sentence changes where any word's tag does)."""
+    return decision.traffic_count(np.flatnonzero(moved), draw_of).draws_changed
+
+
+def deferrable(ladder: Ladder) -> bool:
+    """Whether ``warp-check defer`` moves this suite's must_fix cases (it refuses a suite deciding per
+    word: :meth:`~warp_check.suite.loader.Suite.refuse_per_word`), so the advice names it only where it does."""
+    return not ladder.adapter.decision.per_word
 
 
 def _unit_rows(V: np.ndarray) -> np.ndarray:
@@ -254,4 +302,16 @@ def ladder_without(ladder: Ladder, out: set[str]) -> Ladder:
     return replace(ladder, evaluation=evaluation.subset(kept), hood=hood, fallback=False, progress=False)
 
 
-__all__ = ["MAX_REPAIRS", "PASS_CHANCE", "changes_to_aim_at", "fit_to_budget", "ladder_without", "most_changes_within"]
+__all__ = [
+    "MAX_REPAIRS",
+    "PASS_CHANCE",
+    "changes_to_aim_at",
+    "deferrable",
+    "draws_changed",
+    "draws_of",
+    "fit_to_budget",
+    "ladder_without",
+    "most_changes_within",
+    "must_fix_units",
+    "rows_of",
+]

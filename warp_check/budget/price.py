@@ -4,6 +4,9 @@
 the budget: enough cases, not the fewest, so the first few percent of a budget go unspent (issue 60).
 Here each must_fix case is priced, and the cases are bought cheapest first:
 
+- **A case is what is fixed or deferred whole**: a text, or a token classifier's sentence (its words'
+  rows together, as the run names its verdicts); a change is counted as Cert 4 counts it (its kind's
+  ``traffic_count``: a sentence changes where any word's tag does), and the table says which.
 - **The price of a case** is measured, not attributed: the suite repaired with that must_fix case
   alone (every must_keep case guarding, as the run repairs), and the predictions that repair changes
   on the traffic's *tune* part counted. A case whose repair alone does not converge has no price
@@ -33,10 +36,16 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-import numpy as np
-
-from warp_check.budget.fit import changes_to_aim_at, fit_to_budget, ladder_without
-from warp_check.cases import Kind
+from warp_check.budget.fit import (
+    changes_to_aim_at,
+    deferrable,
+    draws_changed,
+    draws_of,
+    fit_to_budget,
+    ladder_without,
+    must_fix_units,
+    rows_of,
+)
 from warp_check.certificates.traffic.changes import traffic_inputs
 from warp_check.certificates.traffic.sample import Part, TrafficSample
 from warp_check.certificates.traffic.verdicts import Bought, BudgetFit, Price, PriceList
@@ -65,21 +74,18 @@ def price_list(
     the one the run settled on). ``repaired``: the run's own repair of every must_fix case on that head,
     where the caller has it (not repeated)."""
     started = time.perf_counter()
-    evaluation = ladder.evaluation
-    fix = [c for c in evaluation.cases if c.kind is Kind.MUST_FIX]
-    everything = frozenset(c.id for c in fix)
+    fix = must_fix_units(ladder)
+    everything = frozenset(fix)
+    unit = ladder.adapter.decision.traffic_unit
     repairs = 0
 
     def ended(n: int, floor: int | None, prices: tuple[Price, ...], bought: tuple[Bought, ...], why=None):
         return PriceList(
             n=n, confidence=sample.confidence, floor=floor, prices=prices, bought=bought, repairs=repairs,
-            seconds=time.perf_counter() - started, why=why,
+            seconds=time.perf_counter() - started, why=why, unit=unit,
         )  # fmt: skip
 
-    unpriced = tuple(Price(id=c.id, where=c.origin or "", changed=None) for c in fix)
-    if ladder.adapter.decision.per_word:
-        why = "it is not priced for a token classifier, whose traffic is bounded per sentence"
-        return ended(0, None, unpriced, (), why)
+    unpriced = tuple(Price(id=case_id, where=rows[0].origin or "", changed=None) for case_id, rows in fix.items())
     inputs = traffic_inputs(
         ladder.adapter, sample, part=Part.TUNE, batch_size=ladder.batch_size, cache_dir=ladder.cache_dir
     )
@@ -89,37 +95,39 @@ def price_list(
     aims = [changes_to_aim_at(n, max(len(sample.bound), 1), sample.confidence, budget) for budget in budgets]
     if all(aim < 0 for aim in aims):
         why = (
-            f"the tune part's {n:,} texts cannot show a share of changes that Cert 4's {len(sample.bound):,} would "
+            f"the tune part's {n:,} {unit} cannot show a share of changes that Cert 4's {len(sample.bound):,} would "
             f"keep within {' or '.join(f'{b:.3%}' for b in budgets)}: give more traffic"
         )
         return ended(n, None, unpriced, (), why)
     start = ladder.adapter.head()
     was, decision = start.predict(inputs.V), start.decision
+    draw_of = draws_of(inputs)
     counted: dict[frozenset[str], int | None] = {}
     if repaired is not None:
-        counted[everything] = int(np.sum(decision.changed(was, repaired.predict(inputs.V))))
+        counted[everything] = draws_changed(decision, decision.changed(was, repaired.predict(inputs.V)), draw_of)
 
     def changes(bought: frozenset[str]) -> int | None:
         """Tune-part changes of the repair that fixes ``bought`` (None: it did not converge)."""
         nonlocal repairs
         if bought not in counted:
             repairs += 1
-            climbed = climb(ladder_without(ladder, set(everything - bought)))
+            climbed = climb(ladder_without(ladder, rows_of(fix, everything - bought)))
             if climbed.result.status is RepairStatus.NOTHING_TO_REPAIR:
                 counted[bought] = 0
             elif not climbed.result.repaired:
                 counted[bought] = None
             else:
-                counted[bought] = int(np.sum(decision.changed(was, climbed.result.head_after.predict(inputs.V))))
+                after = climbed.result.head_after.predict(inputs.V)
+                counted[bought] = draws_changed(decision, decision.changed(was, after), draw_of)
         return counted[bought]
 
     with as_progress(progress).step("budget: the price of each fix", total=len(fix) + 1, unit="repair") as step:
         floor = changes(frozenset())
         step.advance(note=f"no must_fix case: {floor} of {n} changed")
         prices = []
-        for case in fix:
-            prices.append(Price(id=case.id, where=case.origin or "", changed=changes(frozenset({case.id}))))
-            step.advance(note=f"'{case.id}': {prices[-1].changed} of {n} changed")
+        for case_id, rows in fix.items():
+            prices.append(Price(id=case_id, where=rows[0].origin or "", changed=changes(frozenset({case_id}))))
+            step.advance(note=f"'{case_id}': {prices[-1].changed} of {n} changed")
     prices.sort(key=lambda p: (p.changed is None, p.changed or 0, p.id))
     order = [p.id for p in prices if p.changed is not None]
 
@@ -174,10 +182,11 @@ def budget_advice(
     (:func:`~warp_check.budget.fit.fit_to_budget`, at most :data:`~warp_check.budget.fit.MAX_REPAIRS`
     repairs; ``repaired``: the run's own repair, its first round), and the advice says so.
     """
-    fix = sum(1 for c in ladder.evaluation.cases if c.kind is Kind.MUST_FIX)
+    fix = len(must_fix_units(ladder))
     if fix <= max_priced:
         budgets = tuple(sorted({*PRICE_BUDGETS, budget}))
-        return price_list(ladder, sample, budgets, progress=progress, repaired=repaired).fit(budget)
+        priced = price_list(ladder, sample, budgets, progress=progress, repaired=repaired)
+        return priced.fit(budget, deferrable=deferrable(ladder))
     fit = fit_to_budget(ladder, sample, budget, progress=progress, repaired=repaired)
     unpriced = (
         f"{fix:,} must_fix cases are more than the {max_priced:,} the run prices, one repair each: the leave-out "

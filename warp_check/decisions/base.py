@@ -351,6 +351,8 @@ class DecisionKind(abc.ABC):
 
     # A decision per word (a token classifier): each row a suite reads is one word of a sentence.
     per_word: ClassVar[bool] = False  # a row's text is its sentence with the word it decides marked
+    # What one draw of traffic is called, as Cert 4 and a price list count them: a text, or a sentence.
+    traffic_unit: ClassVar[str] = "texts"
     # Hugging Face architectures this kind decides, by how their names end (None: by problem_type).
     architecture_suffix: ClassVar[str | None] = None
 

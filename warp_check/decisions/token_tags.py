@@ -105,6 +105,7 @@ class TokenTags(SingleLabel):
     problem_types = frozenset()  # token classifiers are found by their architecture
     answer_fields = ("tokens", "tags", "entities")
     per_word = True
+    traffic_unit = "sentences"
     architecture_suffix = "ForTokenClassification"
 
     def read_answer(self, fields: Mapping[str, Any], space: LabelSpace) -> Any:

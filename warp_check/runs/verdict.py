@@ -250,6 +250,11 @@ def _budget_advice(note: TrafficNote, suite: str) -> str:
             if fit.prices
             else "listed in the report"
         )
+        if not fit.deferrable:
+            return (
+                f"move the {len(fit.left_out)} must_fix case(s) the budget cannot buy ({listed}) out of this "
+                "release's must_fix files by hand (warp-check defer does not take them yet), or raise max_change"
+            )
         return (
             f"defer the {len(fit.left_out)} must_fix case(s) the budget cannot buy ({listed}): "
             f"{defer_command(suite or 'SUITE')} moves them out of this release's must_fix files into the suite's "

@@ -44,10 +44,10 @@ class Bought(Record):
     changed: int | None  # tune-part predictions their repair changes (None: nothing could be measured)
     bound: float | None  # the Clopper–Pearson bound on that share
 
-    def words(self, n: int) -> tuple[str, str]:
+    def words(self, n: int, unit: str = "texts") -> tuple[str, str]:
         """The changes and their bound as a table shows them (a budget ``n`` texts cannot show, said)."""
         if self.aim < 0:
-            return f"{n} texts cannot show it", "—"
+            return f"{n} {unit} cannot show it", "—"
         changed = "—" if self.changed is None else f"{self.changed} of {n}"
         return changed, "—" if self.bound is None else f"{100 * self.bound:.2f} %"
 
@@ -68,6 +68,7 @@ class PriceList(Record):
     # The tune part's texts held as must_keep guards by the repairs priced ([traffic] guards = "tune"):
     # measured on the rest of the tune part only.
     guards: int = field(default=0, metadata=on_disk(omit_default=True))
+    unit: str = field(default="texts", metadata=on_disk(omit_default=True))  # a draw, as its kind calls it
 
     def at(self, budget: float) -> Bought | None:
         return next((b for b in self.bought if math.isclose(b.budget, budget)), None)
@@ -83,7 +84,7 @@ class PriceList(Record):
         total = len(self.prices)
         lines = [f"{'budget':>8}  {'bought':>11}  {'changed (tune part)':>24}  {'bound':>8}"]
         for b in self.bought:
-            changed, bound = b.words(self.n)
+            changed, bound = b.words(self.n, self.unit)
             mine = "  <- max_change" if mark is not None and math.isclose(b.budget, mark) else ""
             lines.append(f"{100 * b.budget:>6g} %  {f'{b.cases} of {total}':>11}  {changed:>24}  {bound:>8}{mine}")
         return "\n".join(lines)
@@ -93,13 +94,15 @@ class PriceList(Record):
         guards = f", {self.guards:,} more held as guards" if self.guards else ""
         return (
             f"price list (each must_fix case priced by its own repair; the cheapest bought first; measured on "
-            f"the traffic's tune part, {self.n:,} texts{guards}; {self.repairs} repair(s), {self.seconds:.1f} s):"
+            f"the traffic's tune part, {self.n:,} {self.unit}{guards}; {self.repairs} repair(s), {self.seconds:.1f} s):"
         )
 
-    def fit(self, budget: float) -> BudgetFit:
+    def fit(self, budget: float, *, deferrable: bool = True) -> BudgetFit:
         """A budget's purchase as the run's advice reads it (:class:`BudgetFit`): the cases it does not buy,
-        dearest first, each with its price as the changes that name it."""
+        dearest first, each with its price as the changes that name it (``deferrable``: whether
+        ``warp-check defer`` takes them)."""
         done = {"budget": budget, "confidence": self.confidence, "repairs": self.repairs, "seconds": self.seconds}
+        done.update(deferrable=deferrable, unit=self.unit)
         if self.why is not None:
             return BudgetFit(left_out=(), kept=0, n=self.n, changed=0, bound=1.0, within=False, why=self.why,
                              prices=self, **done)  # fmt: skip
@@ -149,6 +152,9 @@ class BudgetFit(Record):
     prices: PriceList | None = field(default=None, metadata=on_disk(omit_none=True))
     # Why the cases were not priced and the leave-out search named them instead (too many to price).
     unpriced: str | None = field(default=None, metadata=on_disk(omit_none=True))
+    # Whether warp-check defer moves these cases (a token classifier's sentences: not yet).
+    deferrable: bool = field(default=True, metadata=on_disk(omit_default=True))
+    unit: str = field(default="texts", metadata=on_disk(omit_default=True))  # what n counts (the kind's word)
 
     def _named(self, cases: tuple[LeftOut, ...]) -> str:
         if self.prices is not None:
@@ -166,16 +172,16 @@ class BudgetFit(Record):
         if self.floor:
             return (
                 f"No must_fix case can be fixed within max_change = {percent(self.budget)}: even with none, the "
-                f"repair of the must_keep cases short of their margin changes {self.changed} of {self.n} "
-                f"predictions on the traffic's tune part (at most {percent(self.bound)}). A larger max_change, a "
-                f'smaller gamma_h, or keep_margin = "own".{how}'
+                f"repair of the must_keep cases short of their margin changes predictions on {self.changed} of "
+                f"{self.n} {self.unit} of the traffic's tune part (at most {percent(self.bound)}). A larger "
+                f'max_change, a smaller gamma_h, or keep_margin = "own".{how}'
             )
         costliest = sorted(self.left_out, key=lambda c: -c.nearest)[:NAMED_IN_MESSAGE]
         named = self._named(tuple(costliest))
         if len(self.left_out) > len(costliest):
             named += f" and {len(self.left_out) - len(costliest)} more (the report lists them all)"
         estimate = (
-            f"changes {self.changed} of {self.n} predictions on the traffic's tune part (at most "
+            f"changes predictions on {self.changed} of {self.n} {self.unit} of the traffic's tune part (at most "
             f"{percent(self.bound)}, {percent(self.confidence, digits=3)}; {self.repairs} repair(s), "
             f"{self.seconds:.1f} s)"
         )
@@ -201,10 +207,15 @@ class BudgetFit(Record):
                 f"{named}.{how}"
             )
         which = "cheapest" if self.prices is not None else "other"
+        how_to_move = (
+            "warp-check defer SUITE --from the run's report.json"
+            if self.deferrable
+            else "by hand: warp-check defer does not take a token classifier's sentences yet"
+        )
         return (
             f"Within max_change = {percent(self.budget)}, a repair of the {which} {self.kept} must_fix case(s) "
             f"{estimate}; these {len(self.left_out)} cannot be fixed within it: {named}. Move them out of this "
-            f"release's must_fix files (warp-check defer SUITE --from the run's report.json), or raise max_change.{how}"
+            f"release's must_fix files ({how_to_move}), or raise max_change.{how}"
         )
 
 
