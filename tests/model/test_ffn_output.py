@@ -25,11 +25,13 @@ from warp_check.certify.certificate import CERTIFICATE_NAME
 from warp_check.decisions.token_tags import row_text, sentence_id
 from warp_check.errors import ModelError
 from warp_check.model.adapter import ClassifierAdapter
+from warp_check.model.encode import encode_cases
 from warp_check.model.normed_head import NormedHead
 from warp_check.model.specs import HeadForm, token_ffn_spec
 from warp_check.repair.loop import repair_head
 from warp_check.repair.records import CaseSet, RepairStatus
 from warp_check.repair.settings import RepairSettings
+from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
@@ -164,6 +166,28 @@ def test_must_keep_words_held_outside_the_loop_are_whitened_on_v_alone_and_kept(
     assert after.gaps(fix.V, fix.labels)[0][0] >= chosen.gamma_s
     assert np.all(after.predict(keep.V) == keep.labels)
     assert np.array_equal(after.norm.gamma, head.norm.gamma) and np.array_equal(after.Wc, head.Wc)
+
+
+@pytest.mark.slow
+def test_ray_workers_carry_each_word_s_residual_as_the_local_pass_does(bert_tagger):
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'warp-check[ray]')")
+    from warp_check.model.engines.settings import Engine, EngineSettings, RaySettings
+
+    wrong, right = split_by_model(bert_tagger, fix=2, keep=10)
+    suite = write_kind_suite(
+        Path(bert_tagger).parent / "ffn_ray_suite", bert_tagger, wrong, right, model_table='layer = "ffn_output"\n'
+    )
+    cases = load_suite(suite).cases
+    local_adapter = ClassifierAdapter.from_pretrained(bert_tagger, layer="ffn_output")
+    local = encode_cases(local_adapter, cases, batch_size=8, progress=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        engine = EngineSettings(kind=Engine.RAY, ray=RaySettings(num_workers=2))
+        on_ray = ClassifierAdapter.from_pretrained(bert_tagger, layer="ffn_output", engine=engine)
+        got = encode_cases(on_ray, cases, batch_size=8, progress=False)
+    finally:
+        ray.shutdown()
+    assert got.V.shape[1] == local_adapter.width and np.array_equal(got.V, local.V)
 
 
 def test_a_pre_ln_family_is_refused_naming_the_family_and_why():
