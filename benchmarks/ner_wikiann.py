@@ -6,7 +6,8 @@ sentences of a seeded shuffle of WikiANN-en train (one epoch, all layers, AdamW 
 cut to 64 sub-tokens, a word's tag at its first sub-token; cached). The suite, as the issue states
 it: must_fix = the first ``--fix`` dev sentences it tags wrong somewhere (every word constrained), must_keep = the first
 ``--keep`` of its training sentences it tags exactly right. ``warp-check repair`` with the defaults
-repairs the classifier (the final-linear form); the figures: words fixed and kept, measured with
+repairs the classifier (the final-linear form; ``--layer ffn_output``: the encoder's last feed-forward
+output layer through its residual and LayerNorm); the figures: words fixed and kept, measured with
 plain transformers on the saved folders, Cert 1–3 from the certificate, and entity-level F1 (exact
 spans, conlleval's rules) on the first ``--test`` WikiANN-en test sentences before and after, with time and peak memory.
 
@@ -258,7 +259,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict:
     with tempfile.TemporaryDirectory(prefix="warp-ner-") as work:
         suite = Path(work) / "suite"
         suite.mkdir()
-        toml = f"[model]\npath = {json.dumps(str(model_dir))}\n"
+        toml = f"[model]\npath = {json.dumps(str(model_dir))}\nlayer = {json.dumps(args.layer)}\n"
         for kind, rows in (("must_fix", fix), ("must_keep", keep)):
             (suite / f"{kind}.jsonl").write_text("".join(json.dumps(r.record) + "\n" for r in rows), encoding="utf-8")
             toml += f'[[cases]]\npath = "{kind}.jsonl"\nkind = "{kind}"\n'
@@ -346,6 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="right",
         help="must_keep: training sentences the model tags exactly right (right, default), or the first --keep "
         "train sentences with the model's own tags (model: a guard of what it does now, any size)",
+    )
+    parser.add_argument(
+        "--layer",
+        choices=("auto", "ffn_output"),
+        default="auto",
+        help="the layer repaired: auto (the classifier, the final-linear form; default) or ffn_output (the "
+        "encoder's last feed-forward output layer, through its residual and LayerNorm)",
     )
     parser.add_argument(
         "--baselines",

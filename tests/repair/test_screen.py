@@ -178,7 +178,7 @@ def test_cases_joining_between_steps_are_held_as_if_stacked_with_the_others():
     head, fix, keep = synthetic_problem(d=16, n_fix=6, n_keep=40, seed=3)
     chosen = RepairSettings()
     held, joining = keep.rows(np.arange(25)), keep.rows(np.arange(25, 40))
-    metric = screen.metric(keep, np.ones(len(keep), bool), chosen)
+    metric = screen.metric(keep, np.ones(len(keep), bool), chosen, head)
     stacked = iterations.stack(head=head, fix=fix, kept=held, settings=chosen, metric=metric, held_outside=15)
     state = iterations.start(stacked=stacked)
     state.W = state.W + 0.01  # the loop has moved: Z and the gaps are taken at its W

@@ -39,7 +39,7 @@ from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
 from warp_check.model.hashing import parameter_hashes
 from warp_check.model.head import DenseHead
-from warp_check.model.specs import HeadSpec
+from warp_check.model.specs import recorded_head
 from warp_check.progress import Progress
 
 # How far a recomputed gap may sit from the certificate's: v encoded on another device (a GPU's
@@ -129,14 +129,14 @@ def verify(
     claimed = Certificate.from_json(data, path=cert_path)
     m = claimed.model
     checks = _hash_checks(weights, m)
-    spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
+    spec = recorded_head(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier, form=m.form)
     adapter = ClassifierAdapter.from_pretrained(
         model_dir, layer=spec, max_length=m.max_length, decision=_decision_of(m.decision, m.thresholds, cert_path)
     )
     cases = [claim.case() for claim in claimed.cases]
     labels = adapter.decision.answers([c.label for c in cases], adapter.num_classes)
     # Encoded as the repair encoded them: the suite's cases, then its neighbourhood's apart.
-    V = np.zeros((len(cases), adapter.repair_layer.in_features), dtype=np.float32)
+    V = np.zeros((len(cases), adapter.width), dtype=np.float32)
     for rows in _groups(cases):
         part = encode_cases(
             adapter, [cases[i] for i in rows], batch_size=batch_size, cache_dir=cache_dir, progress=progress, check=True

@@ -93,7 +93,11 @@ class ModelRecord(Record):
 
     def __post_init__(self) -> None:
         shape = HeadForm.FINAL_LINEAR if self.classifier is None else HeadForm.DENSE
-        if self.form is not None and self.form is not shape:
+        if (
+            self.form is not None
+            and self.form is not shape
+            and (self.form, shape) != (HeadForm.FFN_OUTPUT, HeadForm.DENSE)
+        ):
             raise FieldError("form", f"is {self.form.value!r}, which classifier {self.classifier!r} contradicts")
 
 

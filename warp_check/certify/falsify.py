@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warp_check.model.activations import torch_activation
 from warp_check.model.head import DenseHead
 from warp_check.validation import require_integer
 
@@ -32,13 +31,10 @@ class AttackSettings:
 
 
 def _torch_gap(head: DenseHead):
-    import torch
+    logits = head.torch_logits_fn()
 
-    W, b, Wc, bc = (torch.tensor(a, dtype=torch.float64) for a in (head.W, head.b, head.Wc, head.bc))
-    act = torch_activation(head.activation.torch_name)
-
-    def gap(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return head.decision.torch_margin(act(X @ W.T + b) @ Wc.T + bc, y)
+    def gap(X, y):
+        return head.decision.torch_margin(logits(X), y)
 
     return gap
 

@@ -23,7 +23,8 @@ from warp_check.model.engines.settings import LOCAL, EngineSettings
 from warp_check.model.head import ROUNDING_ULPS, DenseHead, unit_roundoff
 from warp_check.model.hub_cache import HUB_ID, HubModel, resolve_model
 from warp_check.model.loading import load_model_folder
-from warp_check.model.specs import HEAD_SPECS, HeadSpec, resolve_spec, token_head_spec
+from warp_check.model.normed_head import LayerNormMap, NormedHead
+from warp_check.model.specs import FFN_LAYER, HEAD_SPECS, HeadSpec, resolve_spec, token_ffn_spec, token_head_spec
 from warp_check.model.threads import capped_threads
 from warp_check.validation import is_decimal
 
@@ -224,6 +225,7 @@ class ClassifierAdapter:
                 f"repair layer '{spec.repair_layer}' outputs {self.repair_layer.out_features} features "
                 f"but classifier '{spec.classifier}' takes {self.classifier.in_features}"
             )
+        self.norm, self.residual_module = self._ffn_modules(model, spec)
         self.dtype = str(self.repair_layer.weight.dtype).removeprefix("torch.")
         self._forward_keys = set(inspect.signature(model.forward).parameters)
         # Without a pad token the model cannot tell padding from text (decoder-only classifiers pool
@@ -233,6 +235,46 @@ class ClassifierAdapter:
         if check:
             self.check_finite()
             self.check_equivalence(self.probe_texts)
+
+    def _ffn_modules(self, model: Any, spec: HeadSpec) -> tuple[Any, Any]:
+        """The FFN-output form's LayerNorm and the module its residual enters (None, None for the
+        other forms), refused by name where they are not what the form needs."""
+        import torch
+
+        if spec.ffn is None:
+            return None, None
+        family = getattr(getattr(model, "config", None), "model_type", None)
+        if not self.decision.per_word:
+            raise ModelError(
+                f"layer = {FFN_LAYER!r} repairs a token classifier's last feed-forward output layer; "
+                f"{type(model).__name__} ({family}) decides whole texts: use layer = 'auto'"
+            )
+        try:
+            norm = model.get_submodule(spec.ffn.norm)
+            residual = model.get_submodule(spec.ffn.residual_module)
+        except AttributeError as exc:
+            raise ModelError(
+                f"the FFN-output form's module does not exist in {type(model).__name__} ({family}): {exc}"
+            ) from None
+        shape = (self.repair_layer.out_features,)
+        if not (
+            isinstance(norm, torch.nn.LayerNorm)
+            and tuple(norm.normalized_shape) == shape
+            and norm.weight is not None
+            and norm.bias is not None
+        ):
+            raise ModelError(
+                f"'{spec.ffn.norm}' in {type(model).__name__} ({family}) is a {type(norm).__name__}, not a LayerNorm "
+                f"with weight and bias over the {shape[0]} outputs of '{spec.repair_layer}': the FFN-output form "
+                "does not apply; repair the classifier: layer = 'auto'"
+            )
+        return norm, residual
+
+    @property
+    def width(self) -> int:
+        """The columns of a row's representation: v, and for the FFN-output form the residual r after it."""
+        extra = self.repair_layer.out_features if self.spec.ffn is not None else 0
+        return int(self.repair_layer.in_features) + extra
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -271,7 +313,7 @@ class ClassifierAdapter:
             "engine": engine,
             "decision": decision,
         }
-        if isinstance(layer, str) and layer in ("auto", "final"):
+        if isinstance(layer, str) and layer in ("auto", "final", FFN_LAYER):
             return cls.found(model, tokenizer, layer, **where)
         return cls(model, tokenizer, resolve_spec(model, layer), **where)
 
@@ -295,7 +337,8 @@ class ClassifierAdapter:
         head traced from the model itself (dense → σ → linear, or the final linear layer); a dense head
         found so falls back to the final linear layer where its repair does not converge.
         ``layer = "final"``: the final linear layer, whatever comes before it. A token classifier's head
-        is its classifier, the final linear layer, either way."""
+        is its classifier, the final linear layer, either way. ``layer = "ffn_output"``: a token
+        classifier's last feed-forward output layer (:func:`token_ffn_spec`)."""
         per_word = (decision or decision_of_model(model)).per_word
         table = HEAD_SPECS.get(getattr(getattr(model, "config", None), "model_type", None))
         if layer == "auto" and table is not None and not per_word:
@@ -324,7 +367,9 @@ class ClassifierAdapter:
                     adapter = None
             if adapter is not None:
                 return adapter
-        if per_word:
+        if layer == FFN_LAYER:
+            spec = token_ffn_spec(model)
+        elif per_word:
             spec = token_head_spec(model)
         else:
             dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
@@ -395,6 +440,11 @@ class ClassifierAdapter:
             return np.zeros(layer.out_features) if layer.bias is None else arr(layer.bias)
 
         W, b = arr(self.repair_layer.weight), bias(self.repair_layer)
+        if self.norm is not None:
+            norm = LayerNormMap(gamma=arr(self.norm.weight), beta=arr(self.norm.bias), eps=float(self.norm.eps))
+            Wc, bc = arr(self.classifier.weight), bias(self.classifier)
+            activation, dtype, decision = self.activation, self.dtype, self.decision
+            return NormedHead(W, b, Wc, bc, activation, storage_dtype=dtype, decision=decision, norm=norm)
         if self.classifier is None:
             Wc, bc = np.eye(W.shape[0]), np.zeros(W.shape[0])
         else:
@@ -427,7 +477,7 @@ class ClassifierAdapter:
             decision=self.decision,
         )
         layers = [(self.spec.repair_layer, new.repair_layer, head.W, head.b)]
-        if new.classifier is not None:
+        if new.classifier is not None and self.spec.ffn is None:  # the FFN-output form changes W alone
             layers.append((self.spec.classifier, new.classifier, head.Wc, head.bc))
         with torch.no_grad():
             for name, module, weight, bias in layers:
@@ -548,10 +598,16 @@ class ClassifierAdapter:
             run = [features[sentence.index(s)] for s in range(len(first))]
         inputs: list[torch.Tensor] = []
         outputs: list[torch.Tensor] = []
+        residuals: list[torch.Tensor] = []
         handles = [
             self.repair_layer.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach())),
             self.logits_layer.register_forward_hook(lambda _m, _a, out: outputs.append(out.detach())),
         ]
+        if self.residual_module is not None:  # the residual the FFN-output form's LayerNorm adds, exact
+            at = self.spec.ffn.residual_arg
+            handles.append(
+                self.residual_module.register_forward_pre_hook(lambda _m, args: residuals.append(args[at].detach()))
+            )
         try:
             with torch.inference_mode():
                 logits = self.model(**self.padded(run)).logits
@@ -567,6 +623,13 @@ class ClassifierAdapter:
                 "position when the model takes its logits from one position of the final layer"
             )
         v = inputs[0]
+        if self.residual_module is not None:
+            if len(residuals) != 1 or residuals[0].shape[:-1] != v.shape[:-1]:
+                raise ModelError(
+                    f"'{self.spec.ffn.residual_module}' was called {len(residuals)} time(s), not once on the "
+                    f"positions '{self.spec.repair_layer}' ran on: the FFN-output form does not apply"
+                )
+            v = torch.cat([v, residuals[0].to(v.dtype)], dim=-1)
         if self.decision.per_word:  # each row's word: its first sub-token's state and tag logits
             rows = torch.as_tensor(sentence, device=v.device)
             at = torch.as_tensor([f[WORD_POSITION][0] for f in features], device=v.device)

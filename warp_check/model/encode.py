@@ -73,7 +73,7 @@ def encode_cases(
     # Hashing every upstream parameter was a third of a MiniLM pass in a profile on an H100: only for a cache.
     upstream = upstream_sha256(adapter) if cache_dir is not None else None
     store = ShardStore(Path(cache_dir) / upstream) if upstream is not None else None
-    d_in = adapter.repair_layer.in_features
+    d_in = adapter.width
     same_as: dict[int, int] = {}  # a later case with an earlier case's input → that case: encoded once
     first: dict[str, int] = {}
     for i, key in enumerate(keys):

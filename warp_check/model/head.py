@@ -64,6 +64,28 @@ class DenseHead:
     def d_out(self) -> int:
         return int(self.W.shape[0])
 
+    @property
+    def width(self) -> int:
+        """The columns of a row's representation: v itself here."""
+        return self.d_in
+
+    @property
+    def exact_linear(self) -> bool:
+        """The gaps are linear in W (σ the identity, the final-linear form): linearising them is exact."""
+        return self.activation.name == "identity"
+
+    def repaired_input(self, V: np.ndarray) -> np.ndarray:
+        """The repair layer's input of each row (the columns a step of W multiplies): V itself here."""
+        return V
+
+    def torch_logits_fn(self):
+        """The logits as a torch function of a (rows, width) float64 tensor, for the v-space attacks."""
+        import torch
+
+        W, b, Wc, bc = (torch.tensor(a, dtype=torch.float64) for a in (self.W, self.b, self.Wc, self.bc))
+        act = torch_activation(self.activation.torch_name)
+        return lambda X: act(X @ W.T + b) @ Wc.T + bc
+
     def towards(self, plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
         """W_c[plus] − W_c[minus] (a constraint's direction through the classifier), class index
         ``num_classes`` naming no class: a zero row."""

@@ -77,8 +77,8 @@ def stack(
     given = np.vstack([fix_V, kept.V])
     V = given.astype(np.float64, copy=False)
     if metric is None:
-        metric = StepMetric.of(settings.rho, settings.mu, np.asarray(kept.V, dtype=np.float64))
-    V_qp = metric.whiten(V)
+        metric = StepMetric.of(settings.rho, settings.mu, np.asarray(head.repaired_input(kept.V), dtype=np.float64))
+    V_qp = metric.whiten(head.repaired_input(V))
     if given.dtype == np.float32 and V_qp is not V:
         # v as the model gave it, exact: each product casts it to float64 whole, as before, and the
         # loop holds it in half the bytes beside V_qp (200 MB of 131k cases of d = 384)
@@ -94,7 +94,7 @@ def stack(
         metric=metric,
         V_qp=V_qp,
         VVt=V_qp @ V_qp.T if V.shape[0] <= VVT_CACHE_MAX_CASES else None,
-        linear=head.activation.name == "identity",
+        linear=head.exact_linear,
         copies=np.concatenate([fix.copies, kept.copies]),
         held_outside=held_outside,
     )
@@ -136,7 +136,8 @@ def join(
     if stacked.V_qp is stacked.V:  # the metric whitens nothing (stack)
         V_qp = V
     else:
-        V_qp = np.concatenate([stacked.V_qp, stacked.metric.whiten(given.astype(np.float64, copy=False))])
+        whitened = stacked.metric.whiten(head.repaired_input(given.astype(np.float64, copy=False)))
+        V_qp = np.concatenate([stacked.V_qp, whitened])
     grown = replace(
         stacked,
         ids=stacked.ids + kept.ids,
@@ -322,9 +323,14 @@ def take_step(
 
 
 def exact_gaps(*, stacked: Stacked, state: LoopState, W: np.ndarray) -> np.ndarray:
-    """Z = V Wᵀ + b (in place) and the gaps, exactly for W."""
-    np.matmul(stacked.V, W.T, out=state.Z)
-    state.Z += stacked.head.b
+    """Z = V Wᵀ + b (in place; the FFN-output form's u, with its residual) and the gaps, exactly for W."""
+    head = stacked.head
+    if head.width == head.d_in:
+        np.matmul(stacked.V, W.T, out=state.Z)
+        state.Z += head.b
+    else:
+        for rows in blocks(state.Z.shape[0]):
+            state.Z[rows] = head.with_weight(W).pre_activation(stacked.V[rows])
     state.exact = True
     return gaps_from_pre_activation(stacked.head, state.Z, stacked.labels)
 

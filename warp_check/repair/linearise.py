@@ -6,6 +6,7 @@ import numpy as np
 
 from warp_check.model.blocks import blocks
 from warp_check.model.head import DenseHead
+from warp_check.model.normed_head import NormedHead
 from warp_check.qp.problem import LinearisedProblem
 from warp_check.repair.state import LoopState, Stacked
 
@@ -120,9 +121,13 @@ def linearised_problem(
     aim = targets + settings.aim_above + extra_aim  # per case: the gap its rows ask for
     # Per block of cases, one pass of σ: the logits (for each row's margin) and σ' (for its c_i).
     case_idx, margins, coefficients = [], [], []
+    row_wise = isinstance(head, NormedHead)  # a LayerNorm after W: each row's slope is a dense Jacobian
     for rows in blocks(n):
-        hidden, slope = head.activation.value_and_slope(Z[rows])
-        logits = hidden @ head.Wc.T + head.bc
+        if row_wise:
+            logits, slope = head.logits_from_pre_activation(Z[rows]), None
+        else:
+            hidden, slope = head.activation.value_and_slope(Z[rows])
+            logits = hidden @ head.Wc.T + head.bc
         constraints = head.decision.constraints(logits, labels[rows])  # (block, K)
         local = np.arange(logits.shape[0])
         near = constraints.gap < (
@@ -134,11 +139,14 @@ def linearised_problem(
         plus, minus = constraints.plus[at, which], constraints.minus[at, which]
         block_c = np.empty((at.size, U.shape[1]))
         block_margin = constraints.gap[at, which]
-        wakes = head.activation.name in WAKING and not exact
+        wakes = head.activation.name in WAKING and not exact and not row_wise
         # c_i = Uᵀ J_i (w_plus − w_minus): one product per (plus, minus) pair of classes
         for held, rival in np.unique(np.stack([plus, minus], axis=1), axis=0):
             pair = np.flatnonzero((plus == held) & (minus == rival))
             towards = head.towards(held, rival)
+            if row_wise:  # c_i = Uᵀ J(u_i)ᵀ (w_plus − w_minus)
+                block_c[pair] = head.pullback(Z[rows][at[pair]], towards) @ U
+                continue
             row_slope = slope[at[pair]]
             cases = rows.start + at[pair]
             if wakes and np.any(cases < n_fix):

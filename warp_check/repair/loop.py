@@ -112,7 +112,7 @@ class _Repair:
             stacked = iterations.stack(head=head, fix=self.fix, kept=part, settings=settings, keep_bars=bars)
             state = iterations.start(stacked=stacked)
             return iterations.run(stacked=stacked, state=state, shown=shown), state.records
-        metric = screen.metric(self.keep, kept, settings)
+        metric = screen.metric(self.keep, kept, settings, head)
         records: list[IterationRecord] = []
         W, rank = head.W, None
         while True:

@@ -76,21 +76,21 @@ def screening(
     return Screening(resident=resident, outside=np.setdiff1d(index, resident))
 
 
-def moment(keep: CaseSet, kept: np.ndarray) -> np.ndarray | None:
-    """S, the kept cases' mean v vᵀ in float64 (the step's metric covers every one, held or not),
-    summed a block at a time; None where no case is kept."""
+def moment(keep: CaseSet, kept: np.ndarray, head: DenseHead) -> np.ndarray | None:
+    """S, the kept cases' mean v vᵀ in float64 (v: the repair layer's input, ``head.repaired_input``; the
+    step's metric covers every one, held or not), summed a block at a time; None where no case is kept."""
     index = np.flatnonzero(kept)
     if not index.size:
         return None
-    S = np.zeros((keep.V.shape[1], keep.V.shape[1]))
+    S = np.zeros((head.d_in, head.d_in))
     for rows in blocks(index.size):
-        V = np.asarray(keep.V[index[rows]], dtype=np.float64)
+        V = np.asarray(head.repaired_input(keep.V[index[rows]]), dtype=np.float64)
         S += V.T @ V
     return S / index.size
 
 
-def metric(keep: CaseSet, kept: np.ndarray, settings: RepairSettings) -> StepMetric:
-    return StepMetric.of_moment(settings.rho, settings.mu, moment(keep, kept) if settings.mu else None)
+def metric(keep: CaseSet, kept: np.ndarray, settings: RepairSettings, head: DenseHead) -> StepMetric:
+    return StepMetric.of_moment(settings.rho, settings.mu, moment(keep, kept, head) if settings.mu else None)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -41,7 +41,7 @@ from warp_check.certify.certificate import CERTIFICATE_NAME, CaseRecord, Certifi
 from warp_check.errors import CertificateError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
 from warp_check.model.encode import encode_cases
-from warp_check.model.specs import HeadSpec
+from warp_check.model.specs import recorded_head
 from warp_check.progress import Progress
 from warp_check.suite.case_files import CaseFile, CaseReader, Location
 from warp_check.suite.casefile import (
@@ -160,7 +160,7 @@ def _refuse_false_claims(
     if not candidates:
         return
     m = certificate.model
-    spec = HeadSpec(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier)
+    spec = recorded_head(repair_layer=m.repair_layer, activation=m.activation, classifier=m.classifier, form=m.form)
     adapter = ClassifierAdapter.from_pretrained(folder, layer=spec, max_length=m.max_length, decision=suite.decision)
     cases = [c.case for c in candidates]
     batch = suite.model.batch_size

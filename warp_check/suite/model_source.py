@@ -173,11 +173,12 @@ def _engine(loader: SuiteToml, table: dict[str, Any]) -> EngineSettings:
 
 def _layer(loader: SuiteToml, value: Any) -> str | tuple[str] | tuple[str, str, str]:
     usage = (
-        'give "auto" (found from the model), "final" (repair the final linear layer), '
+        'give "auto" (found from the model), "final" (repair the final linear layer), "ffn_output" (a token '
+        "classifier's last feed-forward output layer), "
         "[repair_layer, activation, classifier], {repair_layer = ..., activation = ..., classifier = ...} "
         "or [final_layer]"
     )
-    if value in ("auto", "final"):
+    if value in ("auto", "final", "ffn_output"):
         return value
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str) and value[0].strip():
         return (value[0],)  # the final-linear form on a named layer

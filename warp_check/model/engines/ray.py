@@ -180,6 +180,7 @@ def _encode(
             repair_layer=adapter.spec.repair_layer,
             activation=adapter.spec.activation,
             classifier=adapter.spec.classifier,
+            ffn=adapter.spec.ffn,
         ),
         max_length=adapter.max_length,
         device="cuda" if settings.num_gpus > 0 else "cpu",  # a worker sees only the GPUs Ray gives it
@@ -202,7 +203,7 @@ def _encode(
         max_restarts=settings.max_restarts,
         max_task_retries=settings.max_restarts,
     )
-    V = np.full((len(features), adapter.repair_layer.in_features), np.nan, dtype=np.float32)
+    V = np.full((len(features), adapter.width), np.nan, dtype=np.float32)
     seen = np.zeros(len(features), dtype=bool)
     context = ray.data.DataContext.get_current()
     bars = context.enable_progress_bars
