@@ -76,7 +76,7 @@ def traffic_inputs(
             "and unknown tokens: emoji, symbols, another script): give traffic texts in words the model reads"
         )
         raise SuiteError(why, path=sample.source)
-    d_in = adapter.repair_layer.in_features
+    d_in = adapter.width  # v, and the FFN-output form's residual after it
     V = np.zeros((0, d_in))
     if kept:
         encoded = encode_cases(
