@@ -198,7 +198,10 @@ class _Repair:
         self.gsn = GsnFtRecord(False, "no aux cases")
         if self.head.fixed_head:
             if len(self.aux):
-                reason = "only the repair layer's weight may change in this head (final-linear form or a missing bias)"
+                reason = (
+                    "only the repair layer's weight may change in this head (the final-linear or FFN-output form, "
+                    "or a missing bias)"
+                )
                 self.gsn = GsnFtRecord(False, reason)
             return self.head
         if len(self.aux) and len(self.fix) and mean_kappa < settings.gsn_threshold:
