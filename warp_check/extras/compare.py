@@ -656,7 +656,7 @@ def render_markdown(comparison: Comparison, *, heading: str = "##") -> str:
         lines.append(
             f"A row is one {counted.rows[:-1]} and a case one {counted.cases[:-1]} ({fix} must_fix, {keep} "
             f"must_keep): Repair and Remain count {counted.rows} fixed and kept, and the {counted.cases} whose "
-            f"every {counted.rows[:-1]} is right."
+            f"every stated {counted.rows[:-1]} is right."
         )
     scored_f1 = any(row.general_f1 is not None for row in comparison.rows)  # a kind deciding several labels
     f1_heads = ["General micro-F1", "General macro-F1"] if scored_f1 else []
