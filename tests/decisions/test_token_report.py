@@ -7,6 +7,7 @@ folders (testkit.token_tags.word_logits), never from warp_check's verdicts."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from testkit.suite_builder import write_kind_suite
 from testkit.token_tags import TAGS, split_by_model, word_logits
 
 from warp_check.cli import main
+from warp_check.decisions.token_tags import row_id
 from warp_check.reports.folder import REPORT_HTML, REPORT_JSON, REPORT_MD, read_report
 from warp_check.reports.tokens import WordMark, tagged_sentences
 
@@ -71,9 +73,13 @@ def test_every_sentence_shows_its_words_with_the_tags_the_model_gives_them(repor
         view = shown[sentence]
         assert view.kind.value == kind and [w.word for w in view.words] == tokens
         assert [w.mark for w in view.words] == _marks(words, repaired=mode == "repair"), sentence
-        for w, (tag, was, _) in zip(view.words, words, strict=True):
+        for w, (tag, was, now) in zip(view.words, words, strict=True):
             if tag is not None and mode == "check":  # a check records the tag predicted
                 assert w.predicted_after == was
+            elif tag is not None:  # a repair records the tags before and after
+                assert (w.predicted_before, w.predicted_after) == (was, now)
+                if w.mark is WordMark.FIXED:
+                    assert w.tags == f"{was} → {tag} ✓" and was != tag
     marks = [w.mark for s in shown.values() for w in s.words]
     if mode == "check":
         assert marks.count(WordMark.WRONG) >= 4 and WordMark.FIXED not in marks
@@ -151,11 +157,28 @@ def test_the_page_shows_the_sentences_marked_in_a_browser(reports, tmp_path):
     for sentence, (_, tokens, words) in reports["expected"].items():
         shown = page.sentences[sentence]
         assert [text for _, text, _ in shown] == tokens
-        for (classes, _, tags), mark, (tag, _, _) in zip(shown, _marks(words, repaired=True), words, strict=True):
+        for (classes, _, tags), mark, (tag, was, _) in zip(shown, _marks(words, repaired=True), words, strict=True):
             assert classes.split() == (["tw"] if mark is WordMark.FREE else ["tw", mark.value])
             if mark is WordMark.FIXED:
-                assert tags == f"wrong → {tag} ✓"
+                assert tags == f"{was} → {tag} ✓"
             elif mark is WordMark.RIGHT:
                 assert tags == tag
             else:
                 assert tags == ""
+
+
+def test_a_repairs_report_records_each_words_tag_before_and_after(reports):
+    """report.json holds the tags (what the view reads, and what other tools may), report.md shows the
+    tag each fixed word had before the repair, not a placeholder."""
+    cases = {c["id"]: c for c in json.loads((reports["repair"] / REPORT_JSON).read_text("utf-8"))["runs"][0]["cases"]}
+    text = (reports["repair"] / REPORT_MD).read_text(encoding="utf-8")
+    fixed = 0
+    for sentence, (_, tokens, words) in reports["expected"].items():
+        for i, (word, (tag, was, now)) in enumerate(zip(tokens, words, strict=True)):
+            if tag is None:
+                continue
+            assert cases[row_id(sentence, i)]["answered"] == {"before": was, "after": now}
+            if was != tag:
+                fixed += 1
+                assert f"{word} \\[{was} → {tag} ✓\\]" in text
+    assert fixed >= 4

@@ -20,6 +20,7 @@ from warp_check import SettingsError, load_adapter, load_traffic, tune, write_ch
 from warp_check.budget.tune import GUARDS_FILE, Candidate, case_folds
 from warp_check.certificates.traffic.sample import Part, part_of, text_key
 from warp_check.cli import main
+from warp_check.commands.tune import table_lines
 from warp_check.decisions import TOKEN_TAGS
 from warp_check.decisions.token_tags import split_words
 from warp_check.suite.loader import load_suite
@@ -56,6 +57,18 @@ def test_tune_bounds_sentences_and_writes_guards_as_sentences(tmp_path, shared_t
         k, n = c["changed"], c["measured"]
         assert 0 <= k <= n and np.isclose(c["bound"], beta.ppf(0.95, k + 1, n - k), rtol=1e-9)
     assert any(c["changed"] > 0 for c in scores), "no candidate changed a tag: the check above proves little"
+    # Every count is named for what it counts: sentences, and the words scored and guarding.
+    fix_words = sum(t is not None for r in wrong for t in r["tags"])
+    assert all(c["scored"] == fix_words for c in scores)
+    assert result["counted"] == {"must_fix": "sentences", "scored": "words", "measured": "sentences", "guards": "words"}
+    chosen = next(c for c in scores if c["name"] == result["chosen"])
+    assert result["message"].startswith(f"chosen: '{chosen['name']}': fixes an estimated ")
+    assert f"of unseen must_fix words ({chosen['fixed']} of {fix_words})" in result["message"]
+    assert (
+        "changes a word's tag in at most " in result["message"] and "of sentences on the tune part" in result["message"]
+    )
+    assert f"({chosen['changed']} of {len(tune_part)} sentences, 95%)" in result["message"]
+    assert "prediction" not in result["message"]
 
     # The guards a choice joins are written as sentences: each guard word tagged as the model tags it.
     loaded = load_suite(suite)
@@ -75,6 +88,9 @@ def test_tune_bounds_sentences_and_writes_guards_as_sentences(tmp_path, shared_t
                 assert tag == TAGS[best] and z[best] - np.max(np.delete(z, best)) >= loaded.repair.gamma_h
                 tagged += 1
     assert tagged == len(chosen.guard_pool)
+    head = table_lines(chosen)[0]
+    assert head.startswith(f"1 candidates, 2 folds over 4 must_fix sentences; {len(tune_part):,} tune-part sentences ")
+    assert f"({tagged:,} words may guard)" in head
     assert len(load_suite(suite).cases) == len(loaded.cases) + tagged  # the suite lists and loads them
 
 

@@ -124,7 +124,7 @@ def fit_to_budget(
             budget=budget, confidence=confidence, left_out=tuple(left), kept=len(fixes) - len(left), n=n,
             changed=changed, bound=change_bound(changed, n, confidence) if n else 1.0, within=within,
             repairs=repairs, seconds=time.perf_counter() - started, why=why, floor=floor,
-            deferrable=deferrable(ladder), unit=ladder.adapter.decision.traffic_unit,
+            deferrable=deferrable(ladder), unit=ladder.adapter.decision.text_nouns,
         )  # fmt: skip
 
     inputs = traffic_inputs(

@@ -76,7 +76,7 @@ def price_list(
     started = time.perf_counter()
     fix = must_fix_units(ladder)
     everything = frozenset(fix)
-    unit = ladder.adapter.decision.traffic_unit
+    unit = ladder.adapter.decision.text_nouns
     repairs = 0
 
     def ended(n: int, floor: int | None, prices: tuple[Price, ...], bought: tuple[Bought, ...], why=None):

@@ -46,7 +46,7 @@ import numpy as np
 from warp_check.cases import Case, Kind
 from warp_check.certificates.traffic.sample import TrafficSample, TrafficText
 from warp_check.certify.binomial import change_bound
-from warp_check.decisions import DecisionKind
+from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.decisions.token_tags import words_of
 from warp_check.errors import SettingsError, SuiteError
 from warp_check.model.adapter import ClassifierAdapter
@@ -163,6 +163,7 @@ class TuneResult:
     tune_texts: int  # tune-part texts measured
     guard_pool: tuple[Case, ...]  # tune-part texts predicted by at least γ_h, labelled so (a guards choice joins them)
     seconds: float
+    decision: DecisionKind = SINGLE_LABEL  # the suite's kind: what the counts are of (a token classifier: sentences)
 
     def at_budget(self, budget: float | None) -> TuneResult:
         """The same table chosen from at another budget: the scores do not depend on it, only the choice."""
@@ -175,12 +176,14 @@ class TuneResult:
 
     @property
     def message(self) -> str:
+        kind = self.decision
         if self.chosen is not None:
             c = self.chosen
+            changes = kind.changes_share.format(share=f"{c.bound:.3%}")
             return (
-                f"chosen: '{c.candidate.name}': fixes an estimated {c.fix_rate:.1%} of unseen must_fix cases "
-                f"({c.fixed} of {c.scored}), changes at most {c.bound:.3%} of predictions on the tune part "
-                f"({c.changed} of {c.measured}, {c.confidence:.0%})"
+                f"chosen: '{c.candidate.name}': fixes an estimated {c.fix_rate:.1%} of unseen must_fix "
+                f"{kind.row_nouns} ({c.fixed} of {c.scored}), {changes} on the tune part "
+                f"({c.changed} of {c.measured} {kind.text_nouns}, {c.confidence:.0%})"
             )
         converged = [s for s in self.scores if s.failed is None]
         if not converged:
@@ -188,16 +191,24 @@ class TuneResult:
         least = min(converged, key=lambda s: (s.bound, s.candidate.levers))
         head = (
             f"no candidate keeps within max_change = {self.budget:.3%}: the least-changing, "
-            f"'{least.candidate.name}', is bounded by {least.bound:.3%} ({least.changed} of {least.measured}); "
+            f"'{least.candidate.name}', is bounded by {least.bound:.3%} ({least.changed} of {least.measured} "
+            f"{kind.text_nouns} changed); "
         )
         if least.changed / max(least.measured, 1) >= self.budget:
             # More traffic only tightens the bound toward the share observed, already past the budget.
             return head + (
-                f"the share it changes, {least.changed / least.measured:.3%}, is itself past the budget, so more "
-                "traffic cannot help: a larger max_change, or fewer must_fix cases (a repair's change grows with "
-                "what it must fix; `warp-check repair` with this max_change names the ones it cannot buy)"
+                f"the share of {kind.text_nouns} it changes, {least.changed / least.measured:.3%}, is itself past "
+                f"the budget, so more traffic cannot help: a larger max_change, or fewer must_fix {kind.case_nouns} "
+                "(a repair's change grows with what it must fix; `warp-check repair` with this max_change names the "
+                "ones it cannot buy)"
             )
         return head + "try more traffic (the bound tightens as the sample grows) or a larger max_change"
+
+    def counted(self) -> dict[str, str]:
+        """What each count of the table is of, in the kind's words (``warp-check tune --json``)."""
+        kind = self.decision
+        return {"must_fix": kind.case_nouns, "scored": kind.row_nouns, "measured": kind.text_nouns,
+                "guards": kind.row_nouns}  # fmt: skip
 
 
 def candidates(base: RepairSettings) -> tuple[Candidate, ...]:
@@ -340,6 +351,7 @@ def tune(
         tune_texts=len(fixed.traffic.texts),
         guard_pool=_guard_pool(fixed.traffic),
         seconds=time.perf_counter() - started,
+        decision=adapter.decision,
     )
 
 

@@ -409,7 +409,6 @@ def _import_predicted(suite, args: argparse.Namespace, settings: ImportSettings)
 
 def neighbours_command(args: argparse.Namespace) -> int:
     suite, cache = suite_and_cache(args)
-    suite.refuse_per_word("neighbours")
     out = Path(args.out) if args.out else must_fix_file(suite)
     adapter = load_adapter(suite)
     flags = {

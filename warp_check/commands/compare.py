@@ -78,7 +78,6 @@ def _name_list(text: str) -> tuple[str, ...]:
 
 def compare_command(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite, model=args.model, revision=args.revision)
-    suite.refuse_per_word("compare")
     if args.out:
         check_comparison_out(args.out, suite.model_dir)  # before the training, not after
     cache = model_cache(args, suite.model_dir, suite)

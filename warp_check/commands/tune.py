@@ -79,9 +79,11 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 def table_lines(result: TuneResult) -> list[str]:
     """The candidates as a table, then the choice (or why there is none)."""
     budget = "none" if result.budget is None else f"{result.budget:.2%}"
+    counted = result.counted()
     lines = [
-        f"{len(result.scores)} candidates, {result.folds} folds over {result.must_fix} must_fix cases; "
-        f"{result.tune_texts:,} tune-part texts measured ({len(result.guard_pool):,} may guard); budget {budget}",
+        f"{len(result.scores)} candidates, {result.folds} folds over {result.must_fix} must_fix {counted['must_fix']}; "
+        f"{result.tune_texts:,} tune-part {counted['measured']} measured ({len(result.guard_pool):,} "
+        f"{counted['guards']} may guard); budget {budget}",
         f"  {'candidate':<28} {'fix (unseen)':>14} {'change bound':>13}      {'changed':>11} {'guards':>7} {'time':>8}",
     ]
     for score in result.scores:
@@ -103,6 +105,7 @@ def _as_json(result: TuneResult, written) -> dict:
         "folds": result.folds,
         "must_fix": result.must_fix,
         "tune_texts": result.tune_texts,
+        "counted": result.counted(),
         "seconds": round(result.seconds, 3),
         "candidates": [s.as_json(result.budget) for s in result.scores],
         "chosen": result.chosen.candidate.name if result.chosen else None,

@@ -351,8 +351,12 @@ class DecisionKind(abc.ABC):
 
     # A decision per word (a token classifier): each row a suite reads is one word of a sentence.
     per_word: ClassVar[bool] = False  # a row's text is its sentence with the word it decides marked
-    # What one draw of traffic is called, as Cert 4 and a price list count them: a text, or a sentence.
-    traffic_unit: ClassVar[str] = "texts"
+    # What a message counts, plural: a row a suite reads, a case (the rows one pytest item decides), a
+    # traffic text; and a share of traffic changed, in words (``share``: "2 %").
+    row_nouns: ClassVar[str] = "cases"
+    case_nouns: ClassVar[str] = "cases"
+    text_nouns: ClassVar[str] = "texts"
+    changes_share: ClassVar[str] = "changes at most {share} of predictions"
     # Hugging Face architectures this kind decides, by how their names end (None: by problem_type).
     architecture_suffix: ClassVar[str | None] = None
 

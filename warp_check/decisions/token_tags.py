@@ -105,7 +105,8 @@ class TokenTags(SingleLabel):
     problem_types = frozenset()  # token classifiers are found by their architecture
     answer_fields = ("tokens", "tags", "entities")
     per_word = True
-    traffic_unit = "sentences"
+    row_nouns, case_nouns, text_nouns = "words", "sentences", "sentences"
+    changes_share = "changes a word's tag in at most {share} of sentences"  # Cert 4's count: a sentence changed
     architecture_suffix = "ForTokenClassification"
 
     def read_answer(self, fields: Mapping[str, Any], space: LabelSpace) -> Any:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from warp_check.cases import Case, Kind
 from warp_check.errors import SettingsError, WarpError
+from warp_check.model.adapter import WORD_POSITION
 from warp_check.validation import require_integer, require_number
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,6 +208,9 @@ def _fit(
             rows = order[begin : begin + settings.batch_size]
             batch = adapter.padded([features[i] for i in rows])  # on the model's device
             logits = model(**batch).logits
+            if decision.per_word:  # a row is one word: its logits are its first sub-token's
+                at = torch.as_tensor([features[i][WORD_POSITION][0] for i in rows], device=logits.device)
+                logits = logits[torch.arange(len(rows), device=logits.device), at]
             loss = decision.training_loss(logits, labels[rows])
             optimiser.zero_grad(set_to_none=True)
             loss.backward()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from warp_check.cases import Case, Kind
+from warp_check.decisions import SINGLE_LABEL, DecisionKind
 from warp_check.errors import SettingsError, WarpError
 from warp_check.extras.baselines import TrainSettings, require_peft
 from warp_check.model.threads import capped_threads
@@ -119,6 +120,24 @@ class Accuracy:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Counted:
+    """What the table counts, in its kind's words (plural): a row it scores, and a case (the rows one
+    pytest item decides: a token classifier's sentence)."""
+
+    rows: str
+    cases: str
+
+    @classmethod
+    def of(cls, decision: DecisionKind) -> Counted:
+        return cls(rows=decision.row_nouns, cases=decision.case_nouns)
+
+    @property
+    def whole(self) -> bool:
+        """Whether a case is several rows, so that the table also counts cases whole."""
+        return self.rows != self.cases
+
+
+@dataclass(frozen=True, kw_only=True)
 class MethodResult:
     """One row of the table."""
 
@@ -134,6 +153,10 @@ class MethodResult:
     details: dict[str, Any] = field(default_factory=dict)
     # Micro and macro F1 of the general set's label decisions, where the kind decides several labels.
     general_f1: LabelF1 | None = None
+    # Where a case is several rows (a token classifier's sentence, a row per word): the cases whose
+    # every row is right, must_fix and must_keep (None: a case is one row, as ``repair`` and ``remain``).
+    repair_whole: Accuracy | None = None
+    remain_whole: Accuracy | None = None
 
     @property
     def attack_source_mean(self) -> float | None:
@@ -155,11 +178,15 @@ class MethodResult:
             "attack_gen_source_mean": self.attack_source_mean,
             "general_micro_f1": None if self.general_f1 is None else self.general_f1.micro,
             "general_macro_f1": None if self.general_f1 is None else self.general_f1.macro,
+            "repair_whole_acc": acc(self.repair_whole),
+            "remain_whole_acc": acc(self.remain_whole),
             "counts": {
                 "repair": self.repair.to_dict(),
                 "remain": self.remain.to_dict(),
                 "general": None if self.general is None else self.general.to_dict(),
                 "attack": None if self.attack is None else self.attack.to_dict(),
+                "repair_whole": None if self.repair_whole is None else self.repair_whole.to_dict(),
+                "remain_whole": None if self.remain_whole is None else self.remain_whole.to_dict(),
             },
             "attack_gen_by_source": {k: v.to_dict() for k, v in self.attack_by_source.items()},
             "seconds": self.seconds,
@@ -174,6 +201,8 @@ class Comparison:
     info: dict[str, Any]  # model, head, versions, timings shared by the rows
     sizes: dict[str, int | None]
     rows: tuple[MethodResult, ...]
+    # What a row and a case are called (a token classifier: words, sentences); equal where a case is one row.
+    counted: Counted = field(default_factory=lambda: Counted(rows="cases", cases="cases"))
 
     @property
     def passed(self) -> bool:
@@ -195,6 +224,7 @@ class Comparison:
                 "passed": self.passed,
                 "info": self.info,
                 "sizes": self.sizes,
+                "counted": {"rows": self.counted.rows, "cases": self.counted.cases},
                 "settings": self.settings.to_dict(),
                 "repair_settings": self.repair_settings,
                 "methods": [r.to_dict() for r in self.rows],
@@ -235,7 +265,8 @@ def compare(
     for rank in ranks:
         if rank > smallest:
             raise SettingsError("ranks", ranks, f"rank {rank} exceeds the repair layer's smallest dimension {smallest}")
-    chosen = select_cases(cases, settings)
+    decision = adapter.decision
+    chosen = select_cases(cases, settings, decision)
     say = progress or (lambda _message: None)
 
     threads = _set_threads(None if settings.threads is None else capped_threads(settings.threads))
@@ -262,6 +293,12 @@ def compare(
     finally:
         _set_threads(threads)
     counts = {k.value: sum(1 for c in chosen if c.kind is k) for k in Kind}
+    counted = Counted.of(decision)
+    whole = {
+        f"{kind.value}_{counted.cases}": len({decision.group(c.id) for c in chosen if c.kind is kind})
+        for kind in (Kind.MUST_FIX, Kind.MUST_KEEP)
+        if counted.whole
+    }
     return Comparison(
         settings=settings,
         repair_settings=repair.to_dict(),
@@ -274,13 +311,16 @@ def compare(
             "must_keep_available": sum(1 for c in cases if c.kind is Kind.MUST_KEEP),
             "general": len(general) if general else None,
             "heldout": len(heldout) if heldout else None,
+            **whole,
         },
         rows=tuple(rows),
+        counted=counted,
     )
 
 
-def select_cases(cases: Sequence[Case], settings: CompareSettings) -> list[Case]:
-    """The seeded must_fix / must_keep subsamples (file order kept), plus every aux case."""
+def select_cases(cases: Sequence[Case], settings: CompareSettings, decision: DecisionKind = SINGLE_LABEL) -> list[Case]:
+    """The seeded must_fix / must_keep subsamples (file order kept), plus every aux case; a size counts
+    cases as their kind groups rows into them (a token classifier: sentences, each taken with all its words)."""
     fix = [c for c in cases if c.kind is Kind.MUST_FIX]
     keep = [c for c in cases if c.kind is Kind.MUST_KEEP]
     aux = [c for c in cases if c.kind is Kind.AUX]
@@ -291,10 +331,11 @@ def select_cases(cases: Sequence[Case], settings: CompareSettings) -> list[Case]
     def subsample(rows: list[Case], size: int | None, name: str, kind: str) -> list[Case]:
         if size is None:
             return rows
-        if size > len(rows):
-            raise SettingsError(name, size, f"the suite has only {len(rows)} {kind} case(s)")
-        picked = np.sort(rng.choice(len(rows), size=size, replace=False))
-        return [rows[i] for i in picked]
+        groups = list(dict.fromkeys(decision.group(c.id) for c in rows))
+        if size > len(groups):
+            raise SettingsError(name, size, f"the suite has only {len(groups)} {kind} {decision.case_nouns}")
+        picked = {groups[i] for i in rng.choice(len(groups), size=size, replace=False)}
+        return [c for c in rows if decision.group(c.id) in picked]
 
     return (
         subsample(fix, settings.fix_size, "fix_size", "must_fix")
@@ -348,6 +389,16 @@ class _Scorer:
         def acc(rows: np.ndarray) -> Accuracy:
             return Accuracy(int(correct[rows].sum()), int(len(rows)))
 
+        def whole(rows: np.ndarray) -> Accuracy | None:
+            """The cases of ``rows`` whose every row is right (None: a case is one row)."""
+            if not Counted.of(self.evaluation.decision).whole:
+                return None
+            right: dict[str, bool] = {}
+            for i in rows.tolist():
+                group = self.evaluation.decision.group(self.evaluation.cases[i].id)
+                right[group] = right.get(group, True) and bool(correct[i])
+            return Accuracy(sum(right.values()), len(right))
+
         general = attack = general_f1 = None
         by_source: dict[str, Accuracy] = {}
         if "general" in self.extra:
@@ -374,6 +425,8 @@ class _Scorer:
             seconds=seconds,
             details=details,
             general_f1=general_f1,
+            repair_whole=whole(self.fix),
+            remain_whole=whole(self.keep),
         )
 
 
@@ -547,7 +600,7 @@ def compare_suite(
     settings = settings or CompareSettings(batch_size=suite.model.batch_size)
     general_cases = read_cases_file(suite, general) if general is not None else ()
     heldout_cases = read_cases_file(suite, heldout) if heldout is not None else ()
-    select_cases(suite.cases, settings)  # a size the suite cannot give fails before the model loads
+    select_cases(suite.cases, settings, suite.decision)  # a size the suite cannot give fails before the model loads
     if "lora" in settings.methods:
         require_peft()  # before the model loads, not after the other methods have trained
     adapter = load_adapter(suite)
@@ -587,18 +640,28 @@ def _seconds(value: float | None) -> str:
 
 
 def render_markdown(comparison: Comparison, *, heading: str = "##") -> str:
-    info, sizes = comparison.info, comparison.sizes
+    info, sizes, counted = comparison.info, comparison.sizes, comparison.counted
     name = info.get("suite_name") or "cases"
     lines = [f"{heading} warp-check compare: {name}", ""]
+    of = f" {counted.rows}" if counted.whole else ""
     lines.append(
         f"Model `{info.get('model')}`, repair layer `{info.get('repair_layer')}` → {info.get('activation')} → "
-        f"`{info.get('classifier')}`. must_fix {sizes['must_fix']} (of {sizes['must_fix_available']}), "
-        f"must_keep {sizes['must_keep']} (of {sizes['must_keep_available']}), general {sizes['general'] or 'none'}, "
-        f"held-out attacks {sizes['heldout'] or 'none'}; seed {comparison.settings.seed}."
+        f"`{info.get('classifier')}`. must_fix {sizes['must_fix']}{of} (of {sizes['must_fix_available']}), "
+        f"must_keep {sizes['must_keep']}{of} (of {sizes['must_keep_available']}), "
+        f"general {sizes['general'] or 'none'}, held-out attacks {sizes['heldout'] or 'none'}; "
+        f"seed {comparison.settings.seed}."
     )
+    if counted.whole:
+        fix, keep = sizes.get(f"must_fix_{counted.cases}"), sizes.get(f"must_keep_{counted.cases}")
+        lines.append(
+            f"A row is one {counted.rows[:-1]} and a case one {counted.cases[:-1]} ({fix} must_fix, {keep} "
+            f"must_keep): Repair and Remain count {counted.rows} fixed and kept, and the {counted.cases} whose "
+            f"every stated {counted.rows[:-1]} is right."
+        )
     scored_f1 = any(row.general_f1 is not None for row in comparison.rows)  # a kind deciding several labels
     f1_heads = ["General micro-F1", "General macro-F1"] if scored_f1 else []
-    heads = ["Method", "Repair Acc", "Remain Acc", "General Acc", *f1_heads, "Atk. Gen", "Time"]
+    whole_heads = [f"Repair ({counted.cases})", f"Remain ({counted.cases})"] if counted.whole else []
+    heads = ["Method", "Repair Acc", "Remain Acc", *whole_heads, "General Acc", *f1_heads, "Atk. Gen", "Time"]
     lines += ["", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for row in comparison.rows:
         title = row.title
@@ -606,7 +669,9 @@ def render_markdown(comparison: Comparison, *, heading: str = "##") -> str:
             title += f" ({row.details['status']})"
         f1 = row.general_f1
         f1_cells = ([f"{f1.micro:.4f}", f"{f1.macro:.4f}"] if f1 is not None else ["n/a", "n/a"]) if scored_f1 else []
-        cells = [title, _pct(row.repair), _pct(row.remain), _pct(row.general), *f1_cells, _pct(row.attack)]
+        whole_cells = [_pct(row.repair_whole), _pct(row.remain_whole)] if counted.whole else []
+        scores = [row.repair, row.remain]
+        cells = [title, *map(_pct, scores), *whole_cells, _pct(row.general), *f1_cells, _pct(row.attack)]
         lines.append("| " + " | ".join([*cells, _seconds(row.seconds)]) + " |")
     warp = [r for r in comparison.rows if r.method == "warp"]
     if warp:
@@ -687,6 +752,7 @@ __all__ = [
     "Accuracy",
     "CompareSettings",
     "Comparison",
+    "Counted",
     "MethodResult",
     "changed_tensors",
     "check_out_path",

@@ -16,13 +16,23 @@ Strategies and what each guarantees:
 - :func:`case_and_punctuation`: a word re-cased, the final punctuation added/removed/repeated.
 - :func:`contractions`: "do not" ↔ "don't", "it is" ↔ "it's" ... (spelling only).
 - :func:`negation_preserving`: meaning-preserving rewrites that keep every negation (see there).
+- :func:`word_edits`: a token classifier's tagged sentence, one word per word, every stated tag kept
+  (typos in stated words; re-casing and synonyms only of words outside every entity).
 - :func:`wordnet_synonyms`: a word replaced by a synonym from WordNet, when nltk and the WordNet
   data are installed (:func:`wordnet_available`); conservative, but not guaranteed to keep the
   meaning (see there).
 """
 
 from warp_check.perturb.casing import case_and_punctuation
-from warp_check.perturb.draws import DRAWS_PER_TEXT, draw_key, drawing_code, perturbations, perturbed_texts
+from warp_check.perturb.draws import (
+    DRAWS_PER_TEXT,
+    distinct_draws,
+    draw_key,
+    drawing_code,
+    perturbations,
+    perturbed_sentences,
+    perturbed_texts,
+)
 from warp_check.perturb.rewrites import (
     CONTRACTIONS,
     INTENSIFIERS,
@@ -35,6 +45,7 @@ from warp_check.perturb.rewrites import (
 )
 from warp_check.perturb.typos import KEYBOARD_NEIGHBOURS, typos
 from warp_check.perturb.wordnet import WordNetUnavailable, wordnet_available, wordnet_synonyms
+from warp_check.perturb.words import word_edits
 
 __all__ = [
     "CONTRACTIONS",
@@ -47,13 +58,16 @@ __all__ = [
     "WordNetUnavailable",
     "case_and_punctuation",
     "contractions",
+    "distinct_draws",
     "draw_key",
     "drawing_code",
     "negation_markers",
     "negation_preserving",
     "perturbations",
+    "perturbed_sentences",
     "perturbed_texts",
     "typos",
     "wordnet_available",
     "wordnet_synonyms",
+    "word_edits",
 ]

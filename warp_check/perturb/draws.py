@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from hypothesis import strategies as st
 
@@ -15,6 +17,9 @@ from warp_check.perturb.casing import case_and_punctuation
 from warp_check.perturb.rewrites import contractions, negation_preserving
 from warp_check.perturb.typos import typos
 from warp_check.perturb.wordnet import wordnet_available, wordnet_synonyms
+from warp_check.perturb.words import OUTSIDE, word_edits
+
+T = TypeVar("T")
 
 
 def perturbations(text: str, max_edits: int = 2, *, synonyms: bool = False) -> st.SearchStrategy[str]:
@@ -39,12 +44,37 @@ class _Enough(Exception):
 
 def perturbed_texts(text: str, count: int, *, seed: int, max_edits: int = 2, synonyms: bool = False) -> list[str]:
     """Up to ``count`` distinct perturbations of ``text`` (never ``text`` itself), in draw order."""
+    if count < 1:
+        return []
+    strategy = perturbations(text, max_edits, synonyms=synonyms)
+    return distinct_draws(strategy, count, seed=seed, fresh=lambda variant: variant != text and bool(variant.strip()))
+
+
+def perturbed_sentences(
+    words: Sequence[str],
+    tags: Sequence[str | None],
+    count: int,
+    *,
+    seed: int,
+    max_edits: int = 2,
+    synonyms: bool = False,
+    outside: str = OUTSIDE,
+) -> list[tuple[str, ...]]:
+    """Up to ``count`` distinct copies of a tagged sentence (:func:`~warp_check.perturb.words.word_edits`:
+    one word per word, each stated word's tag kept; never the sentence itself), in draw order."""
+    if count < 1:
+        return []
+    original = tuple(words)
+    strategy = word_edits(original, tags, max_edits, outside=outside, synonyms=synonyms)
+    return distinct_draws(strategy, count, seed=seed, fresh=lambda variant: variant != original)
+
+
+def distinct_draws(strategy: st.SearchStrategy[T], count: int, *, seed: int, fresh: Callable[[T], bool]) -> list[T]:
+    """Up to ``count`` distinct draws of ``strategy`` that are ``fresh``, in draw order, seeded."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as hypothesis_seed
 
-    found: list[str] = []
-    if count < 1:
-        return found
+    found: list[T] = []
 
     @hypothesis_seed(seed)
     @settings(
@@ -56,9 +86,9 @@ def perturbed_texts(text: str, count: int, *, seed: int, max_edits: int = 2, syn
         verbosity=Verbosity.quiet,
         report_multiple_bugs=False,
     )
-    @given(perturbations(text, max_edits, synonyms=synonyms))
-    def draw(variant: str) -> None:
-        if len(found) < count and variant != text and variant.strip() and variant not in found:
+    @given(strategy)
+    def draw(variant: T) -> None:
+        if len(found) < count and fresh(variant) and variant not in found:
             found.append(variant)
         if len(found) == count:
             raise _Enough  # the rest of max_examples would be drawn for nothing (5x the time)

@@ -93,13 +93,16 @@ def _right(gap: object) -> bool | None:
 
 def _tagged(run: RunResult, verdict: Verdict, word: str) -> TaggedWord:
     """A constrained word as its verdict says: a check's gap now and on its baseline, with the tags it
-    predicted; a repair's gaps before and after."""
+    predicted; a repair's gaps before and after, with the tags it answered (where the run recorded them)."""
     p = verdict.properties
     if run.mode is Mode.CHECK:
         before, after = p.get("baseline_gap"), p.get("gap")
         said_before, said_after = p.get("baseline_predicted"), p.get("predicted")
     else:
-        before, after, said_before, said_after = p.get("gap_before"), p.get("gap_after"), None, None
+        answered = verdict.answered
+        before, after = p.get("gap_before"), p.get("gap_after")
+        said_before = answered.before if answered is not None else None
+        said_after = answered.after if answered is not None else None
     return TaggedWord(
         word=word,
         tag=str(p.get("label", "")),

@@ -34,7 +34,7 @@ from warp_check.repair.settings import RepairSettings, check_rank
 from warp_check.runs.details import GsnFtNote, IterationSummary, NeighbourhoodNote, RepairDetails, RunDetails
 from warp_check.runs.modes import Mode, RunStatus
 from warp_check.runs.repair_cases import RepairOutcome, certify_result, repair_cases
-from warp_check.runs.result import PartVerdict, RunResult, TrafficVerdict, Verdict, part_verdicts
+from warp_check.runs.result import Answered, PartVerdict, RunResult, TrafficVerdict, Verdict, part_verdicts
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -175,11 +175,12 @@ def repair(
     records, lip = _certified(facts.cases, outcome, attack)
     by_id = {r.id: r for r in records}
     misses = {m.id: m for m in result.misses}
-    parts = _parts(facts, outcome, adapter.decision)
+    parts, answered = _answers(facts, outcome, adapter.decision)
     verdicts = tuple(
         replace(
             _verdict(facts, case, result, by_id.get(case.id), misses.get(case.id), dict(flags or {}), reference),
             parts=parts.get(case.id, ()),
+            answered=answered.get(case.id),
         )
         for case in facts.cases
         if case.kind is not Kind.AUX
@@ -217,22 +218,29 @@ def repair(
     )
 
 
-def _parts(facts: SuiteFacts, outcome: RepairOutcome, kind: DecisionKind) -> dict[str, tuple[PartVerdict, ...]]:
-    """Per case id, its answer's parts before and after repair, where its kind decides several things
-    at once and the repair settled (after: the repaired head's logits, in float64)."""
-    if kind.part_word is None or not RunStatus.of_repair(outcome.result.status).settled:
-        return {}
+def _answers(
+    facts: SuiteFacts, outcome: RepairOutcome, kind: DecisionKind
+) -> tuple[dict[str, tuple[PartVerdict, ...]], dict[str, Answered]]:
+    """Per case id, what the model answered before repair and after it, and its answer's parts before
+    and after where its kind decides several things at once (after: the repaired head's logits, in
+    float64, where the repair settled)."""
     evaluation = outcome.evaluation
     rows = {c.id: i for i, c in enumerate(evaluation.cases)}
     own = [c for c in facts.cases if c.kind is not Kind.AUX and c.id in rows]
+    answered = {c.id: Answered(before=kind.said(evaluation.predictions[rows[c.id]], facts.label_name)) for c in own}
     parts: dict[str, tuple[PartVerdict, ...]] = {}
+    if not RunStatus.of_repair(outcome.result.status).settled:
+        return parts, answered
     for block in blocks(len(own)):  # v in float64 a block at a time: a whole suite's would not fit at scale
         cases = own[block]
         V = np.asarray(evaluation.encoded.rows([c.id for c in cases]), np.float64)
         after = outcome.result.head_after.logits(V)
-        for c, logits in zip(cases, after, strict=True):
-            parts[c.id] = part_verdicts(kind, c.label, logits, facts.label_name, before=evaluation.logits[rows[c.id]])
-    return parts
+        for c, logits, predicted in zip(cases, after, kind.predict(after), strict=True):
+            answered[c.id] = replace(answered[c.id], after=kind.said(predicted, facts.label_name))
+            if kind.part_word is not None:
+                before = evaluation.logits[rows[c.id]]
+                parts[c.id] = part_verdicts(kind, c.label, logits, facts.label_name, before=before)
+    return parts, answered
 
 
 def _where_given(suite: SuiteFacts, exc: SettingsError, flags: Mapping[str, str] | None) -> WarpError:

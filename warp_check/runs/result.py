@@ -87,6 +87,15 @@ def part_verdicts(
 
 
 @dataclass(frozen=True, kw_only=True)
+class Answered(Record):
+    """What the model answered a case before a repair and after it, in the kind's words (a word's tag:
+    ``B-LOC``); ``after`` None where the repair left no model to answer (it failed)."""
+
+    before: str
+    after: str | None = field(default=None, metadata=on_disk(omit_none=True))
+
+
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     """Pass or fail for one case, the sentence that says why, and numbers for reports."""
 
@@ -108,6 +117,8 @@ class Verdict:
     expected_failure: str | None = field(default=None, metadata=on_disk(omit_none=True))
     # Where the case's kind decides several things at once, each part's answer (JUnit: a property each).
     parts: tuple[PartVerdict, ...] = field(default=(), metadata=on_disk(omit_default=True))
+    # A repair's: what the model answered the case before it and after it (a check says it in properties).
+    answered: Answered | None = field(default=None, metadata=on_disk(omit_none=True))
 
     @classmethod
     def of(

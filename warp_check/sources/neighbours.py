@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from warp_check.cases import NEIGHBOUR, Kind
 from warp_check.pipeline.evaluation import evaluate
 from warp_check.pipeline.neighbourhood import draw_neighbourhood
+from warp_check.pipeline.sentence_neighbours import draw_sentence_neighbours, sentence_records
 from warp_check.repair.settings import NeighbourSettings, SynonymUse
-from warp_check.suite.casefile import AppendResult, NewCase, append_cases, writer_check
+from warp_check.suite.casefile import AppendResult, NewCase, append_cases, append_sentences, writer_check
 from warp_check.suite.loader import Suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +47,12 @@ def add_neighbours(
     settings = (settings or suite.repair.neighbours).drawing()
     batch_size = suite.model.batch_size
     evaluation = evaluate(adapter, suite.cases, batch_size=batch_size, cache_dir=cache_dir, progress=False)
+    if suite.decision.per_word:  # a token suite's copies are sentences, every stated word's tag kept
+        check = writer_check(suite, out, kind=Kind.MUST_FIX)
+        words = draw_sentence_neighbours(adapter, evaluation, settings, suite.label_name, batch_size=batch_size,
+                                         cache_dir=cache_dir)  # fmt: skip
+        appended = append_sentences(out, sentence_records(words, suite.label_name), check=check)
+        return NeighboursAdded(appended=appended, synonyms=words.synonyms)
     hood = draw_neighbourhood(adapter, evaluation, settings, batch_size=batch_size, cache_dir=cache_dir)
     new = [
         NewCase(
