@@ -54,7 +54,7 @@ def test_neighbours_writes_the_copies_the_model_tags_wrong(tmp_path, shared_tagg
     said = capsys.readouterr().out
     lines = (suite / "must_fix.jsonl").read_text(encoding="utf-8")[len(before) :].splitlines()
     copies = [json.loads(line) for line in lines]
-    assert copies and said.startswith(f"{len(copies)} neighbour case(s) the model gets wrong appended")
+    assert copies and said.startswith(f"{len(copies)} neighbour sentences the model gets wrong appended")
     originals = {r["id"]: r for r in wrong + right}
     for copy, logits in zip(copies, word_logits(shared_tagger, [c["tokens"] for c in copies]), strict=True):
         source = originals[copy["original"]]

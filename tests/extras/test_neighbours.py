@@ -32,7 +32,7 @@ def test_the_neighbours_command_appends_them_to_the_must_fix_file_once(distilber
     capsys.readouterr()
     assert exit_code(argv) == 0  # the same draws again: nothing new
     said = capsys.readouterr().out
-    assert f"0 neighbour case(s) the model gets wrong appended to {folder / 'fix.jsonl'}\n" in said
+    assert f"0 neighbour cases the model gets wrong appended to {folder / 'fix.jsonl'}\n" in said
     keep_ids = {c.id for c in load_suite(folder).cases if c.kind is Kind.MUST_KEEP}
     assert exit_code(command) == 0  # by default must_keep cases are perturbed too
     lines = [json.loads(line) for line in (folder / "fix.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -427,7 +427,8 @@ def neighbours_command(args: argparse.Namespace) -> int:
     added = add_neighbours(suite, adapter, out, settings, cache_dir=cache)
     appended = added.appended
     already = f"; {appended.duplicates} already there" if appended.duplicates else ""
-    print(f"{len(appended.added)} neighbour case(s) the model gets wrong appended to {appended.path}{already}")
+    nouns = suite.decision.case_nouns  # a line of a token suite is a sentence
+    print(f"{len(appended.added)} neighbour {nouns} the model gets wrong appended to {appended.path}{already}")
     if added.synonyms is SynonymUse.NOT_INSTALLED:
         print(f"  note: {WITHOUT_SYNONYMS}")
     return EXIT_OK

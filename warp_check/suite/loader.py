@@ -320,7 +320,8 @@ def load_suite(
 def _not_per_word(what: str) -> str:
     return (
         f"{what} is not built for a token classifier yet (decision token_tags: a tag per word); a token "
-        "suite runs check, repair, the audit, verify, diff and report"
+        "suite runs check, repair, the audit, verify, diff, history, report, tune, compare, neighbours and "
+        "import --predicted"
     )
 
 
