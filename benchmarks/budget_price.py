@@ -17,6 +17,12 @@ trained on airline tweets: the weak models of ``benchmarks/budgets.py``) and see
   part, the cheapest bought first; the next run repairs those alone): each next run as the product
   repairs with ``max_change`` set, measured by Cert 4 on the bound part, on dev and on the pool.
 
+* **levers** (item 3, :mod:`benchmarks.budget_levers`): ``--levers`` prices ``--price-subset`` must_fix cases
+  alone under each lever, counted on half of the tune part (guards come from the other half);
+  ``--lever-price`` runs the price list and its next runs under a lever.
+* ``--strength strong``: the SST-2 fine-tunes (88 %) instead of the weak models; ``--must-fix-source
+  adversarial``: AdvGLUE-style must_fix, perturbations that flip a right prediction.
+
 ``python -m benchmarks.budget_price --models distilbert --seeds 0 --budgets 0.02,0.05 --save``.
 """
 
