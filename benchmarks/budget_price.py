@@ -17,6 +17,12 @@ trained on airline tweets: the weak models of ``benchmarks/budgets.py``) and see
   part, the cheapest bought first; the next run repairs those alone): each next run as the product
   repairs with ``max_change`` set, measured by Cert 4 on the bound part, on dev and on the pool.
 
+* **levers** (item 3, :mod:`benchmarks.budget_levers`): ``--levers`` prices ``--price-subset`` must_fix cases
+  alone under each lever, counted on half of the tune part (guards come from the other half);
+  ``--lever-price`` runs the price list and its next runs under a lever.
+* ``--strength strong``: the SST-2 fine-tunes (88 %) instead of the weak models; ``--must-fix-source
+  adversarial``: AdvGLUE-style must_fix, perturbations that flip a right prediction.
+
 ``python -m benchmarks.budget_price --models distilbert --seeds 0 --budgets 0.02,0.05 --save``.
 """
 
@@ -33,8 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.budget_levers import LEVER_NAMES, LeverBench, adversarial_fix, lever_named, lever_price_run
 from benchmarks.data import LABELS, cache_root, read_tsv, write_jsonl, write_suite
-from benchmarks.example_models import EXAMPLE_SUITES, minilm
+from benchmarks.example_models import EXAMPLE_SUITES, minilm, sst2_finetune
 from benchmarks.results import add_output_arguments, report
 from warp_check import Kind, evaluate, load_suite, repair_cases
 from warp_check.budget.price import PRICE_BUDGETS, price_list
@@ -44,22 +51,45 @@ from warp_check.pipeline.ladder import Ladder
 from warp_check.releases.load import load_adapter
 
 CONFIDENCE = 0.95
+STRONG_ROWS = 20_000  # the strong models: one epoch on this many SST-2 train sentences (88 % on dev)
+
+
+def model_of(name: str, args, log) -> tuple[Path, dict | None]:
+    """The model ``--strength`` names: the weak example model, or its SST-2 fine-tune (built once, cached) and
+    the fine-tune's record (its training time and dev accuracy)."""
+    if args.strength == "weak":
+        return minilm(name), None
+    return sst2_finetune(name, STRONG_ROWS, log)
 
 
 def build_suite(name: str, seed: int, args, folder: Path, log) -> tuple[Path, list[Case]]:
     """The seed's suite (see the module) in ``folder``, and the pool's cases."""
-    model_dir = minilm(name)
+    model_dir, _ = model_of(name, args, log)
     rows = [r for r in read_tsv("sst2", "train") if len(r["text"].split()) >= 6]
     rows = list({r["text"]: r for r in rows}.values())
     random.Random(f"warp-bench-price:{seed}").shuffle(rows)
-    adapter = load_adapter(load_suite(EXAMPLE_SUITES / f"reviews-{name}"))
+    if args.strength == "weak":
+        adapter = load_adapter(load_suite(EXAMPLE_SUITES / f"reviews-{name}"))
+    else:  # the fine-tune read as a suite of it reads it
+        probe = folder / "probe"
+        probe.mkdir(parents=True)
+        write_jsonl(probe / "one.jsonl", rows[:1], "sst2")
+        adapter = load_adapter(load_suite(write_suite(probe, model_dir, "sst2", {"one.jsonl": "must_keep"})))
     head = rows[: 4 * args.must_keep]
     cases = [Case(id=r["id"], text=r["text"], label=r["label"], kind=Kind.MUST_KEEP) for r in head]
     predicted = evaluate(adapter, cases, batch_size=64, cache_dir=cache_root() / "encodings", progress=False)
     right = predicted.predictions == np.array([r["label"] for r in head])
-    fix = [r for r, ok in zip(head, right, strict=True) if not ok][: args.must_fix]
+    if args.must_fix_source == "natural":
+        fix = [r for r, ok in zip(head, right, strict=True) if not ok][: args.must_fix]
+        used: set[str] = set()
+    else:  # attacks on sentences past the head, so no must_keep case is an attack's source
+        fix, used = adversarial_fix(
+            adapter, rows[4 * args.must_keep : 6 * args.must_keep], args.must_fix, seed, cache_root() / "encodings", log
+        )
     keep = [r for r, ok in zip(head, right, strict=True) if ok][: args.must_keep]
-    rest = rows[4 * args.must_keep :]
+    rest = [r for r in rows[4 * args.must_keep :] if r["id"] not in used]
+    if args.must_fix_source == "adversarial":  # the traffic and pool after every sentence the attacks read
+        rest = rest[2 * args.must_keep :]
     traffic, pool = rest[: args.traffic], rest[args.traffic : args.traffic + args.pool]
     suite = folder / "suite"
     suite.mkdir(parents=True)
@@ -70,7 +100,10 @@ def build_suite(name: str, seed: int, args, folder: Path, log) -> tuple[Path, li
     with open(suite / "warp.toml", "a", encoding="utf-8") as toml:
         toml.write(f'\n[traffic]\npath = "traffic.jsonl"\ntext = "text"\nconfidence = {CONFIDENCE}\n')
     log(f"{name} s{seed}: {len(fix)} must_fix, {len(keep)} must_keep, traffic {len(traffic)}, pool {len(pool)}")
-    return suite, [Case(id=f"pool-{i}", text=r["text"], label=0, kind=Kind.MUST_KEEP) for i, r in enumerate(pool)]
+    pool_cases = [
+        Case(id=f"pool-{i}", text=r["text"], label=r["label"], kind=Kind.MUST_KEEP) for i, r in enumerate(pool)
+    ]
+    return suite, pool_cases
 
 
 class Bench:
@@ -87,6 +120,7 @@ class Bench:
         self.dev_V = evaluate(self.adapter, dev, **encode).encoded.V.astype(np.float64)
         self.dev_labels = np.array([c.label for c in dev])
         self.pool_V = evaluate(self.adapter, pool, **encode).encoded.V.astype(np.float64)
+        self.pool_labels = np.array([c.label for c in pool])  # SST-2's: whether a change corrects or breaks
         self.cases = list(self.suite.cases)
 
     def repair(self, cases: list[Case], settings, budget: float | None, label: str) -> tuple[object, dict]:
@@ -188,29 +222,60 @@ def budgets(bench: Bench, grid: list[float], margin: str) -> dict:
 def render(result: dict) -> str:
     lines = []
     for t in result["tables"]:
-        lines += [f"## {t['model']} ({t['head']}) seed {t['seed']}", "", "keep margin (item 1):", ""]
-        lines += ["| repair | keep_margin | fixed | U | tune changed | dev change | pool change | dev drop | s |"]
-        lines += ["|---|---|---|---|---|---|---|---|---|"]
-        for r in t["keep_margin"]:
-            lines.append(_row(r["what"], r))
-        lines += ["", f"budgets (keep_margin {t['budgets']['keep_margin']}):", ""]
-        lines += ["| run | budget | fixed | U | tune changed | dev change | pool change | dev drop | s |"]
-        lines += ["|---|---|---|---|---|---|---|---|---|"]
-        for r in t["budgets"]["rows"]:
-            lines.append(_row(r["method"], r))
-        lines.append("")
+        lines += [f"## {t['model']} ({t['head']}) seed {t['seed']}", ""]
+        run_head = ["| run | budget | fixed | U | tune changed | dev change | pool change | dev drop | s |"]
+        run_head += ["|---|---|---|---|---|---|---|---|---|"]
+        if t["keep_margin"]:
+            lines += ["keep margin (item 1):", "", *run_head]
+            lines += [_row(r["what"], r) for r in t["keep_margin"]] + [""]
+        if "budgets" in t:
+            lines += [f"budgets (keep_margin {t['budgets']['keep_margin']}):", "", *run_head]
+            lines += [_row(r["method"], r) for r in t["budgets"]["rows"]] + [""]
+        if t.get("levers"):
+            lines += ["levers (item 3): one fix's price, min / q1 / median / q3 / max changes:", ""]
+            lines += ["| lever | guards | floor (B) | one fix on B | pool | corrects | converged | dev drop | s |"]
+            lines += ["|---|---|---|---|---|---|---|---|---|"]
+            for r in t["levers"]:
+                share = r.get("pool_corrected_share")
+                corrects = "—" if share is None else f"{100 * share:.0f} %"
+                drop = "—" if r["dev_drop_median"] is None else f"{r['dev_drop_median']:.2f}"
+                floor = r["floor"].get("b", "not converged")
+                lines.append(
+                    f"| {r['lever']} | {r['guards']} | {floor} | {_spread(r['b_quartiles'], r['n_b'])} | "
+                    f"{_spread(r['pool_quartiles'], r['n_pool'])} | {corrects} | {r['converged']}/{r['priced']} | "
+                    f"{drop} | {r['seconds']:.0f} |"
+                )
+            lines.append("")
+        for run in t.get("lever_price", []):
+            lines += [f"price list under lever {run['lever']} ({run['guards']} guards):", "", *run_head]
+            lines += [_row(r["method"], r) for r in run["rows"]] + [_row("every must_fix case", run["full"]), ""]
     return "\n".join(lines)
 
 
+def _spread(quartiles: list[float] | None, n: int) -> str:
+    if quartiles is None:
+        return "—"
+    low, _, median, _, high = quartiles
+    return (
+        f"{low:g} / {quartiles[1]:g} / **{median:g}** / {quartiles[3]:g} / {high:g} of {n} ({100 * median / n:.1f} %)"
+    )
+
+
 def _row(label: str, r: dict) -> str:
+    second = "none" if r.get("budget") is None else f"{r['budget']:.0%}"
+    if r.get("price_bought") == 0:
+        return f"| {label} | {second} | nothing bought (0 changes) |||||||"
     if not r.get("converged"):
-        return f"| {label} | {r.get('keep_margin') if r.get('budget') is None else r['budget']} | not converged |||||||"
-    second = r["keep_margin"] if r.get("budget") is None else f"{r['budget']:.0%}"
+        return f"| {label} | {second} | not converged |||||||"
     return (
         f"| {label} | {second} | {r['must_fix_certified']}/{r['must_fix']} | {100 * r['bound']:.2f} % | "
         f"{r['changed']}/{r['n']} | {100 * r['dev_change_rate']:.2f} % | {100 * r['pool_change_rate']:.2f} % | "
         f"{r['dev_drop_points']:.2f} | {r['seconds']:.0f} |"
     )
+
+
+def _names(levers: str) -> list[str]:
+    return list(LEVER_NAMES) if levers == "all" else [n for n in levers.split(",") if n]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,6 +289,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pool", type=int, default=2000)
     parser.add_argument("--keep-margin", default="own", choices=("gamma_h", "own"), help="for the budget runs")
     parser.add_argument("--skip-keep-margin", action="store_true", help="leave out item 1's runs")
+    parser.add_argument("--skip-budgets", action="store_true", help="leave out item 2's runs (greedy beside price)")
+    parser.add_argument(
+        "--strength",
+        default="weak",
+        choices=("weak", "strong"),
+        help="weak: the example models (73-74 %% on SST-2); strong: their SST-2 fine-tune (88 %%)",
+    )
+    parser.add_argument(
+        "--must-fix-source",
+        default="natural",
+        choices=("natural", "adversarial"),
+        help="natural: SST-2 sentences the model gets wrong; adversarial: perturbations that flip it",
+    )
+    parser.add_argument("--levers", default="", help=f"comma-separated, or all: {', '.join(LEVER_NAMES)}")
+    parser.add_argument("--price-subset", type=int, default=20, help="must_fix cases each lever prices alone")
+    parser.add_argument("--lever-price", default="", help="comma-separated levers: the price list and its repairs")
     add_output_arguments(parser)
     return parser
 
@@ -244,8 +325,19 @@ def main(argv: list[str] | None = None) -> int:
                 suite, pool = build_suite(name, seed, args, Path(work) / f"{name}-s{seed}", log)
                 bench = Bench(suite, pool, log)
                 table = {"model": name, "head": bench.adapter.spec.activation, "seed": seed}
+                table["strength"], table["must_fix_source"] = args.strength, args.must_fix_source
+                table["model_training"] = model_of(name, args, log)[1]
                 table["keep_margin"] = [] if args.skip_keep_margin else keep_margins(bench)
-                table["budgets"] = budgets(bench, grid, args.keep_margin)
+                if not args.skip_budgets:
+                    table["budgets"] = budgets(bench, grid, args.keep_margin)
+                if args.levers or args.lever_price:
+                    levers = LeverBench(bench, log)
+                    table["levers"] = [
+                        levers.single_prices(lever_named(n), args.price_subset) for n in _names(args.levers)
+                    ]
+                    table["lever_price"] = [
+                        lever_price_run(levers, lever_named(n), grid) for n in _names(args.lever_price)
+                    ]
                 tables.append(table)
     result = {
         "settings": {k: v for k, v in vars(args).items() if k not in ("save", "save_dir", "json", "variant")},
