@@ -314,12 +314,12 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         name="keep_margin",
         kind=ValueKind.TEXT,
-        metavar="gamma_h|own",
-        help="the margin a must_keep case right before the repair is held to: gamma_h (default: every one lifted "
-        "to γ_h) or own (its own gap before, up to γ_h: a right case is not lifted; overrides [repair] keep_margin)",
+        metavar="own|gamma_h",
+        help="the margin a must_keep case right before the repair is held to: own (default: its own gap before, "
+        "up to γ_h; a right case is not lifted) or gamma_h (every one lifted to γ_h; overrides [repair] keep_margin)",
         cli=("--keep-margin",),
-        cli_help="gamma_h (default) or own: a must_keep case below γ_h is held at its own gap before the repair, "
-        "not lifted to γ_h (overrides [repair] keep_margin)",
+        cli_help="own (default): a must_keep case below γ_h is held at its own gap before the repair, not lifted; "
+        "gamma_h: lifted to γ_h (overrides [repair] keep_margin)",
         toml="repair.keep_margin",
     ),
     Option(

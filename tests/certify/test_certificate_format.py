@@ -29,7 +29,7 @@ from warp_check.certify.certificate import (
 from warp_check.model.specs import HeadForm
 from warp_check.qp.solution import Backend, QPForm, QPStatus
 from warp_check.repair.records import IterationRecord, RepairStatus
-from warp_check.repair.settings import NeighbourSettings, RepairSettings
+from warp_check.repair.settings import KeepMargin, NeighbourSettings, RepairSettings
 
 WRITTEN_BEFORE = Path(__file__).parent / "data" / "certificate-v1.json"
 
@@ -74,7 +74,7 @@ CERTIFICATE = Certificate(
         max_length=64, device="cpu", sha256_upstream="a" * 64, sha256_source_frozen="b" * 64,
         sha256_repair_layer="c" * 64, sha256_frozen="d" * 64,
     ),
-    settings=RepairSettings(),
+    settings=RepairSettings(keep_margin=KeepMargin.GAMMA_H),  # as the file was written: no keep_margin key
     repair=RepairRecord(
         status=RepairStatus.CONVERGED, converged=True, iterations=2, qp_status=("solved", "solved_inaccurate"),
         qp_form=("primal", "dual"), qp_backend=("osqp", "active_set"), history=ROWS, gsn_kappa_before=0.5,
@@ -125,7 +125,10 @@ OLDER = {
     "before the release chain": (("parent",), {"parent": None}),
     "before neighbourhoods": (
         ("settings.neighbours", "cases.*.source"),
-        {"settings": RepairSettings(neighbours=NeighbourSettings.off()), "cases": _cases(source=None)},
+        {
+            "settings": RepairSettings(keep_margin=KeepMargin.GAMMA_H, neighbours=NeighbourSettings.off()),
+            "cases": _cases(source=None),
+        },
     ),
     "before restored regressions": (
         ("baseline", "settings.restore_regressions", "cases.*.restored"),

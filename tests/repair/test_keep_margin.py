@@ -17,22 +17,25 @@ from warp_check.repair.settings import KEEP_FLOOR, KEEP_ROOM, KeepMargin, Repair
 
 
 def test_the_setting_reads_as_toml_spells_it_and_names_a_bad_value():
-    assert RepairSettings(keep_margin="own").keep_margin is KeepMargin.OWN
-    assert RepairSettings().keep_margin is KeepMargin.GAMMA_H
+    assert RepairSettings(keep_margin="gamma_h").keep_margin is KeepMargin.GAMMA_H
+    assert RepairSettings().keep_margin is KeepMargin.OWN  # the default
     with pytest.raises(SettingsError) as raised:
         RepairSettings(keep_margin="lifted")
     assert raised.value.field == "keep_margin"
-    # the default is not written (certificates stay as they were); "own" is, and reads back
-    assert "keep_margin" not in RepairSettings().to_dict()
-    own = RepairSettings(keep_margin="own")
+    # "own" is written and reads back; "gamma_h" is not written, as settings written before "own" existed
+    # (certificates, reports) lack the key, and a record without it reads as gamma_h: what those repairs did
+    own = RepairSettings()
     assert own.to_dict()["keep_margin"] == "own"
     assert RepairSettings.from_dict(own.to_dict()) == own
+    lifted = RepairSettings(keep_margin="gamma_h")
+    assert "keep_margin" not in lifted.to_dict()
+    assert RepairSettings.from_dict(lifted.to_dict()) == lifted
 
 
 def test_each_case_is_held_to_its_own_gap_up_to_gamma_h_and_never_below_the_floor():
     before = np.array([-0.2, 0.001, 0.1, 0.3, 2.0])
-    assert RepairSettings().keep_bars(before).tolist() == [0.3] * 5
-    own = RepairSettings(keep_margin="own").keep_bars(before)
+    assert RepairSettings(keep_margin="gamma_h").keep_bars(before).tolist() == [0.3] * 5
+    own = RepairSettings().keep_bars(before)
     assert own.tolist() == pytest.approx([KEEP_FLOOR, KEEP_FLOOR, 0.1 - KEEP_ROOM, 0.3 - KEEP_ROOM, 0.3])
 
 

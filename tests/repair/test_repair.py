@@ -82,7 +82,7 @@ def test_non_convergence_names_the_cases_and_what_might_help():
 
 
 def test_unreachable_must_keep_margin_is_reported_and_says_what_helps():
-    # Every ReLU unit is dead near v = 0 (b = −100): the must_keep case sits at gap 0.1 < γ_h, and
+    # Every ReLU unit is dead near v = 0 (b = −100): the must_keep case sits at gap 0.1 < γ_h (lifted to it), and
     # its units could wake only by a change that moves the must_fix case's (v_f = −v_k) further
     # down, so it can never reach its margin. Its row is elastic (it misses now), so the QP stays
     # feasible and the loop reports the miss. (The must_fix case's units can be woken, by a change of
@@ -94,7 +94,7 @@ def test_unreachable_must_keep_margin_is_reported_and_says_what_helps():
     )
     keep = CaseSet(("k",), np.full((1, 8), 0.01), np.array([0]))
     fix = CaseSet(("f",), np.full((1, 8), -0.01), np.array([1]))
-    result = repair_head(head, fix, keep)
+    result = repair_head(head, fix, keep, settings=RepairSettings(keep_margin="gamma_h"))  # lifted: out of reach
     assert result.status is RepairStatus.NOT_CONVERGED
     assert not result.repaired
     assert ("k", "must_keep") in [(m.id, m.kind) for m in result.misses]

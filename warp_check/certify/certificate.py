@@ -26,7 +26,7 @@ from warp_check.json_bounded import read_json as bounded_json
 from warp_check.model.specs import HeadForm
 from warp_check.qp.settings import FLAT_KEYS, SolverSettings
 from warp_check.repair.records import IterationRecord, RepairResult, RepairStatus
-from warp_check.repair.settings import NeighbourSettings, RepairSettings
+from warp_check.repair.settings import KeepMargin, NeighbourSettings, RepairSettings
 from warp_check.serial import FieldError, Reader, Record, finite, on_disk, view
 
 # The reader of one JSON object of the file, under the name ``_settings`` reads with.
@@ -478,7 +478,9 @@ def _settings(data: _Object) -> RepairSettings:
     neighbours = NeighbourSettings.off()
     if "neighbours" in data.data:
         neighbours = data.object("neighbours").settings(NeighbourSettings)
-    return data.settings(RepairSettings, since=LATER_SETTINGS, solver=solver, neighbours=neighbours)
+    # Written without keep_margin: before it was a setting, or under gamma_h (to_dict leaves it out then).
+    keep = {} if "keep_margin" in data.data else {"keep_margin": KeepMargin.GAMMA_H}
+    return data.settings(RepairSettings, since=LATER_SETTINGS, solver=solver, neighbours=neighbours, **keep)
 
 
 __all__ = [

@@ -159,7 +159,7 @@ class RepairSettings:
     # "own": a must_keep case already right but below γ_h is held at its own gap before the repair
     # (not below KEEP_FLOOR) instead of being lifted to γ_h; Cert 2 states each case's bar. Lifting
     # right cases moves the layer on everything near them (issue 60).
-    keep_margin: KeepMargin = KeepMargin.GAMMA_H
+    keep_margin: KeepMargin = KeepMargin.OWN  # measured: the must_keep floor under a budget is gone
     lam: float = 50.0  # λ, slack price
     rho: float = 2.0  # ρ, step regularisation
     # μ: the step is priced by how much it changes the repair layer's output on the must_keep
@@ -251,13 +251,14 @@ class RepairSettings:
     def to_dict(self) -> dict[str, object]:
         values = asdict(self, dict_factory=lambda items: {k: v.value if isinstance(v, Enum) else v for k, v in items})
         if self.keep_margin is KeepMargin.GAMMA_H:
-            del values["keep_margin"]  # the default, as certificates written before it was a setting say
+            del values["keep_margin"]  # as settings written before it was a setting say (see from_dict)
         values["solver"] = self.solver.to_json()  # its on-disk form, as certificates hold it
         return values
 
     @classmethod
     def from_dict(cls, values: dict[str, object]) -> RepairSettings:
         values = dict(values)
+        values.setdefault("keep_margin", KeepMargin.GAMMA_H)  # written before "own" was the default: lifted
         solver = values.pop("solver", None)
         if isinstance(solver, dict):
             values["solver"] = SolverSettings.from_json(solver)

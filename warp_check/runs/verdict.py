@@ -241,8 +241,8 @@ def _budget_advice(note: TrafficNote, suite: str) -> str:
         return f"try {ADVICE}"
     if fit.floor:
         return (
-            'raise max_change, lower gamma_h or set keep_margin = "own": even with no must_fix case the repair is '
-            "over the budget"
+            'raise max_change, lower gamma_h, or keep_margin = "own" where it is "gamma_h": even with no must_fix '
+            "case the repair is over the budget"
         )
     if fit.within and fit.left_out and fit.kept:
         listed = (

@@ -170,7 +170,7 @@ REPAIR = Table(
         "max_rank": "it grows ×4 up to this when an iteration stalls (= rank: fixed)",
         "gamma_s": "must_fix margin γ_s",
         "gamma_h": "must_keep margin γ_h",
-        "keep_margin": '"own": a right must_keep case below γ_h is held at its own gap, not lifted',
+        "keep_margin": '"own": a right case below γ_h keeps its own gap; "gamma_h": lifted to γ_h',
         "lam": "λ, the price of a must_fix case's slack",
         "rho": "ρ, the price of the step",
         "mu": "price of moving the layer's output on the must_keep cases (0: the paper's)",

@@ -174,7 +174,7 @@ class BudgetFit(Record):
                 f"No must_fix case can be fixed within max_change = {percent(self.budget)}: even with none, the "
                 f"repair of the must_keep cases short of their margin changes predictions on {self.changed} of "
                 f"{self.n} {self.unit} of the traffic's tune part (at most {percent(self.bound)}). A larger "
-                f'max_change, a smaller gamma_h, or keep_margin = "own".{how}'
+                f'max_change, a smaller gamma_h, or keep_margin = "own" where it is "gamma_h".{how}'
             )
         costliest = sorted(self.left_out, key=lambda c: -c.nearest)[:NAMED_IN_MESSAGE]
         named = self._named(tuple(costliest))
