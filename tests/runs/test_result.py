@@ -14,7 +14,7 @@ import pytest
 from warp_check import RepairSettings, RepairStatus
 from warp_check.cases import Kind
 from warp_check.certify.certificate import HistoryRow, Summary
-from warp_check.repair.settings import SynonymUse
+from warp_check.repair.settings import KeepMargin, SynonymUse
 from warp_check.reports.folder import REPORT_JSON, write_report
 from warp_check.runs.details import (
     AuditDetails,
@@ -56,7 +56,7 @@ def repair_details(**changes) -> RepairDetails:
                 iteration=1, min_gap_fix=1.001, min_gap_keep=0.301, fix_met=1, keep_met=1, step_norm=0.5, seconds=0.1
             ),
         ),
-        settings=RepairSettings(),
+        settings=RepairSettings(keep_margin=KeepMargin.GAMMA_H),  # as data/run-results.json was written
         gamma_s=1.0,
         gamma_h=0.3,
         lipschitz=6.5,
