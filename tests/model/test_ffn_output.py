@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import load_file
@@ -35,7 +36,17 @@ from warp_check.suite.loader import load_suite
 
 pytest_plugins = ["pytester"]
 INNER = ("-p", "no:randomly", "-p", "no:unraisableexception", "-p", "no:hypothesispytest")
-FAMILIES = ("bert", "distilbert", "roberta", "deberta-v2", "electra", "xlm-roberta")
+# The test's byte-level BPE tokenizer (RoBERTa's) is built in memory with transformers 5's API; the attack
+# environment pins transformers 4, where RobertaTokenizer reads files.
+BPE_IN_MEMORY = int(transformers.__version__.split(".")[0]) >= 5
+FAMILIES = (
+    "bert",
+    "distilbert",
+    pytest.param("roberta", marks=pytest.mark.skipif(not BPE_IN_MEMORY, reason="the test's BPE needs transformers 5")),
+    "deberta-v2",
+    "electra",
+    "xlm-roberta",
+)
 LAST_DENSE = {
     "bert": "bert.encoder.layer.1.output.dense",
     "distilbert": "distilbert.transformer.layer.1.ffn.lin2",
